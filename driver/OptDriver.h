@@ -1,0 +1,40 @@
+//===- driver/OptDriver.h - The library behind remat-opt --------*- C++ -*-===//
+#ifndef REMAT_DRIVER_OPTDRIVER_H
+#define REMAT_DRIVER_OPTDRIVER_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace remat::driver {
+
+/// \returns "remat <version>".
+llvm::StringRef getVersionString();
+
+/// What one remat-opt invocation does.
+struct OptOptions {
+  std::string inputPath;
+  std::string outputPath = "-";
+  std::string pipeline;
+  bool splitInputFile = false;
+  bool printIr = false;
+  bool printIrAfterAll = false;
+  bool timing = false;
+};
+
+/// Reads the input, runs the pipeline on each graph (each `// -----` chunk
+/// with splitInputFile) and writes the result. Diagnostics that are not
+/// errors (timing, IR after each pass) go to \p diag. Nothing is written when
+/// an error is returned; with several failing chunks the error holds one
+/// line per chunk.
+llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag);
+
+/// The whole remat-opt command line: parses \p argv, runs, prints
+/// "error: ..." lines on failure. \returns the process exit code.
+int optMain(int argc, char **argv);
+
+} // namespace remat::driver
+
+#endif // REMAT_DRIVER_OPTDRIVER_H

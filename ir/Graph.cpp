@@ -1,0 +1,392 @@
+//===- ir/Graph.cpp - Values, nodes and graphs ----------------------------===//
+#include "ir/Graph.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace remat::ir {
+
+llvm::StringRef stageName(Stage stage) {
+  switch (stage) {
+  case Stage::Forward:
+    return "fwd";
+  case Stage::Backward:
+    return "bwd";
+  case Stage::Recompute:
+    return "remat";
+  }
+  llvm_unreachable("unknown stage");
+}
+
+//===----------------------------------------------------------------------===//
+// Value
+//===----------------------------------------------------------------------===//
+
+Value::~Value() {
+  if (graph_)
+    graph_->unregisterName(this);
+}
+
+void Value::setName(llvm::StringRef name) {
+  graph_->unregisterName(this);
+  name_ = name.str();
+  graph_->registerName(this);
+}
+
+void Value::removeUse(Use use) {
+  auto it = llvm::find(uses_, use);
+  assert(it != uses_.end() && "removing a use that is not in the use list");
+  uses_.erase(it);
+}
+
+void Value::replaceAllUsesWith(Value *other) {
+  assert(other != this && "replacing a value with itself");
+  assert(other->graph_ == graph_ && "values of different graphs");
+  for (Use use : uses_) {
+    use.user->operands_[use.operandIndex] = other;
+    other->addUse(use);
+  }
+  uses_.clear();
+  if (numOutputUses_ == 0)
+    return;
+  for (Value *&output : graph_->outputs_) {
+    if (output != this)
+      continue;
+    output = other;
+    ++other->numOutputUses_;
+  }
+  numOutputUses_ = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Node
+//===----------------------------------------------------------------------===//
+
+Node::~Node() {
+  for (unsigned i = 0; i < operands_.size(); ++i)
+    if (operands_[i])
+      operands_[i]->removeUse({this, i});
+}
+
+void Node::setOperand(unsigned i, Value *value) {
+  assert(i < operands_.size() && "operand index out of range");
+  operands_[i]->removeUse({this, i});
+  operands_[i] = value;
+  value->addUse({this, i});
+}
+
+void Node::addOperand(Value *value) {
+  operands_.push_back(value);
+  value->addUse({this, unsigned(operands_.size() - 1)});
+}
+
+void Node::removeOperand(unsigned i) {
+  assert(i < operands_.size() && "operand index out of range");
+  // Uses of later operands carry their index: renumber them.
+  for (unsigned j = i; j < operands_.size(); ++j)
+    operands_[j]->removeUse({this, j});
+  operands_.erase(operands_.begin() + i);
+  for (unsigned j = i; j < operands_.size(); ++j)
+    operands_[j]->addUse({this, j});
+}
+
+void Node::dropAllOperands() {
+  for (unsigned i = 0; i < operands_.size(); ++i)
+    operands_[i]->removeUse({this, i});
+  operands_.clear();
+}
+
+llvm::SmallVector<Value *, 2> Node::getResults() const {
+  llvm::SmallVector<Value *, 2> results;
+  for (const auto &result : results_)
+    results.push_back(result.get());
+  return results;
+}
+
+bool Node::hasUsedResults() const {
+  return llvm::any_of(results_, [](const std::unique_ptr<Value> &result) {
+    return result->hasUses() || result->isGraphOutput();
+  });
+}
+
+void Node::moveBefore(Node *other) {
+  assert(other->graph_ == graph_ && "nodes of different graphs");
+  if (other == this)
+    return;
+  graph_->nodes_.splice(other->getIterator(), graph_->nodes_, getIterator());
+}
+
+void Node::moveAfter(Node *other) {
+  assert(other->graph_ == graph_ && "nodes of different graphs");
+  if (other == this)
+    return;
+  graph_->nodes_.splice(std::next(other->getIterator()), graph_->nodes_,
+                        getIterator());
+}
+
+std::string Node::describe() const {
+  std::string text = graph_->formatLoc(loc_) + getOpSpelling();
+  if (!results_.empty())
+    text += " '%" + results_.front()->getName().str() + "'";
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+Graph::~Graph() {
+  // Destroy nodes in reverse schedule order so that every use of a result is
+  // gone before the result itself; then the inputs.
+  while (!nodes_.empty()) {
+    Node &node = nodes_.back();
+    node.dropAllOperands();
+    for (auto &result : node.results_)
+      result->uses_.clear();
+    nodes_.pop_back();
+  }
+  outputs_.clear();
+  inputs_.clear();
+}
+
+std::string Graph::formatLoc(Loc loc) const {
+  if (!loc.isValid())
+    return "";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << (sourceName_.empty() ? "<input>" : sourceName_) << ':' << loc.line
+     << ':' << loc.col << ": ";
+  return text;
+}
+
+Value *Graph::newValue(std::string name, TensorType type) {
+  Value *value = new Value(this, std::move(name), std::move(type));
+  registerName(value);
+  return value;
+}
+
+void Graph::registerName(Value *value) { names_[value->name_] = value; }
+
+void Graph::unregisterName(Value *value) {
+  auto it = names_.find(value->name_);
+  if (it != names_.end() && it->second == value)
+    names_.erase(it);
+}
+
+Value *Graph::addInput(llvm::StringRef name, TensorType type, bool isWeight) {
+  inputs_.emplace_back(newValue(name.str(), std::move(type)));
+  Value *input = inputs_.back().get();
+  input->isWeight_ = isWeight;
+  return input;
+}
+
+void Graph::eraseInput(Value *input) {
+  assert(input->isGraphInput() && !input->hasUses() &&
+         !input->isGraphOutput() && "erasing an input that is still used");
+  auto it = llvm::find_if(inputs_, [&](const std::unique_ptr<Value> &v) {
+    return v.get() == input;
+  });
+  assert(it != inputs_.end() && "not an input of this graph");
+  inputs_.erase(it);
+}
+
+llvm::SmallVector<Value *, 8> Graph::getInputs() const {
+  llvm::SmallVector<Value *, 8> inputs;
+  for (const auto &input : inputs_)
+    inputs.push_back(input.get());
+  return inputs;
+}
+
+Node *Graph::createNode(OpKind op, llvm::ArrayRef<Value *> operands,
+                        llvm::ArrayRef<TensorType> resultTypes,
+                        llvm::ArrayRef<std::string> resultNames,
+                        AttrList attrs, Node *insertBefore) {
+  assert((resultNames.empty() || resultNames.size() == resultTypes.size()) &&
+         "one name per result");
+  Node *node = new Node(this, op);
+  for (Value *operand : operands)
+    node->addOperand(operand);
+  for (size_t i = 0; i < resultTypes.size(); ++i) {
+    std::string name =
+        resultNames.empty() ? uniqueName("t") : resultNames[i];
+    addResult(node, name, resultTypes[i]);
+  }
+  node->attrs_ = std::move(attrs);
+  if (insertBefore)
+    nodes_.insert(insertBefore->getIterator(), node);
+  else
+    nodes_.push_back(node);
+  return node;
+}
+
+Value *Graph::addResult(Node *node, llvm::StringRef name, TensorType type) {
+  Value *result = newValue(name.str(), std::move(type));
+  result->def_ = node;
+  result->resultIndex_ = node->results_.size();
+  node->results_.emplace_back(result);
+  return result;
+}
+
+void Graph::eraseNode(Node *node) {
+  assert(node->graph_ == this && "node of another graph");
+  assert(!node->hasUsedResults() && "erasing a node whose results are used");
+  nodes_.erase(node->getIterator());
+}
+
+void Graph::addOutput(Value *value) {
+  assert(value->graph_ == this && "output of another graph");
+  outputs_.push_back(value);
+  ++value->numOutputUses_;
+}
+
+void Graph::setOutput(unsigned i, Value *value) {
+  assert(i < outputs_.size() && "output index out of range");
+  --outputs_[i]->numOutputUses_;
+  outputs_[i] = value;
+  ++value->numOutputUses_;
+}
+
+void Graph::removeOutput(unsigned i) {
+  assert(i < outputs_.size() && "output index out of range");
+  --outputs_[i]->numOutputUses_;
+  outputs_.erase(outputs_.begin() + i);
+}
+
+Value *Graph::lookup(llvm::StringRef name) const {
+  auto it = names_.find(name);
+  return it == names_.end() ? nullptr : it->second;
+}
+
+std::string Graph::uniqueName(llvm::StringRef base) const {
+  if (!base.empty() && !names_.count(base))
+    return base.str();
+  // Fresh names for unnamed values ("t") count up from a graph-wide counter so
+  // that creating n of them costs O(n), not O(n^2).
+  if (base.empty() || base == "t") {
+    std::string name;
+    do
+      name = "t" + std::to_string(nextFreshName_++);
+    while (names_.count(name));
+    return name;
+  }
+  for (unsigned n = 1;; ++n) {
+    std::string name = (base + "." + llvm::Twine(n)).str();
+    if (!names_.count(name))
+      return name;
+  }
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto copy = std::make_unique<Graph>(name_);
+  copy->sourceName_ = sourceName_;
+  llvm::DenseMap<const Value *, Value *> map;
+  for (const auto &input : inputs_) {
+    Value *newInput = copy->addInput(input->name_, input->type_,
+                                     input->isWeight_);
+    newInput->data_ = input->data_;
+    newInput->loc_ = input->loc_;
+    map[input.get()] = newInput;
+  }
+  for (const Node &node : nodes_) {
+    Node *newNode = new Node(copy.get(), node.op_);
+    for (Value *operand : node.operands_) {
+      // Operands defined later (a schedule the verifier would reject) are
+      // cloned lazily below; only well-formed graphs are cloned in practice.
+      assert(map.count(operand) && "cloning a graph that is not topological");
+      newNode->addOperand(map[operand]);
+    }
+    for (const auto &result : node.results_) {
+      Value *newResult =
+          copy->addResult(newNode, result->name_, result->type_);
+      newResult->loc_ = result->loc_;
+      map[result.get()] = newResult;
+    }
+    newNode->attrs_ = node.attrs_;
+    newNode->stage_ = node.stage_;
+    newNode->layer_ = node.layer_;
+    newNode->loc_ = node.loc_;
+    copy->nodes_.push_back(newNode);
+  }
+  for (Value *output : outputs_)
+    copy->addOutput(map[output]);
+  copy->nextFreshName_ = nextFreshName_;
+  return copy;
+}
+
+//===----------------------------------------------------------------------===//
+// Structural equality
+//===----------------------------------------------------------------------===//
+
+static bool fail(std::string *why, const llvm::Twine &message) {
+  if (why)
+    *why = message.str();
+  return false;
+}
+
+static bool dataEqual(const TensorDataPtr &a, const TensorDataPtr &b) {
+  if (!a || !b)
+    return a == b;
+  return *a == *b;
+}
+
+bool graphsEqual(const Graph &a, const Graph &b, std::string *why) {
+  if (a.getName() != b.getName())
+    return fail(why, "graph names differ: @" + a.getName() + " vs @" +
+                         b.getName());
+  if (a.getNumInputs() != b.getNumInputs())
+    return fail(why, "input counts differ: " + llvm::Twine(a.getNumInputs()) +
+                         " vs " + llvm::Twine(b.getNumInputs()));
+  for (unsigned i = 0; i < a.getNumInputs(); ++i) {
+    const Value *x = a.getInput(i), *y = b.getInput(i);
+    if (x->getName() != y->getName() || x->getType() != y->getType() ||
+        x->isWeight() != y->isWeight())
+      return fail(why, "input " + llvm::Twine(i) + " differs: %" +
+                           x->getName() + ": " + x->getType().str() +
+                           " vs %" + y->getName() + ": " + y->getType().str());
+    if (!dataEqual(x->getData(), y->getData()))
+      return fail(why, "data of input %" + x->getName() + " differs");
+  }
+  if (a.getNumNodes() != b.getNumNodes())
+    return fail(why, "node counts differ: " + llvm::Twine(a.getNumNodes()) +
+                         " vs " + llvm::Twine(b.getNumNodes()));
+  auto itB = b.getNodes().begin();
+  for (const Node &x : a.getNodes()) {
+    const Node &y = *itB++;
+    std::string label = "node " + x.describe();
+    if (x.getOp() != y.getOp())
+      return fail(why, label + ": ops differ (" + x.getOpSpelling() + " vs " +
+                           y.getOpSpelling() + ")");
+    if (x.getStage() != y.getStage())
+      return fail(why, label + ": stages differ");
+    if (x.getNumOperands() != y.getNumOperands())
+      return fail(why, label + ": operand counts differ");
+    for (unsigned i = 0; i < x.getNumOperands(); ++i)
+      if (x.getOperand(i)->getName() != y.getOperand(i)->getName())
+        return fail(why, label + ": operand " + llvm::Twine(i) + " differs (%" +
+                             x.getOperand(i)->getName() + " vs %" +
+                             y.getOperand(i)->getName() + ")");
+    if (x.getNumResults() != y.getNumResults())
+      return fail(why, label + ": result counts differ");
+    for (unsigned i = 0; i < x.getNumResults(); ++i) {
+      const Value *rx = x.getResult(i), *ry = y.getResult(i);
+      if (rx->getName() != ry->getName() || rx->getType() != ry->getType())
+        return fail(why, label + ": result " + llvm::Twine(i) + " differs (%" +
+                             rx->getName() + ": " + rx->getType().str() +
+                             " vs %" + ry->getName() + ": " +
+                             ry->getType().str() + ")");
+    }
+    if (x.getAttrs() != y.getAttrs())
+      return fail(why, label + ": attributes differ");
+  }
+  if (a.getOutputs().size() != b.getOutputs().size())
+    return fail(why, "output counts differ");
+  for (size_t i = 0; i < a.getOutputs().size(); ++i)
+    if (a.getOutputs()[i]->getName() != b.getOutputs()[i]->getName())
+      return fail(why, "output " + llvm::Twine(i) + " differs: %" +
+                           a.getOutputs()[i]->getName() + " vs %" +
+                           b.getOutputs()[i]->getName());
+  return true;
+}
+
+} // namespace remat::ir

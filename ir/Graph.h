@@ -1,0 +1,318 @@
+//===- ir/Graph.h - Values, nodes and graphs --------------------*- C++ -*-===//
+//
+// Note [Schedule]
+// ~~~~~~~~~~~~~~~
+// A Graph's node list *is* its execution order. It is always topological:
+// every operand of a node is a graph input or the result of an earlier node.
+// Passes that reorder (schedule) or insert (autodiff, remat) must keep this
+// invariant; the Verifier checks it after every pass, and the runtime and the
+// memory planner execute and plan exactly this order.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_IR_GRAPH_H
+#define REMAT_IR_GRAPH_H
+
+#include "ir/Attributes.h"
+#include "ir/Ops.h"
+#include "ir/Types.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/ilist.h"
+#include "llvm/ADT/ilist_node.h"
+#include "llvm/ADT/iterator_range.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace remat::ir {
+
+class Graph;
+class Node;
+
+/// Which part of the training step a node belongs to.
+enum class Stage : uint8_t { Forward, Backward, Recompute };
+
+/// \returns "fwd", "bwd" or "remat".
+llvm::StringRef stageName(Stage stage);
+
+/// A source position in a .rir file (1-based); line 0 means unknown.
+struct Loc {
+  uint32_t line = 0;
+  uint32_t col = 0;
+  bool isValid() const { return line != 0; }
+};
+
+/// One use of a value: operand \p operandIndex of \p user.
+struct Use {
+  Node *user;
+  unsigned operandIndex;
+  bool operator==(const Use &other) const {
+    return user == other.user && operandIndex == other.operandIndex;
+  }
+};
+
+/// A tensor-valued SSA value: a graph input (weights are inputs flagged
+/// trainable) or a result of a node.
+class Value {
+public:
+  Value(const Value &) = delete;
+  Value &operator=(const Value &) = delete;
+
+  llvm::StringRef getName() const { return name_; }
+  /// Renames the value. Names are unique within a graph; use
+  /// Graph::uniqueName() to pick a fresh one. The Verifier rejects duplicates.
+  void setName(llvm::StringRef name);
+
+  const TensorType &getType() const { return type_; }
+  void setType(TensorType type) { type_ = std::move(type); }
+
+  /// \returns the node that defines this value, or null for a graph input.
+  Node *getDefiningNode() const { return def_; }
+  /// \returns the index of this value among its node's results.
+  unsigned getResultIndex() const { return resultIndex_; }
+  bool isGraphInput() const { return def_ == nullptr; }
+
+  /// Trainable weights are graph inputs flagged `weight`; autodiff computes
+  /// a gradient for each one that reaches the loss.
+  bool isWeight() const { return isWeight_; }
+  void setWeight(bool isWeight) { isWeight_ = isWeight; }
+
+  /// Initial contents of a graph input (weights imported with data), or null.
+  const TensorDataPtr &getData() const { return data_; }
+  void setData(TensorDataPtr data) { data_ = std::move(data); }
+
+  llvm::ArrayRef<Use> getUses() const { return uses_; }
+  bool hasUses() const { return !uses_.empty(); }
+  unsigned getNumUses() const { return uses_.size(); }
+  /// \returns true if the value is one of the graph's outputs.
+  bool isGraphOutput() const { return numOutputUses_ != 0; }
+
+  /// Redirects every use of this value, graph outputs included, to \p other.
+  //  Given:   %3 = f(%1, %2); %4 = g(%3); return %3
+  //  Execute: %3.replaceAllUsesWith(%6)
+  //  Result:  %4 = g(%6); return %6
+  void replaceAllUsesWith(Value *other);
+
+  Graph *getGraph() const { return graph_; }
+  Loc getLoc() const { return loc_; }
+  void setLoc(Loc loc) { loc_ = loc; }
+
+  ~Value();
+
+private:
+  friend class Graph;
+  friend class Node;
+  /// Unit tests corrupt IR through this to show that the Verifier notices.
+  friend struct IRTestAccess;
+  Value(Graph *graph, std::string name, TensorType type)
+      : graph_(graph), name_(std::move(name)), type_(std::move(type)) {}
+
+  void addUse(Use use) { uses_.push_back(use); }
+  void removeUse(Use use);
+
+  Graph *graph_;
+  std::string name_;
+  TensorType type_;
+  Node *def_ = nullptr;
+  unsigned resultIndex_ = 0;
+  std::vector<Use> uses_;
+  unsigned numOutputUses_ = 0;
+  bool isWeight_ = false;
+  TensorDataPtr data_;
+  Loc loc_;
+};
+
+/// An operation in the schedule. A node owns its results; its operands are
+/// values defined earlier (Note [Schedule]).
+class Node : public llvm::ilist_node<Node> {
+public:
+  Node(const Node &) = delete;
+  Node &operator=(const Node &) = delete;
+  ~Node();
+
+  OpKind getOp() const { return op_; }
+  const OpInfo &getOpInfo() const { return ir::getOpInfo(op_); }
+  /// \returns the op's .rir spelling ("MatMul", "remat.Foo").
+  std::string getOpSpelling() const { return ir::getOpSpelling(op_); }
+
+  llvm::ArrayRef<Value *> getOperands() const { return operands_; }
+  unsigned getNumOperands() const { return operands_.size(); }
+  Value *getOperand(unsigned i) const { return operands_[i]; }
+  /// Replaces operand \p i with \p value, updating both use lists.
+  //  Given:   %4 = g(%3, %1)
+  //  Execute: node(%4).setOperand(0, %6)
+  //  Result:  %4 = g(%6, %1); %3 has one use fewer
+  void setOperand(unsigned i, Value *value);
+  /// Appends \p value as the last operand.
+  //  Given:   %4 = Concat(%1)
+  //  Execute: node(%4).addOperand(%2)
+  //  Result:  %4 = Concat(%1, %2)
+  void addOperand(Value *value);
+  /// Removes operand \p i; later operands shift down by one.
+  //  Given:   %4 = Slice(%d, %s, %e, %a)
+  //  Execute: node(%4).removeOperand(3)
+  //  Result:  %4 = Slice(%d, %s, %e)
+  void removeOperand(unsigned i);
+  /// Removes every operand (used before erasing a group of nodes).
+  void dropAllOperands();
+
+  unsigned getNumResults() const { return results_.size(); }
+  Value *getResult(unsigned i) const { return results_[i].get(); }
+  /// \returns the results in order.
+  llvm::SmallVector<Value *, 2> getResults() const;
+  /// \returns true if any result has a use or is a graph output.
+  bool hasUsedResults() const;
+
+  const AttrList &getAttrs() const { return attrs_; }
+  AttrList &getAttrs() { return attrs_; }
+  void setAttrs(AttrList attrs) { attrs_ = std::move(attrs); }
+
+  Stage getStage() const { return stage_; }
+  void setStage(Stage stage) { stage_ = stage; }
+  /// Model layer index for reports, or -1.
+  int getLayer() const { return layer_; }
+  void setLayer(int layer) { layer_ = layer; }
+  Loc getLoc() const { return loc_; }
+  void setLoc(Loc loc) { loc_ = loc; }
+
+  Graph *getGraph() const { return graph_; }
+
+  /// Moves this node to just before \p other in the schedule.
+  //  Given:   %1 = a(); %2 = b(); %3 = c()
+  //  Execute: node(%3).moveBefore(node(%2))
+  //  Result:  %1 = a(); %3 = c(); %2 = b()
+  void moveBefore(Node *other);
+  /// Moves this node to just after \p other in the schedule.
+  void moveAfter(Node *other);
+
+  /// \returns "Op '%firstResult'" for messages, prefixed with
+  /// "file:line:col: " when the node came from a file.
+  std::string describe() const;
+
+private:
+  friend class Graph;
+  friend class Value;
+  friend struct IRTestAccess;
+  Node(Graph *graph, OpKind op) : graph_(graph), op_(op) {}
+
+  Graph *graph_;
+  OpKind op_;
+  llvm::SmallVector<Value *, 4> operands_;
+  llvm::SmallVector<std::unique_ptr<Value>, 1> results_;
+  AttrList attrs_;
+  Stage stage_ = Stage::Forward;
+  int layer_ = -1;
+  Loc loc_;
+};
+
+/// A model graph: inputs (weights among them), a scheduled node list, and
+/// outputs. The graph owns every node and value.
+class Graph {
+public:
+  using NodeList = llvm::iplist<Node>;
+
+  explicit Graph(std::string name = "main") : name_(std::move(name)) {}
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+  ~Graph();
+
+  llvm::StringRef getName() const { return name_; }
+  void setName(llvm::StringRef name) { name_ = name.str(); }
+  /// The file the graph was read from, for diagnostics ("" if none).
+  llvm::StringRef getSourceName() const { return sourceName_; }
+  void setSourceName(llvm::StringRef name) { sourceName_ = name.str(); }
+  /// \returns "file:line:col: " for \p loc, or "" when unknown.
+  std::string formatLoc(Loc loc) const;
+
+  //===--- Inputs ---------------------------------------------------------===//
+
+  /// Appends a graph input named \p name of type \p type.
+  //  Given:   graph @g(%x: f32[2])
+  //  Execute: g.addInput("w", f32[2], /*isWeight=*/true)
+  //  Result:  graph @g(%x: f32[2], %w: f32[2] weight)
+  Value *addInput(llvm::StringRef name, TensorType type,
+                  bool isWeight = false);
+  /// Removes input \p input, which must have no uses and not be an output.
+  void eraseInput(Value *input);
+  llvm::SmallVector<Value *, 8> getInputs() const;
+  unsigned getNumInputs() const { return inputs_.size(); }
+  Value *getInput(unsigned i) const { return inputs_[i].get(); }
+
+  //===--- Nodes ----------------------------------------------------------===//
+
+  /// Creates a node of \p op with \p operands and one result per entry of
+  /// \p resultTypes, named from \p resultNames (or fresh names when empty),
+  /// and inserts it before \p insertBefore (at the end when null).
+  //  Given:   %1 = a(); return %1
+  //  Execute: g.createNode(Relu, {%1}, {f32[2]}, {"r"}, {}, /*before=*/null)
+  //  Result:  %1 = a(); %r = Relu(%1); return %1
+  Node *createNode(OpKind op, llvm::ArrayRef<Value *> operands,
+                   llvm::ArrayRef<TensorType> resultTypes,
+                   llvm::ArrayRef<std::string> resultNames = {},
+                   AttrList attrs = {}, Node *insertBefore = nullptr);
+  /// Appends a result of \p type named \p name to \p node.
+  Value *addResult(Node *node, llvm::StringRef name, TensorType type);
+  /// Removes \p node from the schedule and destroys it. Its results must
+  /// have no uses and not be graph outputs; its operands lose a use.
+  //  Given:   %2 = f(%1); %3 = g(%1)
+  //  Execute: g.eraseNode(node(%2))
+  //  Result:  %3 = g(%1); %1 has one use
+  void eraseNode(Node *node);
+
+  NodeList &getNodes() { return nodes_; }
+  const NodeList &getNodes() const { return nodes_; }
+  size_t getNumNodes() const { return nodes_.size(); }
+
+  //===--- Outputs --------------------------------------------------------===//
+
+  /// Appends \p value to the graph outputs.
+  void addOutput(Value *value);
+  /// Replaces output \p i with \p value.
+  void setOutput(unsigned i, Value *value);
+  /// Removes output \p i.
+  void removeOutput(unsigned i);
+  llvm::ArrayRef<Value *> getOutputs() const { return outputs_; }
+
+  //===--- Names ----------------------------------------------------------===//
+
+  /// \returns the value named \p name, or null. With duplicate names (which
+  /// the Verifier rejects) it returns the most recently named one.
+  Value *lookup(llvm::StringRef name) const;
+  /// \returns \p base if no value has that name, else \p base + "." + N for
+  /// the smallest N >= 1 that is free.
+  std::string uniqueName(llvm::StringRef base) const;
+
+  //===--- Whole graph ----------------------------------------------------===//
+
+  /// \returns a deep copy with the same names, types, data and schedule.
+  std::unique_ptr<Graph> clone() const;
+
+private:
+  friend class Value;
+  friend class Node;
+  Value *newValue(std::string name, TensorType type);
+  void registerName(Value *value);
+  void unregisterName(Value *value);
+
+  std::string name_;
+  std::string sourceName_;
+  std::vector<std::unique_ptr<Value>> inputs_;
+  NodeList nodes_;
+  std::vector<Value *> outputs_;
+  llvm::StringMap<Value *> names_;
+  mutable unsigned nextFreshName_ = 0;
+};
+
+/// \returns true if \p a and \p b have the same name, inputs (names, types,
+/// weight flags, data), nodes in the same order (ops, operands by name,
+/// results, attributes, stages) and outputs. On a difference, \p why (when
+/// given) describes the first one found.
+bool graphsEqual(const Graph &a, const Graph &b, std::string *why = nullptr);
+
+} // namespace remat::ir
+
+#endif // REMAT_IR_GRAPH_H

@@ -1,0 +1,52 @@
+//===- ir/Ops.cpp - The op table ------------------------------------------===//
+#include "ir/Ops.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/Twine.h"
+
+#include <string>
+
+namespace remat::ir {
+
+static const OpInfo kOpInfos[] = {
+#define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,  \
+           SUMMARY)                                                            \
+  {#NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS, SUMMARY},
+#include "ir/Ops.def"
+};
+
+static const OpKind kAllOps[] = {
+#define OP(NAME, ...) OpKind::NAME,
+#include "ir/Ops.def"
+};
+
+const OpInfo &getOpInfo(OpKind op) { return kOpInfos[size_t(op)]; }
+
+llvm::ArrayRef<OpKind> allOps() { return kAllOps; }
+
+std::optional<OpKind> lookupOp(llvm::StringRef domain, llvm::StringRef name) {
+  if (domain == "ai.onnx")
+    domain = "";
+  // Keyed by "domain.name"; built once, read-only afterwards.
+  static const llvm::StringMap<OpKind> table = [] {
+    llvm::StringMap<OpKind> map;
+    for (OpKind op : kAllOps) {
+      const OpInfo &info = getOpInfo(op);
+      map[(llvm::Twine(info.domain) + "." + info.name).str()] = op;
+    }
+    return map;
+  }();
+  auto it = table.find((llvm::Twine(domain) + "." + name).str());
+  if (it == table.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::string getOpSpelling(OpKind op) {
+  const OpInfo &info = getOpInfo(op);
+  if (info.domain.empty())
+    return info.name.str();
+  return (llvm::Twine(info.domain) + "." + info.name).str();
+}
+
+} // namespace remat::ir

@@ -1,0 +1,55 @@
+//===- ir/ShapeInference.h - Result types from operands ---------*- C++ -*-===//
+//
+// Each op in Ops.def has an inference function with ONNX opset-17 semantics
+// and numpy broadcasting. Some result shapes depend on operand *values*
+// (Reshape's shape, Expand, Range, ConstantOfShape, Slice's starts, ...);
+// those are known only when the operand is defined by a Constant node.
+// Otherwise inference returns the dtype alone and the declared type is
+// checked only for what can be known (dtype, and element count for Reshape).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_IR_SHAPEINFERENCE_H
+#define REMAT_IR_SHAPEINFERENCE_H
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+
+namespace remat::ir {
+
+/// What inference knows about one result.
+struct InferredType {
+  /// The full type when shapeKnown; otherwise only its dtype is meaningful.
+  TensorType type;
+  bool shapeKnown = true;
+  /// When the shape is unknown but the element count is (Reshape).
+  std::optional<int64_t> numElements;
+};
+
+/// \returns the contents of \p value if it is the result of a Constant node
+/// (attribute value/value_float/value_int/value_floats/value_ints), else null.
+const TensorData *getConstantValue(const Value *value);
+
+/// Checks operand and result counts of \p node against Ops.def.
+llvm::Error checkArity(const Node &node);
+
+/// Infers the result types of \p node from its operands and attributes.
+/// Errors name the node and say what is wrong (operand dtype, rank, attribute
+/// out of range, incompatible broadcast dims, ...).
+llvm::Expected<llvm::SmallVector<InferredType, 1>> inferTypes(const Node &node);
+
+/// Checks the declared result types of \p node against inference. The
+/// message names the node, the result, the declared and the inferred type.
+llvm::Error checkResultTypes(const Node &node);
+
+/// Broadcasts \p a and \p b numpy-style; \returns std::nullopt when a pair of
+/// dims is incompatible.
+std::optional<llvm::SmallVector<int64_t, 4>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+} // namespace remat::ir
+
+#endif // REMAT_IR_SHAPEINFERENCE_H

@@ -1,0 +1,64 @@
+//===- passes/Pass.h - The pass interface -----------------------*- C++ -*-===//
+#ifndef REMAT_PASSES_PASS_H
+#define REMAT_PASSES_PASS_H
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace remat::passes {
+
+/// One option a pass accepts in a pipeline: `name{key=value}`.
+struct PassOption {
+  std::string name;
+  std::string description;
+  /// Where the parsed value is stored, which also fixes its kind.
+  std::variant<int64_t *, double *, bool *, std::string *> storage;
+  /// \returns "int", "float", "bool" or "string".
+  llvm::StringRef kindName() const;
+};
+
+/// A transformation or analysis over a Graph. Passes are created by the
+/// PassRegistry from passes/Passes.def; nothing registers itself at load.
+class Pass {
+public:
+  virtual ~Pass();
+
+  /// The name used in pipelines ("dce", "fold-constants").
+  virtual llvm::StringRef getName() const = 0;
+  /// One line for --list-passes.
+  virtual llvm::StringRef getSummary() const = 0;
+
+  /// Runs the pass on \p graph. \returns whether it changed the graph, or an
+  /// error a user can act on. Must keep Note [Schedule]; the PassManager
+  /// verifies after every pass.
+  virtual llvm::Expected<bool> run(ir::Graph &graph) = 0;
+
+  llvm::ArrayRef<PassOption> getOptions() const { return options_; }
+  /// Parses \p value into option \p key. An unknown key is an error that
+  /// lists the options this pass has.
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value);
+
+protected:
+  /// Declares an option stored in \p storage (a member of the pass that
+  /// already holds its default).
+  template <typename T>
+  void declareOption(llvm::StringRef name, llvm::StringRef description,
+                     T *storage) {
+    options_.push_back(PassOption{name.str(), description.str(), storage});
+  }
+
+private:
+  llvm::SmallVector<PassOption, 2> options_;
+};
+
+} // namespace remat::passes
+
+#endif // REMAT_PASSES_PASS_H

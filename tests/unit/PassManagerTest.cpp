@@ -1,0 +1,181 @@
+//===- tests/unit/PassManagerTest.cpp - Registry, pipelines, options ------===//
+#include "ir/Graph.h"
+#include "ir/Support.h"
+#include "passes/PassManager.h"
+#include "passes/Passes.h"
+
+#include <doctest/doctest.h>
+
+using namespace remat;
+using namespace remat::ir;
+using namespace remat::passes;
+
+namespace {
+PassRegistry makeRegistry() {
+  PassRegistry registry;
+  registerAllPasses(registry);
+  return registry;
+}
+
+std::string parseMessage(llvm::StringRef pipeline) {
+  PassRegistry registry = makeRegistry();
+  PassManager pm;
+  llvm::Error err = parsePassPipeline(pipeline, registry, pm);
+  return err ? errorToString(std::move(err)) : "ok";
+}
+
+/// A pass that breaks Note [Schedule], to show the PassManager verifies.
+class BreakSchedulePass : public Pass {
+public:
+  llvm::StringRef getName() const override { return "break-schedule"; }
+  llvm::StringRef getSummary() const override { return "test only"; }
+  llvm::Expected<bool> run(Graph &graph) override {
+    graph.getNodes().back().moveBefore(&graph.getNodes().front());
+    return true;
+  }
+};
+
+/// A pass that fails.
+class FailingPass : public Pass {
+public:
+  llvm::StringRef getName() const override { return "fail"; }
+  llvm::StringRef getSummary() const override { return "test only"; }
+  llvm::Expected<bool> run(Graph &) override {
+    return makeError("no luck today");
+  }
+};
+
+/// A pass with one option of each kind.
+class OptionsPass : public Pass {
+public:
+  OptionsPass() {
+    declareOption("count", "an int", &count);
+    declareOption("scale", "a float", &scale);
+    declareOption("enable", "a bool", &enable);
+    declareOption("mode", "a string", &mode);
+  }
+  llvm::StringRef getName() const override { return "options"; }
+  llvm::StringRef getSummary() const override { return "test only"; }
+  llvm::Expected<bool> run(Graph &) override { return false; }
+  int64_t count = 1;
+  double scale = 1.0;
+  bool enable = false;
+  std::string mode = "a";
+};
+
+Graph *makeChain(Graph &graph) {
+  TensorType vec(DType::F32, {4});
+  Value *x = graph.addInput("x", vec);
+  Node *a = graph.createNode(OpKind::Relu, {x}, {vec}, {"a"});
+  Node *b = graph.createNode(OpKind::Neg, {a->getResult(0)}, {vec}, {"b"});
+  graph.addOutput(b->getResult(0));
+  return &graph;
+}
+} // namespace
+
+TEST_CASE("every pass of Passes.def is registered, in order") {
+  PassRegistry registry = makeRegistry();
+  CHECK(registry.getNames() ==
+        std::vector<std::string>{"dce", "cse", "fold-constants"});
+  std::string listing;
+  llvm::raw_string_ostream os(listing);
+  registry.printPasses(os);
+  CHECK(listing.find("dce") != std::string::npos);
+  CHECK(listing.find("{max-elements=int}") != std::string::npos);
+}
+
+TEST_CASE("pipelines parse, with options") {
+  CHECK(parseMessage("dce") == "ok");
+  CHECK(parseMessage("dce,cse,fold-constants") == "ok");
+  CHECK(parseMessage(" dce , cse ") == "ok");
+  CHECK(parseMessage("fold-constants{max-elements=64}") == "ok");
+  CHECK(parseMessage("fold-constants{ max-elements=64 },dce") == "ok");
+}
+
+TEST_CASE("bad pipelines say what exists") {
+  CHECK(parseMessage("dce,frobnicate") ==
+        "unknown pass 'frobnicate' (available: dce, cse, fold-constants)");
+  CHECK(parseMessage("fold-constants{limit=3}") ==
+        "unknown option 'limit' for pass 'fold-constants' (its options: "
+        "max-elements)");
+  CHECK(parseMessage("dce{x=1}") ==
+        "unknown option 'x' for pass 'dce' (it takes no options)");
+  CHECK(parseMessage("fold-constants{max-elements=many}") ==
+        "option 'max-elements' of pass 'fold-constants' expects int, got "
+        "'many'");
+  CHECK(parseMessage("dce,,cse") ==
+        "pipeline 'dce,,cse' column 5: expected a pass name");
+  CHECK(parseMessage("dce cse") ==
+        "pipeline 'dce cse' column 5: expected ',' between passes, got 'c'");
+  CHECK(parseMessage("fold-constants{max-elements=3") ==
+        "pipeline 'fold-constants{max-elements=3' column 16: missing '}' "
+        "after the options of 'fold-constants'");
+  CHECK(parseMessage("fold-constants{64}") ==
+        "pipeline 'fold-constants{64}' column 16: expected key=value in the "
+        "options of 'fold-constants', got '64'");
+}
+
+TEST_CASE("options of every kind parse") {
+  OptionsPass pass;
+  CHECK_FALSE(bool(pass.setOption("count", "42")));
+  CHECK_FALSE(bool(pass.setOption("scale", "0.25")));
+  CHECK_FALSE(bool(pass.setOption("enable", "true")));
+  CHECK_FALSE(bool(pass.setOption("mode", "fast")));
+  CHECK(pass.count == 42);
+  CHECK(pass.scale == 0.25);
+  CHECK(pass.enable);
+  CHECK(pass.mode == "fast");
+  llvm::Error err = pass.setOption("enable", "maybe");
+  REQUIRE(bool(err));
+  CHECK(errorToString(std::move(err)) ==
+        "option 'enable' of pass 'options' expects bool, got 'maybe'");
+}
+
+TEST_CASE("the pass manager verifies after every pass") {
+  Graph graph("g");
+  makeChain(graph);
+  PassManager pm;
+  pm.addPass(std::make_unique<BreakSchedulePass>());
+  auto result = pm.run(graph);
+  REQUIRE_FALSE(bool(result));
+  CHECK(errorToString(result.takeError()) ==
+        "invalid IR after pass 'break-schedule': graph @g: operand %a of Neg "
+        "'%b' is used before its definition (the schedule is not "
+        "topological)");
+}
+
+TEST_CASE("a failing pass names itself") {
+  Graph graph("g");
+  makeChain(graph);
+  PassManager pm;
+  pm.addPass(std::make_unique<FailingPass>());
+  auto result = pm.run(graph);
+  REQUIRE_FALSE(bool(result));
+  CHECK(errorToString(result.takeError()) ==
+        "pass 'fail' failed: no luck today");
+}
+
+TEST_CASE("timing and print-after-all report each pass") {
+  Graph graph("g");
+  makeChain(graph);
+  PassRegistry registry = makeRegistry();
+  PassManager pm;
+  REQUIRE_FALSE(bool(parsePassPipeline("dce,cse", registry, pm)));
+  std::string timing, printed;
+  llvm::raw_string_ostream timingStream(timing), printedStream(printed);
+  pm.enableTiming(&timingStream);
+  pm.enablePrintAfterAll(&printedStream);
+  auto changed = pm.run(graph);
+  REQUIRE(bool(changed));
+  CHECK_FALSE(*changed);
+  timingStream.flush();
+  printedStream.flush();
+  CHECK(timing.find("dce\n") != std::string::npos);
+  CHECK(timing.find("cse\n") != std::string::npos);
+  CHECK(timing.find("(verifier)") != std::string::npos);
+  CHECK(printed.find("// -----// IR after 'dce' //----- //") !=
+        std::string::npos);
+  CHECK(printed.find("// -----// IR after 'cse' //----- //") !=
+        std::string::npos);
+  CHECK(printed.find("graph @g") != std::string::npos);
+}

@@ -1,0 +1,3 @@
+//===- tests/unit/main.cpp - doctest entry point ------------------------===//
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>

@@ -1,0 +1,14 @@
+//===- tools/remat-opt/main.cpp - The graph rewriting tool ----------------===//
+//
+// remat-opt INPUT [-o OUT] [-p PIPELINE] [--print-ir] [--list-passes] ...
+// Everything lives in the driver library so that tests can call it.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/OptDriver.h"
+
+#include "llvm/Support/InitLLVM.h"
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  return remat::driver::optMain(argc, argv);
+}
