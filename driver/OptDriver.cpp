@@ -192,8 +192,8 @@ int optMain(int argc, char **argv) {
   options.timing = timing;
   if (auto err = runOpt(options, llvm::errs())) {
     llvm::outs().flush();
-    for (llvm::StringRef line :
-         llvm::split(errorToString(std::move(err)), '\n'))
+    std::string message = errorToString(std::move(err));
+    for (llvm::StringRef line : llvm::split(message, '\n'))
       llvm::errs() << "error: " << line << '\n';
     return 1;
   }

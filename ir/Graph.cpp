@@ -34,10 +34,22 @@ void Value::setName(llvm::StringRef name) {
   graph_->registerName(this);
 }
 
+void Value::addUse(Use use) {
+  Node *user = use.user;
+  if (user->useSlots_.size() <= use.operandIndex)
+    user->useSlots_.resize(use.operandIndex + 1);
+  user->useSlots_[use.operandIndex] = uses_.size();
+  uses_.push_back(use);
+}
+
 void Value::removeUse(Use use) {
-  auto it = llvm::find(uses_, use);
-  assert(it != uses_.end() && "removing a use that is not in the use list");
-  uses_.erase(it);
+  unsigned slot = use.user->useSlots_[use.operandIndex];
+  assert(slot < uses_.size() && uses_[slot] == use &&
+         "removing a use that is not in the use list");
+  Use moved = uses_.back();
+  uses_[slot] = moved;
+  moved.user->useSlots_[moved.operandIndex] = slot;
+  uses_.pop_back();
 }
 
 void Value::replaceAllUsesWith(Value *other) {
@@ -87,6 +99,7 @@ void Node::removeOperand(unsigned i) {
   for (unsigned j = i; j < operands_.size(); ++j)
     operands_[j]->removeUse({this, j});
   operands_.erase(operands_.begin() + i);
+  useSlots_.pop_back();
   for (unsigned j = i; j < operands_.size(); ++j)
     operands_[j]->addUse({this, j});
 }
@@ -95,6 +108,7 @@ void Node::dropAllOperands() {
   for (unsigned i = 0; i < operands_.size(); ++i)
     operands_[i]->removeUse({this, i});
   operands_.clear();
+  useSlots_.clear();
 }
 
 llvm::SmallVector<Value *, 2> Node::getResults() const {
@@ -137,15 +151,11 @@ std::string Node::describe() const {
 //===----------------------------------------------------------------------===//
 
 Graph::~Graph() {
-  // Destroy nodes in reverse schedule order so that every use of a result is
-  // gone before the result itself; then the inputs.
-  while (!nodes_.empty()) {
-    Node &node = nodes_.back();
+  // Drop every operand first: the schedule may be invalid (the Verifier's
+  // tests build such graphs), so no destruction order is safe otherwise.
+  for (Node &node : nodes_)
     node.dropAllOperands();
-    for (auto &result : node.results_)
-      result->uses_.clear();
-    nodes_.pop_back();
-  }
+  nodes_.clear();
   outputs_.clear();
   inputs_.clear();
 }

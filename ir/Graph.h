@@ -85,6 +85,8 @@ public:
   const TensorDataPtr &getData() const { return data_; }
   void setData(TensorDataPtr data) { data_ = std::move(data); }
 
+  /// The uses in no particular order (removing a use reorders the rest),
+  /// though the same sequence of edits always gives the same order.
   llvm::ArrayRef<Use> getUses() const { return uses_; }
   bool hasUses() const { return !uses_.empty(); }
   unsigned getNumUses() const { return uses_.size(); }
@@ -111,7 +113,10 @@ private:
   Value(Graph *graph, std::string name, TensorType type)
       : graph_(graph), name_(std::move(name)), type_(std::move(type)) {}
 
-  void addUse(Use use) { uses_.push_back(use); }
+  /// Appends \p use and records its slot in the user, so that removeUse is
+  /// O(1) even for values with many uses (an input used by every layer).
+  void addUse(Use use);
+  /// Removes \p use by moving the last use into its slot.
   void removeUse(Use use);
 
   Graph *graph_;
@@ -202,6 +207,8 @@ private:
   Graph *graph_;
   OpKind op_;
   llvm::SmallVector<Value *, 4> operands_;
+  /// useSlots_[i] is the index of Use{this, i} in operands_[i]'s use list.
+  llvm::SmallVector<unsigned, 4> useSlots_;
   llvm::SmallVector<std::unique_ptr<Value>, 1> results_;
   AttrList attrs_;
   Stage stage_ = Stage::Forward;

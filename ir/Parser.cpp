@@ -1,4 +1,4 @@
-//===- ir/Parser.cpp - The .rir text format: parsing -----------------------===//
+//===- ir/Parser.cpp - The .rir text format: parsing ----------------------===//
 //
 // A hand-written lexer over llvm::StringRef (tokens are slices of the input;
 // only names and strings with escapes are copied) and a recursive-descent
@@ -233,9 +233,8 @@ Token Lexer::lexNumber(const char *start) {
     if (cur_ == digits) {
       while (cur_ != end_ && isIdentifierChar(*cur_))
         ++cur_;
-      return error(start,
-                   "invalid number '" + llvm::StringRef(start, cur_ - start) +
-                       "'");
+      return error(start, "invalid number '" +
+                              llvm::StringRef(start, cur_ - start) + "'");
     }
   }
   // "12abc", "1.5.3": a number runs into a name.
@@ -420,6 +419,8 @@ public:
   llvm::Expected<std::unique_ptr<Graph>> parse();
 
 private:
+  llvm::Error parseAndCheck();
+
   //===--- Tokens and errors ----------------------------------------------===//
 
   void advance() { tok_ = lexer_.next(); }
@@ -474,8 +475,8 @@ private:
 
   /// Records \p value as the definition of \p name.
   llvm::Error define(llvm::StringRef name, Loc loc, Value *value);
-  /// Adds the operands of deferred nodes, checks their arity, and reports the
-  /// first use of a name that is never defined.
+  /// Adds the operands of deferred nodes and checks their arity. Every name
+  /// is defined by then (parseReturn reports the first undefined use).
   llvm::Error resolveForwardReferences();
   std::string quoteName(llvm::StringRef name) const {
     std::string text;
@@ -527,8 +528,7 @@ llvm::Error Parser::expect(TokenKind kind, llvm::StringRef what) {
   return llvm::Error::success();
 }
 
-llvm::Error Parser::parseName(TokenKind kind, llvm::StringRef &name,
-                              Loc &loc) {
+llvm::Error Parser::parseName(TokenKind kind, llvm::StringRef &name, Loc &loc) {
   if (!tok_.is(kind))
     return expectedError(kind == TokenKind::ValueName ? "a value name"
                                                       : "a graph name");
@@ -542,8 +542,7 @@ llvm::Error Parser::parseName(TokenKind kind, llvm::StringRef &name,
 }
 
 llvm::Error Parser::define(llvm::StringRef name, Loc loc, Value *value) {
-  auto [it, inserted] = values_.try_emplace(name, value);
-  if (!inserted)
+  if (!values_.try_emplace(name, value).second)
     return errorAt(loc, "redefinition of value '" + quoteName(name) + "'");
   return llvm::Error::success();
 }
@@ -553,18 +552,30 @@ llvm::Error Parser::define(llvm::StringRef name, Loc loc, Value *value) {
 llvm::Expected<std::unique_ptr<Graph>> Parser::parse() {
   graph_ = std::make_unique<Graph>();
   graph_->setSourceName(sourceName_);
+  if (auto err = parseAndCheck()) {
+    // The graph may hold uses of values defined later in the schedule; drop
+    // every use while all values are alive so that destruction order does
+    // not matter.
+    for (Node &node : graph_->getNodes())
+      node.dropAllOperands();
+    return std::move(err);
+  }
+  return std::move(graph_);
+}
+
+llvm::Error Parser::parseAndCheck() {
   advance();
   if (auto err = parseGraphHeader())
-    return std::move(err);
+    return err;
   while (!tok_.isKeyword("return"))
     if (auto err = parseNode())
-      return std::move(err);
+      return err;
   if (auto err = parseReturn())
-    return std::move(err);
+    return err;
   if (!tok_.is(TokenKind::Eof))
     return expectedError("end of input");
   if (auto err = resolveForwardReferences())
-    return std::move(err);
+    return err;
 
   // Now that every operand is known, check declared types against
   // inference, except for nodes that use a value defined later: the Verifier
@@ -575,7 +586,7 @@ llvm::Expected<std::unique_ptr<Graph>> Parser::parse() {
     if (auto err = checkResultTypes(node))
       return withLoc(node.getLoc(), std::move(err));
   }
-  return std::move(graph_);
+  return llvm::Error::success();
 }
 
 llvm::Error Parser::parseGraphHeader() {
@@ -594,7 +605,7 @@ llvm::Error Parser::parseGraphHeader() {
       if (auto err = parseInput())
         return err;
     } while (consumeIf(TokenKind::Comma));
-    if (auto err = expect(TokenKind::RParen, "',' or ')'"))
+    if (auto err = expect(TokenKind::RParen, "')'"))
       return err;
   }
   return expect(TokenKind::LBrace, "'{'");
@@ -687,7 +698,7 @@ llvm::Error Parser::parseNode() {
       }
       operands.push_back(it->second);
     } while (consumeIf(TokenKind::Comma));
-    if (auto err = expect(TokenKind::RParen, "',' or ')'"))
+    if (auto err = expect(TokenKind::RParen, "')'"))
       return err;
   }
 
@@ -719,12 +730,12 @@ llvm::Error Parser::parseNode() {
 
   Loc nodeLoc = resultLocs.front();
   if (resultNames.size() != resultTypes.size())
-    return errorAt(nodeLoc,
-                   llvm::Twine(resultNames.size()) +
-                       (resultNames.size() == 1 ? " result" : " results") +
-                       " but " + llvm::Twine(resultTypes.size()) +
-                       (resultTypes.size() == 1 ? " result type"
-                                                : " result types"));
+    return errorAt(
+        nodeLoc,
+        llvm::Twine(resultNames.size()) +
+            (resultNames.size() == 1 ? " result" : " results") + " but " +
+            llvm::Twine(resultTypes.size()) +
+            (resultTypes.size() == 1 ? " result type" : " result types"));
   // Check for redefinition before the graph sees the names.
   for (size_t i = 0; i < resultNames.size(); ++i) {
     if (values_.count(resultNames[i]))
@@ -736,12 +747,11 @@ llvm::Error Parser::parseNode() {
                                           quoteName(resultNames[i]) + "'");
   }
 
-  Node *node = graph_->createNode(
-      *op,
-      hasForwardRef ? llvm::ArrayRef<Value *>()
-                    : llvm::ArrayRef<Value *>(operands),
-      resultTypes,
-      resultNames, std::move(attrs));
+  Node *node =
+      graph_->createNode(*op,
+                         hasForwardRef ? llvm::ArrayRef<Value *>()
+                                       : llvm::ArrayRef<Value *>(operands),
+                         resultTypes, resultNames, std::move(attrs));
   node->setStage(stage);
   node->setLoc(nodeLoc);
   for (unsigned i = 0, e = node->getNumResults(); i != e; ++i) {
@@ -775,7 +785,7 @@ llvm::Error Parser::parseReturn() {
       forwardRefs_.push_back(ref);
     outputs.push_back(ref);
   } while (consumeIf(TokenKind::Comma));
-  if (auto err = expect(TokenKind::RBrace, "',' or '}'"))
+  if (auto err = expect(TokenKind::RBrace, "'}'"))
     return err;
   // Every definition has been read: a name still unknown is undefined.
   for (const NameRef &ref : forwardRefs_)
@@ -829,7 +839,7 @@ llvm::Error Parser::parseType(TensorType &type) {
       dims.push_back(*dim);
       advance();
     } while (consumeIf(TokenKind::Comma));
-    if (auto err = expect(TokenKind::RSquare, "',' or ']'"))
+    if (auto err = expect(TokenKind::RSquare, "']'"))
       return err;
   }
   type = TensorType(*dtype, dims);
@@ -851,8 +861,7 @@ llvm::Error Parser::parseAttrDict(AttrList &attrs) {
     Token nameToken = tok_;
     advance();
     if (attrs.has(nameToken.text))
-      return errorAt(nameToken,
-                     "duplicate attribute '" + nameToken.text + "'");
+      return errorAt(nameToken, "duplicate attribute '" + nameToken.text + "'");
     if (auto err = expect(TokenKind::Equal, "'='"))
       return err;
     AttrValue value;
@@ -860,7 +869,7 @@ llvm::Error Parser::parseAttrDict(AttrList &attrs) {
       return err;
     attrs.set(nameToken.text, std::move(value));
   } while (consumeIf(TokenKind::Comma));
-  return expect(TokenKind::RBrace, "',' or '}'");
+  return expect(TokenKind::RBrace, "'}'");
 }
 
 llvm::Error Parser::parseAttrValue(AttrValue &value) {
@@ -930,7 +939,7 @@ llvm::Error Parser::parseAttrList(AttrValue &value) {
       return err;
     numbers.push_back(literal);
   } while (consumeIf(TokenKind::Comma));
-  if (auto err = expect(TokenKind::RSquare, "',' or ']'"))
+  if (auto err = expect(TokenKind::RSquare, "']'"))
     return err;
 
   if (!strings.empty()) {
@@ -1033,8 +1042,9 @@ llvm::Error Parser::encodeElement(DType dtype, const Literal &literal,
       *out = literal.text == "1" ? 1 : 0;
       return llvm::Error::success();
     }
-    return errorAt(literal.token, "expected true or false for bool but found '" +
-                                      literal.spelling() + "'");
+    return errorAt(literal.token,
+                   "expected true or false for bool but found '" +
+                       literal.spelling() + "'");
   }
   if (literal.kind == Literal::Bool)
     return errorAt(literal.token, "expected a number for " + name +
@@ -1059,9 +1069,10 @@ llvm::Error Parser::encodeElement(DType dtype, const Literal &literal,
       storeElement(out, value);
       return llvm::Error::success();
     }
-    uint16_t bits = dtype == DType::F16 ? floatToHalf(value)
-                                        : floatToBFloat16(value);
-    float back = dtype == DType::F16 ? halfToFloat(bits) : bfloat16ToFloat(bits);
+    uint16_t bits =
+        dtype == DType::F16 ? floatToHalf(value) : floatToBFloat16(value);
+    float back =
+        dtype == DType::F16 ? halfToFloat(bits) : bfloat16ToFloat(bits);
     if (std::isinf(back) && !std::isinf(value))
       return errorAt(literal.token, "value '" + literal.spelling() +
                                         "' is out of range for " + name);
@@ -1133,8 +1144,7 @@ llvm::Error Parser::parseDense(TensorDataPtr &data) {
     hex = hex.drop_front(2);
     uint64_t byteSize = type.getByteSize();
     if (hex.size() % 2 != 0 || hex.size() / 2 != byteSize)
-      return errorAt(hexToken, "hex data has " +
-                                   llvm::Twine(hex.size() / 2) +
+      return errorAt(hexToken, "hex data has " + llvm::Twine(hex.size() / 2) +
                                    " bytes but " + type.str() + " needs " +
                                    llvm::Twine(byteSize));
     bytes.resize(byteSize);
@@ -1165,7 +1175,7 @@ llvm::Error Parser::parseDense(TensorDataPtr &data) {
         ++found;
       } while (consumeIf(TokenKind::Comma));
     }
-    if (auto err = expect(TokenKind::RSquare, "',' or ']'"))
+    if (auto err = expect(TokenKind::RSquare, "']'"))
       return err;
     if (found != count)
       return errorAt(listToken, "expected " + llvm::Twine(count) +
@@ -1180,9 +1190,9 @@ llvm::Error Parser::parseDense(TensorDataPtr &data) {
     if (auto err = encodeElement(dtype, literal, element))
       return err;
     if (type.getByteSize() > kMaxSplatBytes)
-      return errorAt(literal.token,
-                     "splat tensor " + type.str() + " is larger than " +
-                         llvm::Twine(kMaxSplatBytes) + " bytes");
+      return errorAt(literal.token, "splat tensor " + type.str() +
+                                        " is larger than " +
+                                        llvm::Twine(kMaxSplatBytes) + " bytes");
     bytes.resize(static_cast<size_t>(type.getByteSize()));
     for (int64_t i = 0; i < count; ++i)
       std::memcpy(bytes.data() + i * elementSize, element, elementSize);

@@ -1,4 +1,4 @@
-//===- ir/Printer.cpp - The .rir text format: printing ---------------------===//
+//===- ir/Printer.cpp - The .rir text format: printing --------------------===//
 //
 // The inverse of ir/Parser.cpp: parse(print(g)) is equal to g (graphsEqual).
 // Floats print in their shortest round-tripping form and always carry a '.'
@@ -74,7 +74,8 @@ void printName(char sigil, llvm::StringRef name, llvm::raw_ostream &os) {
 
 /// Prints \p value in its shortest round-tripping form, made to read as a
 /// float ("1.0", "1e+20", "inf", "nan").
-template <typename FloatT> void printFloat(FloatT value, llvm::raw_ostream &os) {
+template <typename FloatT>
+void printFloat(FloatT value, llvm::raw_ostream &os) {
   static_assert(std::is_floating_point_v<FloatT>);
   char buffer[64];
   auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);

@@ -22,8 +22,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <variant>
@@ -249,9 +249,8 @@ Expected<unsigned> normalizeAxis(const Node &node, const Twine &what,
                                ", but the operand is a scalar");
   if (axis < -rank || axis >= rank)
     return nodeError(node, what + " is " + Twine(axis) +
-                               ", expected a value in [" + Twine(-rank) +
-                               ", " + Twine(rank - 1) + "] for rank " +
-                               Twine(rank));
+                               ", expected a value in [" + Twine(-rank) + ", " +
+                               Twine(rank - 1) + "] for rank " + Twine(rank));
   return static_cast<unsigned>(axis < 0 ? axis + rank : axis);
 }
 
@@ -267,9 +266,8 @@ Expected<SmallVector<unsigned, 4>> normalizeAxes(const Node &node,
     if (!normalized)
       return normalized.takeError();
     if (seen[*normalized])
-      return nodeError(node, what + " " + formatDims(axes) +
-                                 " names axis " + Twine(*normalized) +
-                                 " twice");
+      return nodeError(node, what + " " + formatDims(axes) + " names axis " +
+                                 Twine(*normalized) + " twice");
     seen[*normalized] = true;
     result.push_back(*normalized);
   }
@@ -283,8 +281,8 @@ Expected<SmallVector<unsigned, 4>> normalizeAxes(const Node &node,
 /// The attributes a Constant node may hold its value in; exactly one must be
 /// present. The last three are ONNX forms remat does not support.
 constexpr StringRef kConstantValueAttrs[] = {
-    "value",         "value_float",  "value_int",    "value_floats",
-    "value_ints",    "sparse_value", "value_string", "value_strings"};
+    "value",      "value_float",  "value_int",    "value_floats",
+    "value_ints", "sparse_value", "value_string", "value_strings"};
 
 /// \returns the name of the single value attribute of Constant node \p node,
 /// or "" when there is none or more than one.
@@ -415,8 +413,7 @@ InferredType unknownShape(DType dtype,
 }
 
 /// Broadcasts the operands \p indices of \p node numpy-style.
-Expected<Dims> broadcastOperands(const Node &node,
-                                 ArrayRef<unsigned> indices) {
+Expected<Dims> broadcastOperands(const Node &node, ArrayRef<unsigned> indices) {
   Dims dims = toDims(operandType(node, indices[0]).getDims());
   for (unsigned i : indices.drop_front()) {
     auto next = broadcastShapes(dims, operandType(node, i).getDims());
@@ -462,8 +459,7 @@ std::optional<int64_t> product(ArrayRef<int64_t> dims) {
 
 /// \returns \p dims with the axes marked in \p reduced removed, or set to 1
 /// when \p keepDims.
-Dims reduceDims(ArrayRef<int64_t> dims, ArrayRef<bool> reduced,
-                bool keepDims) {
+Dims reduceDims(ArrayRef<int64_t> dims, ArrayRef<bool> reduced, bool keepDims) {
   Dims result;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (!reduced[i])
@@ -496,8 +492,8 @@ Expected<Results> inferMul(const Node &node) { return inferArithmetic(node); }
 Expected<Results> inferDiv(const Node &node) { return inferArithmetic(node); }
 
 Expected<Results> inferPow(const Node &node) {
-  if (auto err = checkDType(node, 0, isPowBaseType,
-                            "a float, i32 or i64 dtype"))
+  if (auto err =
+          checkDType(node, 0, isPowBaseType, "a float, i32 or i64 dtype"))
     return std::move(err);
   if (auto err = checkDType(node, 1, isNumeric, "a numeric dtype"))
     return std::move(err);
@@ -583,8 +579,7 @@ Expected<Results> inferCast(const Node &node) {
 //===----------------------------------------------------------------------===//
 
 Expected<Results> inferMatMul(const Node &node) {
-  if (auto err = checkDType(node, 0, isMatMulType,
-                            "a float, i32 or i64 dtype"))
+  if (auto err = checkDType(node, 0, isMatMulType, "a float, i32 or i64 dtype"))
     return std::move(err);
   if (auto err = checkSameDType(node, 1, 0))
     return std::move(err);
@@ -622,8 +617,7 @@ Expected<Results> inferMatMul(const Node &node) {
 }
 
 Expected<Results> inferGemm(const Node &node) {
-  if (auto err = checkDType(node, 0, isMatMulType,
-                            "a float, i32 or i64 dtype"))
+  if (auto err = checkDType(node, 0, isMatMulType, "a float, i32 or i64 dtype"))
     return std::move(err);
   for (unsigned i = 1; i < node.getNumOperands(); ++i)
     if (auto err = checkSameDType(node, i, 0))
@@ -725,8 +719,7 @@ Expected<Results> inferLayerNormalization(const Node &node) {
   DType xDType = x.getDType();
   DType statsDType = xDType;
   if (*stashType == onnxCode(DType::F32) &&
-      (xDType == DType::F16 || xDType == DType::BF16 ||
-       xDType == DType::F32))
+      (xDType == DType::F16 || xDType == DType::BF16 || xDType == DType::F32))
     statsDType = DType::F32;
   Dims statsDims = toDims(x.getDims());
   for (size_t i = *axis; i < statsDims.size(); ++i)
@@ -829,9 +822,8 @@ Expected<Results> inferReduceSum(const Node &node) {
   if (axes.empty() && *noopWithEmptyAxes)
     return Results{known(data)};
   // Without an axes operand, axes is empty and no axis message can arise.
-  std::string what = node.getNumOperands() == 2
-                         ? "axes " + operandName(node, 1)
-                         : std::string("axes");
+  std::string what = node.getNumOperands() == 2 ? "axes " + operandName(node, 1)
+                                                : std::string("axes");
   return reduceOver(node, axes, *keepDims != 0, what);
 }
 
@@ -865,8 +857,8 @@ Expected<Results> inferReshape(const Node &node) {
       continue;
     }
     if (dim < -1)
-      return nodeError(node, "shape " + shapeText + " has invalid dim " +
-                                 Twine(dim));
+      return nodeError(node,
+                       "shape " + shapeText + " has invalid dim " + Twine(dim));
     if (dim == 0 && !*allowZero) {
       if (i >= data.getRank())
         return nodeError(node, "shape " + shapeText + " copies dim " +
@@ -963,8 +955,8 @@ Expected<Results> inferSqueeze(const Node &node) {
     auto axes = constantInts(node.getOperand(1));
     if (!axes)
       return Results{unknownShape(data.getDType(), data.getNumElements())};
-    auto normalized = normalizeAxes(node, "axes " + operandName(node, 1),
-                                    *axes, data.getRank());
+    auto normalized = normalizeAxes(node, "axes " + operandName(node, 1), *axes,
+                                    data.getRank());
     if (!normalized)
       return normalized.takeError();
     for (unsigned axis : *normalized) {
@@ -1001,11 +993,11 @@ Expected<Results> inferConcat(const Node &node) {
     if (!compatible)
       return nodeError(node, operandName(node, i) + " of type " + type.str() +
                                  " does not match " + operandName(node, 0) +
-                                 " of type " + first.str() +
-                                 " outside axis " + Twine(*axis));
+                                 " of type " + first.str() + " outside axis " +
+                                 Twine(*axis));
     if (__builtin_add_overflow(dims[*axis], type.getDim(*axis), &dims[*axis]))
-      return nodeError(node, "concatenated dim " + Twine(*axis) +
-                                 " overflows int64");
+      return nodeError(node,
+                       "concatenated dim " + Twine(*axis) + " overflows int64");
   }
   return Results{known(first.withDims(dims))};
 }
@@ -1084,10 +1076,10 @@ Expected<Results> inferSlice(const Node &node) {
   if (numOperands == 5)
     steps = values[3];
 
-  auto normalized =
-      normalizeAxes(node, numOperands >= 4 ? "axes " + operandName(node, 3)
-                                         : std::string("axes"),
-                    axes, rank);
+  auto normalized = normalizeAxes(
+      node,
+      numOperands >= 4 ? "axes " + operandName(node, 3) : std::string("axes"),
+      axes, rank);
   if (!normalized)
     return normalized.takeError();
   Dims dims = toDims(data.getDims());
@@ -1106,8 +1098,8 @@ Expected<Results> inferSplit(const Node &node) {
   auto axisAttr = intAttr(node, "axis", 0);
   if (!axisAttr)
     return axisAttr.takeError();
-  auto axis = normalizeAxis(node, "attribute 'axis'", *axisAttr,
-                            data.getRank());
+  auto axis =
+      normalizeAxis(node, "attribute 'axis'", *axisAttr, data.getRank());
   if (!axis)
     return axis.takeError();
   unsigned numResults = node.getNumResults();
@@ -1178,8 +1170,8 @@ Expected<Results> inferGather(const Node &node) {
   auto axisAttr = intAttr(node, "axis", 0);
   if (!axisAttr)
     return axisAttr.takeError();
-  auto axis = normalizeAxis(node, "attribute 'axis'", *axisAttr,
-                            data.getRank());
+  auto axis =
+      normalizeAxis(node, "attribute 'axis'", *axisAttr, data.getRank());
   if (!axis)
     return axis.takeError();
   Dims dims = toDims(data.getDims().take_front(*axis));
@@ -1200,8 +1192,8 @@ Expected<Results> inferScatterElements(const Node &node) {
   auto axisAttr = intAttr(node, "axis", 0);
   if (!axisAttr)
     return axisAttr.takeError();
-  auto axis = normalizeAxis(node, "attribute 'axis'", *axisAttr,
-                            data.getRank());
+  auto axis =
+      normalizeAxis(node, "attribute 'axis'", *axisAttr, data.getRank());
   if (!axis)
     return axis.takeError();
   auto reduction = stringAttr(node, "reduction", "none");
@@ -1211,13 +1203,12 @@ Expected<Results> inferScatterElements(const Node &node) {
     return nodeError(node, "attribute 'reduction' is \"" + *reduction +
                                "\", expected \"none\", \"add\" or \"mul\"");
   if (indices.getRank() != data.getRank())
-    return nodeError(node, operandName(node, 1) + " of type " +
-                               indices.str() + " must have the rank of " +
-                               operandName(node, 0) + " of type " +
-                               data.str());
+    return nodeError(node, operandName(node, 1) + " of type " + indices.str() +
+                               " must have the rank of " +
+                               operandName(node, 0) + " of type " + data.str());
   if (updates.getDims() != indices.getDims())
-    return nodeError(node, operandName(node, 2) + " of type " +
-                               updates.str() + " must have the shape of " +
+    return nodeError(node, operandName(node, 2) + " of type " + updates.str() +
+                               " must have the shape of " +
                                operandName(node, 1) + " of type " +
                                indices.str());
   // Off the scatter axis, indices address data positionally.
@@ -1498,7 +1489,7 @@ Expected<Results> inferSoftmaxCrossEntropyLoss(const Node &node) {
 /// Dispatches to infer<Name> for every op in Ops.def.
 Expected<Results> dispatch(const Node &node) {
   switch (node.getOp()) {
-#define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,  \
+#define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS, \
            SUMMARY)                                                            \
   case OpKind::NAME:                                                           \
     return infer##NAME(node);
@@ -1525,8 +1516,8 @@ Error checkArity(const Node &node) {
   auto check = [&](int count, int min, int max, StringRef noun) -> Error {
     if (count >= min && (max == kVariadic || count <= max))
       return Error::success();
-    return nodeError(node, "expects " + countPhrase(min, max, noun) +
-                               ", got " + Twine(count));
+    return nodeError(node, "expects " + countPhrase(min, max, noun) + ", got " +
+                               Twine(count));
   };
   if (auto err = check(node.getNumOperands(), info.minOperands,
                        info.maxOperands, "operand"))
@@ -1573,8 +1564,7 @@ Error checkResultTypes(const Node &node) {
                          result->getName().str() + " does not match ";
     if (expected.shapeKnown) {
       if (declared != expected.type)
-        return nodeError(node, prefix + "inferred type " +
-                                   expected.type.str());
+        return nodeError(node, prefix + "inferred type " + expected.type.str());
       continue;
     }
     if (declared.getDType() != expected.type.getDType())
@@ -1583,8 +1573,8 @@ Error checkResultTypes(const Node &node) {
     if (!expected.numElements)
       continue;
     if (auto err = declared.checkSize())
-      return nodeError(node, "declared result %" + result->getName() +
-                                 ": " + errorToString(std::move(err)));
+      return nodeError(node, "declared result %" + result->getName() + ": " +
+                                 errorToString(std::move(err)));
     if (declared.getNumElements() != *expected.numElements)
       return nodeError(node, prefix + "inferred element count " +
                                  Twine(*expected.numElements));
@@ -1592,8 +1582,8 @@ Error checkResultTypes(const Node &node) {
   return Error::success();
 }
 
-std::optional<SmallVector<int64_t, 4>>
-broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+std::optional<SmallVector<int64_t, 4>> broadcastShapes(ArrayRef<int64_t> a,
+                                                       ArrayRef<int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
   SmallVector<int64_t, 4> result(rank);
   for (size_t i = 0; i < rank; ++i) {

@@ -29,8 +29,10 @@ struct InferredType {
   std::optional<int64_t> numElements;
 };
 
-/// \returns the contents of \p value if it is the result of a Constant node
-/// (attribute value/value_float/value_int/value_floats/value_ints), else null.
+/// \returns the `value` tensor of the well-formed Constant node that defines
+/// \p value when its type matches \p value's, else null. (Inference reads the
+/// scalar and list forms value_float/value_int/value_floats/value_ints
+/// itself; the importer normalizes them to `value`.)
 const TensorData *getConstantValue(const Value *value);
 
 /// Checks operand and result counts of \p node against Ops.def.

@@ -289,6 +289,12 @@ std::vector<int64_t> broadcastIndexMap(ArrayRef<int64_t> outDims,
   return stridedIndexMap(outDims, strides);
 }
 
+/// memcpy that accepts empty ranges (whose pointers may be null).
+void copyBytes(uint8_t *to, const uint8_t *from, int64_t count) {
+  if (count > 0)
+    std::memcpy(to, from, count);
+}
+
 /// \returns data of \p type whose element i is element map[i] of \p src.
 TensorDataPtr copyElements(const TensorData &src, const TensorType &type,
                            const std::vector<int64_t> &map) {
@@ -760,7 +766,7 @@ Expected<TensorDataPtr> Evaluator::evalGather() {
   uint8_t *to = data->getMutableBytes();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t index : indices) {
-      std::memcpy(to, from + (o * axisDim + index) * innerBytes, innerBytes);
+      copyBytes(to, from + (o * axisDim + index) * innerBytes, innerBytes);
       to += innerBytes;
     }
   return data;
@@ -807,8 +813,7 @@ Expected<TensorDataPtr> Evaluator::evalConcat() {
     for (unsigned i = 0; i < node_.getNumOperands(); ++i) {
       int64_t blockBytes =
           operandType(i).getDim(*normalized) * innerElems * size;
-      std::memcpy(to, operand(i).getBytes().data() + o * blockBytes,
-                  blockBytes);
+      copyBytes(to, operand(i).getBytes().data() + o * blockBytes, blockBytes);
       to += blockBytes;
     }
   return data;

@@ -122,10 +122,12 @@ llvm::Error parsePassPipeline(llvm::StringRef pipeline,
                               const PassRegistry &registry, PassManager &pm) {
   llvm::StringRef rest = pipeline;
   auto syntax = [&](const llvm::Twine &what) {
-    size_t column = pipeline.size() - rest.size() + 1;
-    return makeError("pipeline '" + pipeline + "' column " +
-                     llvm::Twine(column) + ": " + what);
+    std::string column = std::to_string(pipeline.size() - rest.size() + 1);
+    return makeError("pipeline '" + pipeline.str() + "' column " + column +
+                     ": " + what.str());
   };
+  if (pipeline.trim().empty())
+    return llvm::Error::success();
   while (true) {
     rest = rest.ltrim();
     size_t nameEnd = rest.find_first_of(",{ ");

@@ -63,8 +63,8 @@ private:
 
 /// Parses a textual pipeline, e.g. `dce,cse,fold-constants{max-elements=64}`
 /// (options are `key=value` separated by spaces inside braces) and adds the
-/// passes to \p pm. Unknown passes and options are errors that list what
-/// exists.
+/// passes to \p pm. An empty pipeline adds nothing. Unknown passes and
+/// options are errors that list what exists.
 llvm::Error parsePassPipeline(llvm::StringRef pipeline,
                               const PassRegistry &registry, PassManager &pm);
 

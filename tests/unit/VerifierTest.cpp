@@ -69,21 +69,27 @@ TEST_CASE("use lists inconsistent with operands") {
   graph.addOutput(a->getResult(0));
   CHECK(verifyMessage(graph) == "ok");
 
-  // The operand changed but %y's use list does not know.
+  // The operand changed but neither use list knows: %x keeps a stale use.
   IRTestAccess::setOperandWithoutUse(a, 0, y);
+  CHECK(verifyMessage(graph) ==
+        "graph @g: use list of %x names a node that does not use it");
+  // Without the stale use, the missing use of %y is what is wrong.
+  IRTestAccess::dropUses(x);
   CHECK(verifyMessage(graph) == "graph @g: Relu '%a': operand 0 (%y) does "
                                 "not list this node among its uses");
-  // Restore %x as the operand; then give %y a use that does not exist.
+  // Restore %x as the operand with its use; then give %y a use that does
+  // not exist.
   IRTestAccess::setOperandWithoutUse(a, 0, x);
+  IRTestAccess::addStrayUse(x, a, 0);
   CHECK(verifyMessage(graph) == "ok");
   IRTestAccess::addStrayUse(y, a, 0);
   CHECK(verifyMessage(graph) ==
         "graph @g: use list of %y names a node that does not use it");
   IRTestAccess::dropUses(y);
-  // A duplicated use of the right operand: counts disagree.
+  // A duplicated use of the right operand.
   IRTestAccess::addStrayUse(x, a, 0);
   CHECK(verifyMessage(graph) ==
-        "graph @g: use lists hold 2 uses but nodes have 1 operands");
+        "graph @g: use list of %x names a node that does not use it");
   IRTestAccess::dropUses(x);
   IRTestAccess::addStrayUse(x, a, 0);
   CHECK(verifyMessage(graph) == "ok");
