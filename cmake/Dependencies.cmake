@@ -13,6 +13,17 @@ target_compile_options(remat_llvm INTERFACE ${REMAT_LLVM_DEFS})
 llvm_map_components_to_libnames(REMAT_LLVM_LIBS support)
 target_link_libraries(remat_llvm INTERFACE ${REMAT_LLVM_LIBS})
 
+# ONNX 1.12 and Protobuf 3.21 (libonnx-dev, libprotobuf-dev). Protobuf must be
+# found before ONNX, whose targets name protobuf::libprotobuf. The headers are
+# included as system headers so that -Werror does not apply to them.
+find_package(Protobuf REQUIRED)
+find_package(ONNX REQUIRED CONFIG)
+add_library(remat_onnx INTERFACE)
+add_library(remat::onnx ALIAS remat_onnx)
+target_link_libraries(remat_onnx INTERFACE onnx onnx_proto protobuf::libprotobuf)
+target_include_directories(remat_onnx SYSTEM INTERFACE ${ONNX_INCLUDE_DIRS}
+  ${Protobuf_INCLUDE_DIRS})
+
 # Test tools: doctest (doctest-dev), FileCheck and lit from llvm-14-tools.
 find_path(DOCTEST_INCLUDE_DIR doctest/doctest.h REQUIRED)
 find_program(REMAT_FILECHECK FileCheck HINTS ${LLVM_TOOLS_BINARY_DIR} REQUIRED)

@@ -99,10 +99,10 @@ llvm::Expected<bool> PassManager::run(ir::Graph &graph) {
     os << "===------------------------------------------------------------===\n"
        << "                    pass execution timing report\n"
        << "===------------------------------------------------------------===\n"
-       << "  total: " << llvm::format("%.4f", total) << " s\n"
-       << "   wall time (s)   share  name\n";
+       << "  total: " << llvm::format("%.3f", total * 1e3) << " ms\n"
+       << "  wall time (ms)   share  name\n";
     auto row = [&](llvm::StringRef name, double seconds) {
-      os << "  " << llvm::format("%14.4f", seconds) << "  "
+      os << "  " << llvm::format("%14.3f", seconds * 1e3) << "  "
          << llvm::format("%5.1f%%", total > 0 ? 100.0 * seconds / total : 0.0)
          << "  " << name << '\n';
     };

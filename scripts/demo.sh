@@ -9,4 +9,4 @@ scripts/setup.sh
 build_dir=${BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target remat-opt
-"$build_dir/remat-opt" models/examples/mlp.rir -p dce,cse,fold-constants --timing
+"$build_dir/remat-opt" models/examples/mlp.rir -p fold-constants,cse,dce --timing

@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build g++ python3
   llvm-14-dev llvm-14-tools       # LLVMSupport, FileCheck, lit
   doctest-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX 1.12, protobuf 3.21
 )
 
 missing=()

@@ -1,0 +1,47 @@
+//===- frontends/onnx/OnnxImporter.h - ONNX ModelProto -> Graph -*- C++ -*-===//
+//
+// Takes .onnx files as real exporters write them (torch.onnx.export's
+// TorchScript exporter at opset 14/17 and the dynamo exporter at its own
+// default; IR versions 7-10; default-domain opsets 13-20) and converts them to
+// remat's opset-17 IR. Symbolic dims must be bound (--bind batch=2,seq=16);
+// once bound every shape is static.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_FRONTENDS_ONNX_ONNXIMPORTER_H
+#define REMAT_FRONTENDS_ONNX_ONNXIMPORTER_H
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+
+namespace remat::onnx_frontend {
+
+/// How to import.
+struct ImportOptions {
+  /// Values for symbolic dims, by dim_param name ("batch" -> 2).
+  llvm::StringMap<int64_t> bindings;
+};
+
+/// Parses "batch=2,seq=16" into \p bindings. Errors name the bad entry.
+llvm::Error parseBindings(llvm::StringRef text,
+                          llvm::StringMap<int64_t> &bindings);
+
+/// Imports the model in file \p path; external data files are resolved
+/// relative to its directory. Errors name the file and, where it applies,
+/// the node (name, op, domain, opset), value or dim.
+llvm::Expected<std::unique_ptr<ir::Graph>>
+importOnnxFile(llvm::StringRef path, const ImportOptions &options);
+
+/// Imports a serialized ModelProto held in \p bytes. \p sourceName is used
+/// in messages; \p baseDir resolves external data ("" = current directory).
+llvm::Expected<std::unique_ptr<ir::Graph>>
+importOnnxBytes(llvm::StringRef bytes, llvm::StringRef sourceName,
+                llvm::StringRef baseDir, const ImportOptions &options);
+
+} // namespace remat::onnx_frontend
+
+#endif // REMAT_FRONTENDS_ONNX_ONNXIMPORTER_H
