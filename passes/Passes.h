@@ -51,6 +51,24 @@ private:
   int64_t maxElements_ = 1024;
 };
 
+/// Runs fold-constants, cse and dce until none changes the graph (or
+/// max-iterations rounds), then checks every type against shape inference.
+/// With dims bound at import, every shape chain of a transformer export
+/// collapses to constants: no Shape op remains.
+class CanonicalizePass : public Pass {
+public:
+  CanonicalizePass();
+  llvm::StringRef getName() const override { return "canonicalize"; }
+  llvm::StringRef getSummary() const override {
+    return "fold constants, merge duplicates and drop dead nodes to a "
+           "fixpoint";
+  }
+  llvm::Expected<bool> run(ir::Graph &graph) override;
+
+private:
+  int64_t maxIterations_ = 16;
+};
+
 } // namespace remat::passes
 
 #endif // REMAT_PASSES_PASSES_H

@@ -76,7 +76,8 @@ Graph *makeChain(Graph &graph) {
 TEST_CASE("every pass of Passes.def is registered, in order") {
   PassRegistry registry = makeRegistry();
   CHECK(registry.getNames() ==
-        std::vector<std::string>{"dce", "cse", "fold-constants"});
+        std::vector<std::string>{"dce", "cse", "fold-constants",
+                                 "canonicalize"});
   std::string listing;
   llvm::raw_string_ostream os(listing);
   registry.printPasses(os);
@@ -94,7 +95,7 @@ TEST_CASE("pipelines parse, with options") {
 
 TEST_CASE("bad pipelines say what exists") {
   CHECK(parseMessage("dce,frobnicate") ==
-        "unknown pass 'frobnicate' (available: dce, cse, fold-constants)");
+        "unknown pass 'frobnicate' (available: dce, cse, fold-constants, canonicalize)");
   CHECK(parseMessage("fold-constants{limit=3}") ==
         "unknown option 'limit' for pass 'fold-constants' (its options: "
         "max-elements)");
