@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages remat needs to build and test. Idempotent and
-# quiet when everything is already present.
+# Installs what remat needs to build and test: Debian packages with apt-get,
+# and a Python venv (.venv) with onnx, onnxruntime and numpy for the
+# reference checks (never used to build or run remat). Idempotent and quiet
+# when everything is already present.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
-  cmake ninja-build g++ python3
-  llvm-14-dev llvm-14-tools       # LLVMSupport, FileCheck, lit
+  cmake ninja-build g++ python3 python3-venv
+  llvm-14-dev llvm-14-tools                       # LLVMSupport, FileCheck, lit
   doctest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX 1.12, protobuf 3.21
 )
@@ -16,11 +19,21 @@ for pkg in "${packages[@]}"; do
     missing+=("$pkg")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
-echo "setup: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Reference-check packages. Tests that need them report themselves skipped
+# when they are missing, so a failed install here is a warning, not an error.
+python_packages=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6)
+if ! .venv/bin/python -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
+  echo "setup: creating .venv with ${python_packages[*]}"
+  if ! { python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check "${python_packages[@]}"; }; then
+    echo "setup: warning: could not install ${python_packages[*]}; the reference checks will be skipped" >&2
+  fi
+fi
