@@ -1,16 +1,19 @@
 //===- driver/OptDriver.cpp - The library behind remat-opt ----------------===//
 #include "driver/OptDriver.h"
 
+#include "driver/ModelLoader.h"
 #include "driver/OutputFile.h"
-#include "ir/Parser.h"
+#include "frontends/onnx/OnnxExporter.h"
 #include "ir/Printer.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
 
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
+
+#include <chrono>
 
 namespace remat::driver {
 
@@ -18,68 +21,47 @@ llvm::StringRef getVersionString() { return "remat " REMAT_VERSION_STRING; }
 
 namespace {
 
-/// One `// -----` chunk of the input and the line it starts on.
-struct Chunk {
-  llvm::StringRef text;
-  unsigned lineOffset;
-};
-
-std::vector<Chunk> splitChunks(llvm::StringRef text, bool split) {
-  if (!split)
-    return {{text, 0}};
-  std::vector<Chunk> chunks;
-  unsigned line = 0, chunkLine = 0;
-  size_t chunkStart = 0, pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    size_t next = eol == llvm::StringRef::npos ? text.size() : eol + 1;
-    if (text.substr(pos, next - pos).startswith("// -----")) {
-      chunks.push_back({text.slice(chunkStart, pos), chunkLine});
-      chunkStart = next;
-      chunkLine = line + 1;
-    }
-    pos = next;
-    ++line;
-  }
-  chunks.push_back({text.substr(chunkStart), chunkLine});
-  return chunks;
-}
-
-llvm::Expected<std::string> processChunk(const Chunk &chunk,
-                                         const OptOptions &options,
-                                         const passes::PassRegistry &registry,
-                                         llvm::raw_ostream &diag) {
-  auto graph = ir::parseGraph(chunk.text, options.inputPath, chunk.lineOffset);
-  if (!graph)
-    return graph.takeError();
-  if (auto err = ir::verify(**graph))
-    return std::move(err);
+/// Runs the pipeline of \p options on \p graph, verifying it first.
+llvm::Error runPipeline(ir::Graph &graph, const OptOptions &options,
+                        const passes::PassRegistry &registry,
+                        llvm::raw_ostream &diag) {
+  if (auto err = ir::verify(graph))
+    return err;
   passes::PassManager pm;
   if (auto err = passes::parsePassPipeline(options.pipeline, registry, pm))
-    return std::move(err);
+    return err;
+  if (pm.size() == 0)
+    return llvm::Error::success();
   if (options.printIrAfterAll)
     pm.enablePrintAfterAll(&diag);
   if (options.timing)
     pm.enableTiming(&diag);
-  if (pm.size() != 0)
-    if (auto changed = pm.run(**graph); !changed)
-      return changed.takeError();
-  return ir::printGraphToString(**graph);
+  if (auto changed = pm.run(graph); !changed)
+    return changed.takeError();
+  return llvm::Error::success();
+}
+
+enum class OutputFormat { Rir, Onnx };
+
+llvm::Expected<OutputFormat> getOutputFormat(llvm::StringRef path) {
+  llvm::StringRef extension = llvm::sys::path::extension(path);
+  if (path == "-" || extension == ".rir")
+    return OutputFormat::Rir;
+  if (extension == ".onnx")
+    return OutputFormat::Onnx;
+  return makeError("cannot write '" + path + "': unsupported output format '" +
+                   extension + "' (supported: .rir, .onnx, or - for stdout)");
 }
 
 } // namespace
 
 llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
-  llvm::StringRef extension = llvm::sys::path::extension(options.inputPath);
-  if (options.inputPath != "-" && extension != ".rir")
-    return makeError("cannot read '" + options.inputPath +
-                     "': unsupported input format '" + extension +
-                     "' (supported: .rir)");
-  llvm::StringRef outExtension = llvm::sys::path::extension(options.outputPath);
-  if (options.outputPath != "-" && outExtension != ".rir")
-    return makeError("cannot write '" + options.outputPath +
-                     "': unsupported output format '" + outExtension +
-                     "' (supported: .rir, or - for stdout)");
+  auto inFormat = getInputFormat(options.inputPath);
+  if (!inFormat)
+    return inFormat.takeError();
+  auto outFormat = getOutputFormat(options.outputPath);
+  if (!outFormat)
+    return outFormat.takeError();
 
   passes::PassRegistry registry;
   passes::registerAllPasses(registry);
@@ -91,28 +73,56 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
       return err;
   }
 
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(options.inputPath);
-  if (!buffer)
-    return makeError("cannot open '" + options.inputPath +
-                     "': " + buffer.getError().message());
-
-  std::string output;
+  LoadOptions loadOptions;
+  loadOptions.bind = options.bind;
+  loadOptions.splitInputFile = options.splitInputFile;
+  using Clock = std::chrono::steady_clock;
+  auto readStart = Clock::now();
+  auto graphs = loadModels(options.inputPath, loadOptions);
+  if (!graphs)
+    return graphs.takeError();
+  auto milliseconds = [](Clock::time_point since) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - since)
+        .count();
+  };
+  if (options.timing)
+    diag << "read '" << options.inputPath << "': "
+         << llvm::format("%.1f", milliseconds(readStart)) << " ms\n";
   std::string errors;
-  std::vector<Chunk> chunks =
-      splitChunks((*buffer)->getBuffer(), options.splitInputFile);
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    auto printed = processChunk(chunks[i], options, registry, diag);
-    if (!printed) {
-      errors += (errors.empty() ? "" : "\n") +
-                errorToString(printed.takeError());
-      continue;
-    }
-    if (i != 0)
-      output += "// -----\n";
-    output += *printed;
-  }
+  for (std::unique_ptr<ir::Graph> &graph : *graphs)
+    if (auto err = runPipeline(*graph, options, registry, diag))
+      errors += (errors.empty() ? "" : "\n") + errorToString(std::move(err));
   if (!errors.empty())
     return makeError(errors);
+
+  if (*outFormat == OutputFormat::Onnx) {
+    if (graphs->size() != 1)
+      return makeError("cannot write " + llvm::Twine(graphs->size()) +
+                       " graphs to one .onnx file '" + options.outputPath +
+                       "'");
+    onnx_frontend::ExportOptions exportOptions;
+    exportOptions.externalData = options.externalData;
+    exportOptions.metadata = {
+        {"remat.input", llvm::sys::path::filename(options.inputPath).str()},
+        {"remat.pipeline", options.pipeline},
+        {"remat.bind", options.bind}};
+    auto writeStart = Clock::now();
+    if (auto err = onnx_frontend::exportOnnxFile(
+            *graphs->front(), options.outputPath, exportOptions))
+      return err;
+    if (options.timing)
+      diag << "write '" << options.outputPath << "': "
+           << llvm::format("%.1f", milliseconds(writeStart)) << " ms\n";
+    return llvm::Error::success();
+  }
+  if (options.externalData)
+    return makeError("--external-data applies to .onnx outputs");
+  std::string output;
+  for (size_t i = 0; i < graphs->size(); ++i) {
+    if (i != 0)
+      output += "// -----\n";
+    output += ir::printGraphToString(*(*graphs)[i]);
+  }
   if (auto err = writeOutputFile(options.outputPath, output))
     return err;
   if (options.printIr && options.outputPath != "-")
@@ -123,9 +133,9 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
 int optMain(int argc, char **argv) {
   namespace cl = llvm::cl;
   cl::OptionCategory category("remat-opt options");
-  cl::opt<std::string> input(cl::Positional, cl::desc("<input .rir file, or - for stdin>"),
+  cl::opt<std::string> input(cl::Positional, cl::desc("<input .rir, .onnx or BERT config .json; - for .rir on stdin>"),
                              cl::cat(category));
-  cl::opt<std::string> output("o", cl::desc("Output file (- for stdout, the default); written only on success"),
+  cl::opt<std::string> output("o", cl::desc("Output file, .rir or .onnx (- for stdout, the default); written only on success"),
                               cl::value_desc("file"), cl::init("-"),
                               cl::cat(category));
   cl::opt<std::string> pipeline(
@@ -145,6 +155,13 @@ int optMain(int argc, char **argv) {
                                 cl::cat(category));
   cl::opt<bool> timing("timing", cl::desc("Print the time of each pass to stderr"),
                        cl::cat(category));
+  cl::opt<std::string> bind(
+      "bind", cl::desc("Symbolic dims of an .onnx input, or batch/seq of a BERT config: batch=2,seq=16"),
+      cl::value_desc("name=value,..."), cl::cat(category));
+  cl::opt<bool> externalData(
+      "external-data",
+      cl::desc("Write the weights of an .onnx output to <output>.data"),
+      cl::cat(category));
   cl::opt<bool> listPasses("list-passes",
                            cl::desc("List the passes and their options, then exit"),
                            cl::cat(category));
@@ -190,6 +207,8 @@ int optMain(int argc, char **argv) {
   options.printIr = printIr;
   options.printIrAfterAll = printIrAfterAll;
   options.timing = timing;
+  options.bind = bind;
+  options.externalData = externalData;
   if (auto err = runOpt(options, llvm::errs())) {
     llvm::outs().flush();
     std::string message = errorToString(std::move(err));

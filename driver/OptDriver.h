@@ -22,10 +22,16 @@ struct OptOptions {
   bool printIr = false;
   bool printIrAfterAll = false;
   bool timing = false;
+  /// Symbolic dims of an .onnx input or batch/seq of a BERT config:
+  /// "batch=2,seq=16".
+  std::string bind;
+  /// Weights of an .onnx output go to a side file `<output>.data`.
+  bool externalData = false;
 };
 
-/// Reads the input, runs the pipeline on each graph (each `// -----` chunk
-/// with splitInputFile) and writes the result. Diagnostics that are not
+/// Reads the input (.rir, .onnx or a BERT config .json, by extension), runs the pipeline on each
+/// graph (each `// -----` chunk with splitInputFile) and writes the result
+/// (.rir text, or .onnx by the output's extension). Diagnostics that are not
 /// errors (timing, IR after each pass) go to \p diag. Nothing is written when
 /// an error is returned; with several failing chunks the error holds one
 /// line per chunk.

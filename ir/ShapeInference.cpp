@@ -560,6 +560,68 @@ Expected<Results> inferEqual(const Node &node) {
   return Results{known(TensorType(DType::Bool, *dims))};
 }
 
+Expected<Results> inferGreaterOrEqual(const Node &node) {
+  if (auto err = checkDType(node, 0, isNumeric, "a numeric dtype"))
+    return std::move(err);
+  if (auto err = checkSameDType(node, 1, 0))
+    return std::move(err);
+  auto dims = broadcastOperands(node, {0, 1});
+  if (!dims)
+    return dims.takeError();
+  return Results{known(TensorType(DType::Bool, *dims))};
+}
+
+Expected<Results> inferAnd(const Node &node) {
+  for (unsigned i = 0; i < 2; ++i)
+    if (auto err = checkDType(node, i, isBool, "dtype bool"))
+      return std::move(err);
+  auto dims = broadcastOperands(node, {0, 1});
+  if (!dims)
+    return dims.takeError();
+  return Results{known(TensorType(DType::Bool, *dims))};
+}
+
+/// Max: one or more operands of one numeric dtype, all broadcast together.
+Expected<Results> inferMax(const Node &node) {
+  if (auto err = checkDType(node, 0, isNumeric, "a numeric dtype"))
+    return std::move(err);
+  SmallVector<unsigned, 4> indices;
+  for (unsigned i = 0; i < node.getNumOperands(); ++i) {
+    if (i > 0)
+      if (auto err = checkSameDType(node, i, 0))
+        return std::move(err);
+    indices.push_back(i);
+  }
+  auto dims = broadcastOperands(node, indices);
+  if (!dims)
+    return dims.takeError();
+  return Results{known(TensorType(operandType(node, 0).getDType(), *dims))};
+}
+
+/// Mod: ONNX requires fmod = 1 for float dtypes (C's fmod); fmod = 0 is the
+/// integer remainder with the sign of the divisor.
+Expected<Results> inferMod(const Node &node) {
+  if (auto err = checkDType(node, 0, isNumeric, "a numeric dtype"))
+    return std::move(err);
+  if (auto err = checkSameDType(node, 1, 0))
+    return std::move(err);
+  auto fmod = intAttr(node, "fmod", 0);
+  if (!fmod)
+    return fmod.takeError();
+  if (*fmod != 0 && *fmod != 1)
+    return nodeError(node, "attribute 'fmod' is " + Twine(*fmod) +
+                               ", expected 0 or 1");
+  DType dtype = operandType(node, 0).getDType();
+  if (isFloat(dtype) && *fmod != 1)
+    return nodeError(node, "attribute 'fmod' must be 1 for " +
+                               operandName(node, 0) + " of float type " +
+                               operandType(node, 0).str());
+  auto dims = broadcastOperands(node, {0, 1});
+  if (!dims)
+    return dims.takeError();
+  return Results{known(TensorType(dtype, *dims))};
+}
+
 Expected<Results> inferCast(const Node &node) {
   auto to = optionalIntAttr(node, "to");
   if (!to)
@@ -1484,6 +1546,21 @@ Expected<Results> inferSoftmaxCrossEntropyLoss(const Node &node) {
   if (node.getNumResults() == 2)
     results.push_back(known(scores));
   return results;
+}
+
+//===----------------------------------------------------------------------===//
+// Domain remat
+//===----------------------------------------------------------------------===//
+
+/// remat.Gelu is ONNX opset 20's Gelu: a float operand, the same type out.
+Expected<Results> inferGelu(const Node &node) {
+  auto approximate = stringAttr(node, "approximate", "none");
+  if (!approximate)
+    return approximate.takeError();
+  if (*approximate != "none" && *approximate != "tanh")
+    return nodeError(node, "attribute 'approximate' is \"" + *approximate +
+                               "\", expected \"none\" or \"tanh\"");
+  return inferUnary(node, isFloatType, "a float dtype");
 }
 
 /// Dispatches to infer<Name> for every op in Ops.def.

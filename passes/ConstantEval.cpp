@@ -382,6 +382,11 @@ private:
   Expected<TensorDataPtr> evalArithmetic();
   Expected<TensorDataPtr> evalPow();
   Expected<TensorDataPtr> evalUnary();
+  Expected<TensorDataPtr> evalGelu();
+  Expected<TensorDataPtr> evalGreaterOrEqual();
+  Expected<TensorDataPtr> evalAnd();
+  Expected<TensorDataPtr> evalMax();
+  Expected<TensorDataPtr> evalMod();
   Expected<TensorDataPtr> evalTranspose();
   Expected<TensorDataPtr> evalReduce();
 
@@ -1181,6 +1186,46 @@ Expected<TensorDataPtr> Evaluator::evalUnary() {
   });
 }
 
+/// remat.Gelu, as ONNX opset 20 defines it: x/2 * (1 + erf(x/sqrt(2))), or
+/// with approximate = "tanh", x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715
+/// x^3))), in the compute type of the dtype.
+Expected<TensorDataPtr> Evaluator::evalGelu() {
+  const TensorType &inType = operandType(0);
+  DType dtype = inType.getDType();
+  if (!isFloat(dtype))
+    return fail("Gelu is not defined on " + dtypeName(dtype));
+  auto approximate = attrs().getString("approximate");
+  if (attrs().has("approximate") && !approximate)
+    return fail("attribute 'approximate' must be a string");
+  bool useTanh = approximate && *approximate == "tanh";
+  if (approximate && !useTanh && *approximate != "none")
+    return fail("attribute 'approximate' is \"" + *approximate +
+                "\", expected \"none\" or \"tanh\"");
+  if (auto err = checkResult(inType))
+    return std::move(err);
+
+  return withComputeType(dtype, [&](auto tag) -> Expected<TensorDataPtr> {
+    using C = decltype(tag);
+    if constexpr (std::is_floating_point_v<C>) {
+      std::vector<C> values = loadAll<C>(operand(0));
+      const C half(0.5), one(1);
+      const C sqrtHalf = C(0.70710678118654752440);      // 1 / sqrt(2)
+      const C sqrtTwoOverPi = C(0.79788456080286535588); // sqrt(2 / pi)
+      const C cubic = C(0.044715);
+      for (C &x : values) {
+        if (useTanh)
+          x = half * x *
+              (one + std::tanh(sqrtTwoOverPi * (x + cubic * x * x * x)));
+        else
+          x = half * x * (one + std::erf(x * sqrtHalf));
+      }
+      return storeAll(inType, values);
+    } else {
+      llvm_unreachable("non-float dtypes rejected above");
+    }
+  });
+}
+
 Expected<TensorDataPtr> Evaluator::evalEqual() {
   const TensorType &aType = operandType(0), &bType = operandType(1);
   if (auto err = checkSameDType(0, 1))
@@ -1197,6 +1242,140 @@ Expected<TensorDataPtr> Evaluator::evalEqual() {
     return storeAll(type,
                     mapBinary<bool>(a, aType.getDims(), b, bType.getDims(),
                                     *dims, [](C x, C y) { return x == y; }));
+  });
+}
+
+Expected<TensorDataPtr> Evaluator::evalGreaterOrEqual() {
+  const TensorType &aType = operandType(0), &bType = operandType(1);
+  if (auto err = checkSameDType(0, 1))
+    return std::move(err);
+  if (aType.getDType() == DType::Bool)
+    return fail("GreaterOrEqual is not defined on bool");
+  auto dims = broadcast(aType.getDims(), bType.getDims());
+  if (!dims)
+    return dims.takeError();
+  TensorType type(DType::Bool, *dims);
+  if (auto err = checkResult(type))
+    return std::move(err);
+  return withComputeType(aType.getDType(), [&](auto tag) -> TensorDataPtr {
+    using C = decltype(tag);
+    std::vector<C> a = loadAll<C>(operand(0)), b = loadAll<C>(operand(1));
+    // NaN compares false, as IEEE (and ONNX runtimes) have it.
+    return storeAll(type,
+                    mapBinary<bool>(a, aType.getDims(), b, bType.getDims(),
+                                    *dims, [](C x, C y) { return x >= y; }));
+  });
+}
+
+Expected<TensorDataPtr> Evaluator::evalAnd() {
+  const TensorType &aType = operandType(0), &bType = operandType(1);
+  if (aType.getDType() != DType::Bool || bType.getDType() != DType::Bool)
+    return fail("And needs bool operands, got " + aType.str() + " and " +
+                bType.str());
+  auto dims = broadcast(aType.getDims(), bType.getDims());
+  if (!dims)
+    return dims.takeError();
+  TensorType type(DType::Bool, *dims);
+  if (auto err = checkResult(type))
+    return std::move(err);
+  std::vector<bool> a = loadAll<bool>(operand(0)),
+                    b = loadAll<bool>(operand(1));
+  return storeAll(type,
+                  mapBinary<bool>(a, aType.getDims(), b, bType.getDims(), *dims,
+                                  [](bool x, bool y) { return x && y; }));
+}
+
+/// Max over any number of operands, folded left to right; a NaN operand
+/// makes the result NaN (numpy's maximum, onnxruntime's Max).
+Expected<TensorDataPtr> Evaluator::evalMax() {
+  unsigned last = operands_.size() - 1;
+  if (auto err = checkSameDType(0, last))
+    return std::move(err);
+  DType dtype = operandType(0).getDType();
+  if (dtype == DType::Bool)
+    return fail("Max is not defined on bool");
+  SmallVector<int64_t, 4> dims(operandType(0).getDims().begin(),
+                               operandType(0).getDims().end());
+  for (unsigned i = 1; i <= last; ++i) {
+    auto next = broadcast(dims, operandType(i).getDims());
+    if (!next)
+      return next.takeError();
+    dims = *next;
+  }
+  TensorType type(dtype, dims);
+  if (auto err = checkResult(type))
+    return std::move(err);
+  return withComputeType(dtype, [&](auto tag) -> TensorDataPtr {
+    using C = decltype(tag);
+    // Start from operand 0 broadcast to the result shape.
+    std::vector<int64_t> map0 =
+        broadcastIndexMap(dims, operandType(0).getDims());
+    std::vector<C> first = loadAll<C>(operand(0));
+    std::vector<C> result(map0.size());
+    for (size_t i = 0; i < map0.size(); ++i)
+      result[i] = first[map0[i]];
+    for (unsigned k = 1; k <= last; ++k) {
+      std::vector<C> next = loadAll<C>(operand(k));
+      result = mapBinary<C>(result, dims, next, operandType(k).getDims(), dims,
+                            [](C x, C y) -> C {
+                              if (isNaN(x) || isNaN(y))
+                                return isNaN(x) ? x : y;
+                              return x < y ? y : x;
+                            });
+    }
+    return storeAll(type, result);
+  });
+}
+
+/// Mod with fmod = 0: the integer remainder with the sign of the divisor
+/// (Python's %); with fmod = 1: C's fmod / truncated remainder, the sign of
+/// the dividend. Integer division by zero is refused.
+Expected<TensorDataPtr> Evaluator::evalMod() {
+  const TensorType &aType = operandType(0), &bType = operandType(1);
+  if (auto err = checkSameDType(0, 1))
+    return std::move(err);
+  DType dtype = aType.getDType();
+  if (dtype == DType::Bool)
+    return fail("Mod is not defined on bool");
+  int64_t fmod = attrs().getInt("fmod").value_or(0);
+  if (fmod != 0 && fmod != 1)
+    return fail("attribute 'fmod' is " + Twine(fmod) + ", expected 0 or 1");
+  if (isFloat(dtype) && fmod != 1)
+    return fail("attribute 'fmod' must be 1 for float dtype " +
+                dtypeName(dtype));
+  auto dims = broadcast(aType.getDims(), bType.getDims());
+  if (!dims)
+    return dims.takeError();
+  TensorType type(dtype, *dims);
+  if (auto err = checkResult(type))
+    return std::move(err);
+
+  return withComputeType(dtype, [&](auto tag) -> Expected<TensorDataPtr> {
+    using C = decltype(tag);
+    if constexpr (std::is_same_v<C, bool>) {
+      llvm_unreachable("bool rejected above");
+    } else {
+      std::vector<C> a = loadAll<C>(operand(0)), b = loadAll<C>(operand(1));
+      if constexpr (std::is_integral_v<C>) {
+        if (type.getNumElements() > 0 && llvm::is_contained(b, 0))
+          return fail("integer division by zero");
+      }
+      return storeAll(type,
+                      mapBinary<C>(a, aType.getDims(), b, bType.getDims(),
+                                   *dims, [fmod](C x, C y) -> C {
+                                     if constexpr (std::is_integral_v<C>) {
+                                       // INT64_MIN % -1 overflows; the result
+                                       // is 0.
+                                       C r = y == -1 ? 0 : x % y;
+                                       if (fmod == 0 && r != 0 &&
+                                           ((r < 0) != (y < 0)))
+                                         r += y;
+                                       return r;
+                                     } else {
+                                       return std::fmod(x, y);
+                                     }
+                                   }));
+    }
   });
 }
 
@@ -1367,6 +1546,14 @@ Expected<TensorDataPtr> Evaluator::evaluate() {
     return evalEqual();
   case OpKind::Where:
     return evalWhere();
+  case OpKind::GreaterOrEqual:
+    return evalGreaterOrEqual();
+  case OpKind::And:
+    return evalAnd();
+  case OpKind::Max:
+    return evalMax();
+  case OpKind::Mod:
+    return evalMod();
   case OpKind::Add:
   case OpKind::Sub:
   case OpKind::Mul:
@@ -1383,6 +1570,8 @@ Expected<TensorDataPtr> Evaluator::evaluate() {
   case OpKind::Relu:
   case OpKind::Sigmoid:
     return evalUnary();
+  case OpKind::Gelu:
+    return evalGelu();
   case OpKind::Transpose:
     return evalTranspose();
   case OpKind::ReduceSum:
@@ -1412,6 +1601,10 @@ bool remat::passes::canEvaluate(OpKind op) {
   case OpKind::ConstantOfShape:
   case OpKind::Equal:
   case OpKind::Where:
+  case OpKind::GreaterOrEqual:
+  case OpKind::And:
+  case OpKind::Max:
+  case OpKind::Mod:
   case OpKind::Add:
   case OpKind::Sub:
   case OpKind::Mul:
@@ -1425,6 +1618,7 @@ bool remat::passes::canEvaluate(OpKind op) {
   case OpKind::Tanh:
   case OpKind::Relu:
   case OpKind::Sigmoid:
+  case OpKind::Gelu:
   case OpKind::Transpose:
   case OpKind::ReduceSum:
   case OpKind::ReduceMean:

@@ -11,6 +11,7 @@ packages=(
   llvm-14-dev llvm-14-tools                       # LLVMSupport, FileCheck, lit
   doctest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX 1.12, protobuf 3.21
+  libopenblas-dev                                 # MatMul/Gemm on the CPU
 )
 
 missing=()

@@ -13,5 +13,16 @@ config.substitutions.append(("%remat-opt", os.path.join(config.remat_tools_dir, 
 config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("%not", config.not_tool))
 config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%test-python", config.test_python))
+
+# Reference checks that need the onnx Python package (scripts/setup.sh puts
+# it in .venv) declare `REQUIRES: onnx`; without it lit reports them
+# UNSUPPORTED, visibly, instead of passing.
+import subprocess
+if subprocess.run([config.test_python, "-c", "import onnx"],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("onnx")
+else:
+    lit_config.note("the onnx Python package is missing: ONNX checker tests are unsupported")
 config.environment["PATH"] = os.pathsep.join(
     [config.remat_tools_dir, os.path.dirname(config.filecheck), config.environment.get("PATH", "")])

@@ -1,1 +1,815 @@
-// placeholder: being written
+//===- frontends/onnx/OnnxExporter.cpp - Graph -> ONNX ModelProto ---------===//
+//
+// Export happens in three steps:
+//  1. ModelBuilder turns the graph into a ModelProto whose initializers have
+//     names, types and dims but no bytes yet, decomposing remat-domain ops;
+//     each node is checked against its ONNX opset-17 schema as it is built.
+//  2. The whole model is checked as onnx.checker.check_model(full_check=True)
+//     would: the checker, then shape inference in strict mode with type
+//     checks, which compares every declared type (graph inputs, outputs and
+//     value_info) with what ONNX infers. It runs on a copy in which the
+//     initializers are declared as graph inputs, so no weight bytes are
+//     copied and the check costs the same for a 1 KB or a 5 GB model.
+//  3. The initializers get their bytes: inline, or as references into a data
+//     file that is written next to the model (Note [ONNX export conventions]
+//     in the header).
+//
+// Protobuf and ONNX throw; every call into them that can is wrapped here and
+// turned into an llvm::Error.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/onnx/OnnxExporter.h"
+
+#include "ir/Support.h"
+#include "ir/Verifier.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#ifndef REMAT_VERSION_STRING
+#error "REMAT_VERSION_STRING must be defined by the build"
+#endif
+
+namespace remat::onnx_frontend {
+namespace {
+
+namespace pb = ::ONNX_NAMESPACE;
+
+using ir::AttrValue;
+using ir::DType;
+using ir::TensorType;
+using llvm::ArrayRef;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+using llvm::Twine;
+
+/// \returns the first line of \p message: ONNX appends "==> Context: ..."
+/// paragraphs that repeat the node in protobuf text format.
+std::string firstLine(StringRef message) {
+  return message.split('\n').first.rtrim().str();
+}
+
+/// \returns the NodeProto.doc_string that records \p stage, or "" for
+/// forward nodes (Note [ONNX export conventions]).
+StringRef stageDocString(ir::Stage stage) {
+  switch (stage) {
+  case ir::Stage::Forward:
+    return "";
+  case ir::Stage::Backward:
+    return "stage=bwd";
+  case ir::Stage::Recompute:
+    return "stage=remat";
+  }
+  llvm_unreachable("unknown stage");
+}
+
+/// Sets \p proto to a static-shaped tensor type \p type.
+void setTensorType(pb::TypeProto &proto, const TensorType &type) {
+  pb::TypeProto_Tensor *tensor = proto.mutable_tensor_type();
+  tensor->set_elem_type(ir::onnxCode(type.getDType()));
+  // A rank-0 shape must be present and empty: no shape means unknown rank.
+  pb::TensorShapeProto *shape = tensor->mutable_shape();
+  for (int64_t dim : type.getDims())
+    shape->add_dim()->set_dim_value(dim);
+}
+
+/// Sets name, data type and dims of \p proto from \p type (no data).
+void setTensorHeader(pb::TensorProto &proto, StringRef name,
+                     const TensorType &type) {
+  if (!name.empty())
+    proto.set_name(name.str());
+  for (int64_t dim : type.getDims())
+    proto.add_dims(dim);
+  proto.set_data_type(ir::onnxCode(type.getDType()));
+}
+
+/// Sets \p proto to \p data with its bytes inline in raw_data (which is
+/// little-endian in ONNX, as TensorData is).
+void setTensor(pb::TensorProto &proto, StringRef name,
+               const ir::TensorData &data) {
+  setTensorHeader(proto, name, data.getType());
+  ArrayRef<uint8_t> bytes = data.getBytes();
+  proto.set_raw_data(reinterpret_cast<const char *>(bytes.data()),
+                     bytes.size());
+}
+
+/// Sets \p proto to attribute \p name with value \p value, mapping each
+/// AttrValue kind to its AttributeProto type.
+void setAttribute(pb::AttributeProto &proto, StringRef name,
+                  const AttrValue &value) {
+  proto.set_name(name.str());
+  std::visit(
+      [&](const auto &v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          proto.set_type(pb::AttributeProto::INT);
+          proto.set_i(v);
+        } else if constexpr (std::is_same_v<T, float>) {
+          proto.set_type(pb::AttributeProto::FLOAT);
+          proto.set_f(v);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          proto.set_type(pb::AttributeProto::STRING);
+          proto.set_s(v);
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          proto.set_type(pb::AttributeProto::INTS);
+          for (int64_t element : v)
+            proto.add_ints(element);
+        } else if constexpr (std::is_same_v<T, std::vector<float>>) {
+          proto.set_type(pb::AttributeProto::FLOATS);
+          for (float element : v)
+            proto.add_floats(element);
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          proto.set_type(pb::AttributeProto::STRINGS);
+          for (const std::string &element : v)
+            proto.add_strings(element);
+        } else {
+          static_assert(std::is_same_v<T, ir::TensorDataPtr>,
+                        "unhandled attribute kind");
+          assert(v && "tensor attribute holds no data");
+          proto.set_type(pb::AttributeProto::TENSOR);
+          setTensor(*proto.mutable_t(), "", *v);
+        }
+      },
+      value);
+}
+
+/// \returns the bytes \p model serializes to, deterministically (the same
+/// model always gives the same bytes), or an error when it is larger than
+/// \p maxBytes. \p what names the model in messages.
+Expected<std::string> serialize(const pb::ModelProto &model, uint64_t maxBytes,
+                                const Twine &what) {
+  uint64_t size = model.ByteSizeLong();
+  if (size > maxBytes || size > kMaxProtobufBytes)
+    return makeError(what + " is " + Twine(size) + " bytes, over the " +
+                     Twine(std::min(maxBytes, kMaxProtobufBytes)) +
+                     "-byte limit of an inline ONNX model (protobuf's 2 GB); "
+                     "write it to a file with external data");
+  std::string bytes;
+  bytes.reserve(size);
+  bool ok;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    ok = model.SerializePartialToCodedStream(&coded) && !coded.HadError();
+  }
+  if (!ok)
+    return makeError("cannot serialize " + what);
+  return bytes;
+}
+
+//===----------------------------------------------------------------------===//
+// ModelBuilder
+//===----------------------------------------------------------------------===//
+
+/// Builds the ModelProto of one graph with initializers that have no bytes
+/// yet; the caller inlines them or points them into a data file.
+class ModelBuilder {
+public:
+  ModelBuilder(const ir::Graph &graph, const ExportOptions &options)
+      : graph_(graph), options_(options) {}
+
+  /// Builds and checks the model.
+  Error build();
+
+  pb::ModelProto &getModel() { return model_; }
+  /// The graph input behind each initializer of the model, in order.
+  ArrayRef<const ir::Value *> getInitializerValues() const {
+    return initializerValues_;
+  }
+
+  /// \returns an upper bound of the serialized size once every initializer
+  /// holds its bytes inline.
+  uint64_t estimateInlineBytes() const;
+  /// \returns a lower bound of the same: the model plus the bytes alone.
+  uint64_t minimumInlineBytes() const;
+
+private:
+  /// The GraphProto's name: the graph's, or "main" (ONNX requires one).
+  std::string getGraphName() const {
+    return graph_.getName().empty() ? "main" : graph_.getName().str();
+  }
+  /// "graph 'name'" for messages.
+  std::string describeGraph() const { return "graph '" + getGraphName() + "'"; }
+
+  Error checkGraph() const;
+  Error buildHeader();
+  void buildInputs();
+  Error emitNode(const ir::Node &node);
+  void buildOutputs();
+
+  /// Decomposes remat.Gelu into Div/Erf or Pow/Tanh, Add and Mul.
+  Error lowerGelu(const ir::Node &node);
+
+  /// Appends a node of \p opType with \p inputs and one result \p output,
+  /// named after the result and tagged with \p origin's stage.
+  pb::NodeProto &addNode(const ir::Node &origin, StringRef opType,
+                         ArrayRef<std::string> inputs, StringRef output);
+  /// Appends a Constant node holding scalar \p value of \p dtype whose
+  /// result is a fresh name derived from \p base; \returns that name.
+  std::string addScalarConstant(const ir::Node &origin, StringRef base,
+                                DType dtype, double value);
+  /// \returns \p base if no value of the graph and no name made up so far
+  /// has it, else \p base + "." + N for the smallest free N >= 1.
+  std::string freshName(StringRef base);
+  /// Declares \p name of type \p type in value_info.
+  void addValueInfo(StringRef name, const TensorType &type);
+  /// Checks \p proto against its ONNX opset-17 schema (attribute names and
+  /// kinds, operand and result counts). \p origin is the remat node it comes
+  /// from, named in the message.
+  Error checkNode(const ir::Node &origin, const pb::NodeProto &proto) const;
+  /// Runs the ONNX checker and strict shape inference on the model.
+  Error checkModel() const;
+
+  const ir::Graph &graph_;
+  const ExportOptions &options_;
+  pb::ModelProto model_;
+  pb::GraphProto *graphProto_ = nullptr;
+  std::vector<const ir::Value *> initializerValues_;
+  /// Names made up for the nodes of decompositions.
+  llvm::StringSet<> freshNames_;
+};
+
+Error ModelBuilder::build() {
+  if (auto err = checkGraph())
+    return err;
+  if (auto err = buildHeader())
+    return err;
+  graphProto_ = model_.mutable_graph();
+  graphProto_->set_name(getGraphName());
+  buildInputs();
+  for (const ir::Node &node : graph_.getNodes())
+    if (auto err = emitNode(node))
+      return err;
+  buildOutputs();
+  return checkModel();
+}
+
+Error ModelBuilder::checkGraph() const {
+  if (graph_.getOutputs().empty())
+    return makeError("cannot export " + describeGraph() +
+                     ": it has no outputs, and an ONNX graph needs one");
+  // The exporter relies on the schedule being topological and names being
+  // unique; a graph that breaks either would make an invalid model.
+  if (auto err = ir::verify(graph_))
+    return makeError("cannot export " + describeGraph() + ": " +
+                     errorToString(std::move(err)));
+  return Error::success();
+}
+
+Error ModelBuilder::buildHeader() {
+  model_.set_ir_version(kExportIrVersion);
+  pb::OperatorSetIdProto *opset = model_.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kExportOpsetVersion);
+  model_.set_producer_name("remat");
+  model_.set_producer_version(REMAT_VERSION_STRING);
+
+  llvm::StringSet<> keys;
+  auto addMetadata = [&](StringRef key, StringRef value) -> Error {
+    if (!keys.insert(key).second)
+      return makeError(
+          "cannot export " + describeGraph() + ": metadata key '" + key +
+          "' is given twice" +
+          (key == "remat.version" ? " (remat sets it itself)" : ""));
+    pb::StringStringEntryProto *entry = model_.add_metadata_props();
+    entry->set_key(key.str());
+    entry->set_value(value.str());
+    return Error::success();
+  };
+  if (auto err = addMetadata("remat.version", REMAT_VERSION_STRING))
+    return err;
+  for (const auto &[key, value] : options_.metadata)
+    if (auto err = addMetadata(key, value))
+      return err;
+  return Error::success();
+}
+
+void ModelBuilder::buildInputs() {
+  for (const ir::Value *input : graph_.getInputs()) {
+    if (input->getData()) {
+      // Initial contents make it an initializer (a constant when not listed
+      // among the inputs, which IR version >= 4 allows); bytes come later.
+      pb::TensorProto *tensor = graphProto_->add_initializer();
+      setTensorHeader(*tensor, input->getName(), input->getType());
+      if (input->isWeight())
+        tensor->set_doc_string("weight");
+      initializerValues_.push_back(input);
+      continue;
+    }
+    // No data: the caller feeds it. A weight without data is still declared,
+    // as an input, so that the model is complete.
+    pb::ValueInfoProto *info = graphProto_->add_input();
+    info->set_name(input->getName().str());
+    setTensorType(*info->mutable_type(), input->getType());
+    if (input->isWeight())
+      info->set_doc_string("weight");
+  }
+}
+
+Error ModelBuilder::emitNode(const ir::Node &node) {
+  const ir::OpInfo &info = node.getOpInfo();
+  if (!info.domain.empty()) {
+    switch (node.getOp()) {
+    case ir::OpKind::Gelu:
+      return lowerGelu(node);
+    default:
+      return makeError("cannot export " + node.describe() +
+                       ": no decomposition of " + node.getOpSpelling() +
+                       " into ONNX opset " + Twine(kExportOpsetVersion));
+    }
+  }
+
+  pb::NodeProto *proto = graphProto_->add_node();
+  proto->set_name(node.getResult(0)->getName().str());
+  proto->set_op_type(info.name.str());
+  for (const ir::Value *operand : node.getOperands())
+    proto->add_input(operand->getName().str());
+  for (const ir::Value *result : node.getResults())
+    proto->add_output(result->getName().str());
+  for (const auto &[name, value] : node.getAttrs().entries())
+    setAttribute(*proto->add_attribute(), name, value);
+  StringRef stage = stageDocString(node.getStage());
+  if (!stage.empty())
+    proto->set_doc_string(stage.str());
+  if (auto err = checkNode(node, *proto))
+    return err;
+
+  for (const ir::Value *result : node.getResults())
+    if (!result->isGraphOutput())
+      addValueInfo(result->getName(), result->getType());
+  return Error::success();
+}
+
+void ModelBuilder::buildOutputs() {
+  for (const ir::Value *output : graph_.getOutputs()) {
+    pb::ValueInfoProto *info = graphProto_->add_output();
+    info->set_name(output->getName().str());
+    setTensorType(*info->mutable_type(), output->getType());
+  }
+}
+
+Error ModelBuilder::lowerGelu(const ir::Node &node) {
+  // ONNX opset 20 defines Gelu by these function bodies; opset 17 has every
+  // op in them:
+  //   none: y = (x * 0.5) * (Erf(x / sqrt(2)) + 1)
+  //   tanh: y = (x * 0.5) * (Tanh((x + x^3 * 0.044715) * sqrt(2/pi)) + 1)
+  // Constants are scalars of x's dtype, broadcast by the elementwise ops.
+  const ir::Value *x = node.getOperand(0);
+  const ir::Value *y = node.getResult(0);
+  const TensorType &type = y->getType();
+  DType dtype = type.getDType();
+  if (!ir::isFloat(dtype))
+    return makeError("cannot export " + node.describe() +
+                     ": Gelu needs a float dtype, got " + type.str());
+  for (const auto &entry : node.getAttrs().entries())
+    if (entry.first != "approximate")
+      return makeError("cannot export " + node.describe() + ": attribute '" +
+                       entry.first + "' is not one of Gelu's");
+  std::string approximate = "none";
+  if (node.getAttrs().has("approximate")) {
+    auto given = node.getAttrs().getString("approximate");
+    if (!given)
+      return makeError("cannot export " + node.describe() +
+                       ": attribute 'approximate' must be a string");
+    approximate = *given;
+  }
+  if (approximate != "none" && approximate != "tanh")
+    return makeError("cannot export " + node.describe() +
+                     ": attribute 'approximate' is \"" + approximate +
+                     "\", expected \"none\" or \"tanh\"");
+
+  std::string base = (y->getName() + ".gelu").str();
+  std::string xName = x->getName().str();
+  // Adds an elementwise node whose result has y's type; an empty \p part
+  // means the final node, whose result is y itself.
+  auto elementwise =
+      [&](StringRef opType, StringRef part,
+          ArrayRef<std::string> inputs) -> Expected<std::string> {
+    bool isFinal = part.empty();
+    std::string output =
+        isFinal ? y->getName().str() : freshName((base + "." + part).str());
+    pb::NodeProto &proto = addNode(node, opType, inputs, output);
+    if (auto err = checkNode(node, proto))
+      return std::move(err);
+    if (!isFinal || !y->isGraphOutput())
+      addValueInfo(output, type);
+    return output;
+  };
+
+  std::string inner;
+  if (approximate == "none") {
+    std::string sqrtTwo =
+        addScalarConstant(node, base + ".sqrt2", dtype, 1.41421356237309504880);
+    auto scaled = elementwise("Div", "div", {xName, sqrtTwo});
+    if (!scaled)
+      return scaled.takeError();
+    auto erf = elementwise("Erf", "erf", {*scaled});
+    if (!erf)
+      return erf.takeError();
+    inner = *erf;
+  } else {
+    std::string three = addScalarConstant(node, base + ".three", dtype, 3.0);
+    auto cube = elementwise("Pow", "cube", {xName, three});
+    if (!cube)
+      return cube.takeError();
+    std::string coefficient =
+        addScalarConstant(node, base + ".coef", dtype, 0.044715);
+    auto cubeScaled = elementwise("Mul", "cube_scaled", {*cube, coefficient});
+    if (!cubeScaled)
+      return cubeScaled.takeError();
+    auto sum = elementwise("Add", "sum", {xName, *cubeScaled});
+    if (!sum)
+      return sum.takeError();
+    std::string sqrtTwoOverPi = addScalarConstant(
+        node, base + ".sqrt_2_over_pi", dtype, 0.79788456080286535588);
+    auto argument = elementwise("Mul", "arg", {*sum, sqrtTwoOverPi});
+    if (!argument)
+      return argument.takeError();
+    auto tanh = elementwise("Tanh", "tanh", {*argument});
+    if (!tanh)
+      return tanh.takeError();
+    inner = *tanh;
+  }
+  std::string one = addScalarConstant(node, base + ".one", dtype, 1.0);
+  auto onePlus = elementwise("Add", "one_plus", {inner, one});
+  if (!onePlus)
+    return onePlus.takeError();
+  std::string half = addScalarConstant(node, base + ".half", dtype, 0.5);
+  auto halfX = elementwise("Mul", "half_x", {xName, half});
+  if (!halfX)
+    return halfX.takeError();
+  auto result = elementwise("Mul", "", {*halfX, *onePlus});
+  if (!result)
+    return result.takeError();
+  return Error::success();
+}
+
+pb::NodeProto &ModelBuilder::addNode(const ir::Node &origin, StringRef opType,
+                                     ArrayRef<std::string> inputs,
+                                     StringRef output) {
+  pb::NodeProto *proto = graphProto_->add_node();
+  proto->set_name(output.str());
+  proto->set_op_type(opType.str());
+  for (const std::string &input : inputs)
+    proto->add_input(input);
+  proto->add_output(output.str());
+  StringRef stage = stageDocString(origin.getStage());
+  if (!stage.empty())
+    proto->set_doc_string(stage.str());
+  return *proto;
+}
+
+std::string ModelBuilder::addScalarConstant(const ir::Node &origin,
+                                            StringRef base, DType dtype,
+                                            double value) {
+  std::string name = freshName(base);
+  TensorType type(dtype, {});
+  auto data = ir::TensorData::fromDoubles(type, {value});
+  pb::NodeProto &proto = addNode(origin, "Constant", {}, name);
+  setAttribute(*proto.add_attribute(), "value",
+               AttrValue(ir::TensorDataPtr(std::move(data))));
+  addValueInfo(name, type);
+  return name;
+}
+
+std::string ModelBuilder::freshName(StringRef base) {
+  auto isFree = [&](StringRef name) {
+    return !graph_.lookup(name) && !freshNames_.contains(name);
+  };
+  std::string name = base.str();
+  for (unsigned n = 1; !isFree(name); ++n)
+    name = (base + "." + Twine(n)).str();
+  freshNames_.insert(name);
+  return name;
+}
+
+void ModelBuilder::addValueInfo(StringRef name, const TensorType &type) {
+  pb::ValueInfoProto *info = graphProto_->add_value_info();
+  info->set_name(name.str());
+  setTensorType(*info->mutable_type(), type);
+}
+
+Error ModelBuilder::checkNode(const ir::Node &origin,
+                              const pb::NodeProto &proto) const {
+  bool isOwn = proto.name() == origin.getResult(0)->getName() &&
+               proto.op_type() == origin.getOpInfo().name;
+  std::string subject =
+      isOwn ? std::string("it")
+            : "its " + proto.op_type() + " node '" + proto.name() + "'";
+  const pb::OpSchema *schema = pb::OpSchemaRegistry::Schema(
+      proto.op_type(), kExportOpsetVersion, proto.domain());
+  if (!schema)
+    return makeError("cannot export " + origin.describe() + ": ONNX opset " +
+                     Twine(kExportOpsetVersion) + " has no op '" +
+                     proto.op_type() + "'");
+  try {
+    schema->Verify(proto);
+  } catch (const std::exception &e) {
+    return makeError("cannot export " + origin.describe() + ": ONNX opset " +
+                     Twine(kExportOpsetVersion) + " rejects " + subject + ": " +
+                     firstLine(e.what()));
+  }
+  return Error::success();
+}
+
+Error ModelBuilder::checkModel() const {
+  // Checking needs types, not bytes: declare the initializers as inputs.
+  pb::ModelProto copy = model_;
+  pb::GraphProto *graph = copy.mutable_graph();
+  for (const pb::TensorProto &tensor : graph->initializer()) {
+    pb::ValueInfoProto *info = graph->add_input();
+    info->set_name(tensor.name());
+    pb::TypeProto_Tensor *type = info->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(tensor.data_type());
+    pb::TensorShapeProto *shape = type->mutable_shape();
+    for (int64_t dim : tensor.dims())
+      shape->add_dim()->set_dim_value(dim);
+  }
+  graph->clear_initializer();
+  try {
+    pb::checker::check_model(copy);
+    // As check_model(full_check=True): strict, with type checks.
+    pb::ShapeInferenceOptions options(/*check_type_val=*/true,
+                                      /*strict_mode_val=*/1,
+                                      /*data_prop_val=*/false);
+    pb::shape_inference::InferShapes(copy, pb::OpSchemaRegistry::Instance(),
+                                     options);
+  } catch (const std::exception &e) {
+    return makeError("cannot export " + describeGraph() +
+                     ": ONNX rejects the model: " + firstLine(e.what()));
+  }
+  return Error::success();
+}
+
+uint64_t ModelBuilder::estimateInlineBytes() const {
+  // Each raw_data field adds a tag, a length and the bytes; it also lengthens
+  // the length prefixes of its tensor and of the graph (at most 10 bytes
+  // each for a 64-bit varint).
+  uint64_t total = model_.ByteSizeLong() + 10;
+  for (const ir::Value *value : initializerValues_)
+    total += value->getData()->getBytes().size() + 1 + 10 + 10;
+  return total;
+}
+
+uint64_t ModelBuilder::minimumInlineBytes() const {
+  uint64_t total = model_.ByteSizeLong();
+  for (const ir::Value *value : initializerValues_)
+    total += value->getData()->getBytes().size();
+  return total;
+}
+
+//===----------------------------------------------------------------------===//
+// Files
+//===----------------------------------------------------------------------===//
+
+/// A file written to a temporary beside its destination (so that the rename
+/// stays within one file system) and renamed into place by commit();
+/// destroyed uncommitted, it removes the temporary.
+class PendingFile {
+public:
+  /// Opens a temporary for \p path.
+  static Expected<std::unique_ptr<PendingFile>> create(StringRef path) {
+    if (llvm::sys::fs::is_directory(path))
+      return makeError("cannot write '" + path + "': it is a directory");
+    llvm::SmallString<256> tempPath;
+    int fd;
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%", fd, tempPath))
+      return makeError("cannot write '" + path + "': " + ec.message());
+    return std::unique_ptr<PendingFile>(new PendingFile(path, tempPath, fd));
+  }
+
+  PendingFile(const PendingFile &) = delete;
+  PendingFile &operator=(const PendingFile &) = delete;
+  ~PendingFile() {
+    if (os_) {
+      os_->close();
+      os_->clear_error();
+    }
+    if (!committed_)
+      llvm::sys::fs::remove(tempPath_);
+  }
+
+  llvm::raw_fd_ostream &os() { return *os_; }
+
+  /// Closes the temporary, reporting any write error.
+  Error close() {
+    os_->close();
+    if (!os_->has_error())
+      return Error::success();
+    std::string message = os_->error().message();
+    os_->clear_error();
+    return makeError("cannot write '" + path_ + "': " + message);
+  }
+
+  /// Renames the closed temporary to the destination.
+  Error commit() {
+    if (std::error_code ec = llvm::sys::fs::rename(tempPath_, path_))
+      return makeError("cannot write '" + path_ + "': " + ec.message());
+    committed_ = true;
+    return Error::success();
+  }
+
+private:
+  PendingFile(StringRef path, StringRef tempPath, int fd)
+      : path_(path.str()), tempPath_(tempPath.str()),
+        os_(std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true)) {}
+
+  std::string path_;
+  std::string tempPath_;
+  std::unique_ptr<llvm::raw_fd_ostream> os_;
+  bool committed_ = false;
+};
+
+/// Where one initializer's bytes go in the data file.
+struct ExternalTensor {
+  const ir::TensorData *data;
+  uint64_t offset;
+};
+
+/// Points every non-empty initializer of \p builder's model into a data file
+/// named \p location and \returns the layout; empty ones get an empty
+/// raw_data inline.
+std::vector<ExternalTensor> externalizeInitializers(ModelBuilder &builder,
+                                                    StringRef location) {
+  std::vector<ExternalTensor> layout;
+  pb::GraphProto *graph = builder.getModel().mutable_graph();
+  uint64_t end = 0;
+  ArrayRef<const ir::Value *> values = builder.getInitializerValues();
+  for (size_t i = 0; i < values.size(); ++i) {
+    pb::TensorProto *tensor = graph->mutable_initializer(i);
+    const ir::TensorData &data = *values[i]->getData();
+    uint64_t length = data.getBytes().size();
+    if (length == 0) {
+      tensor->set_raw_data("");
+      continue;
+    }
+    uint64_t offset = llvm::alignTo(end, kExternalDataAlignment);
+    tensor->set_data_location(pb::TensorProto::EXTERNAL);
+    auto addEntry = [&](StringRef key, const std::string &entryValue) {
+      pb::StringStringEntryProto *entry = tensor->add_external_data();
+      entry->set_key(key.str());
+      entry->set_value(entryValue);
+    };
+    addEntry("location", location.str());
+    addEntry("offset", std::to_string(offset));
+    addEntry("length", std::to_string(length));
+    layout.push_back({&data, offset});
+    end = offset + length;
+  }
+  return layout;
+}
+
+/// Gives every initializer of \p builder's model its bytes inline.
+void inlineInitializers(ModelBuilder &builder) {
+  pb::GraphProto *graph = builder.getModel().mutable_graph();
+  ArrayRef<const ir::Value *> values = builder.getInitializerValues();
+  for (size_t i = 0; i < values.size(); ++i) {
+    ArrayRef<uint8_t> bytes = values[i]->getData()->getBytes();
+    graph->mutable_initializer(i)->set_raw_data(
+        reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  }
+}
+
+/// Writes the tensors of \p layout at their offsets, zero-padded between.
+void writeExternalData(llvm::raw_ostream &os, ArrayRef<ExternalTensor> layout) {
+  static const char zeros[kExternalDataAlignment] = {};
+  uint64_t position = 0;
+  for (const ExternalTensor &tensor : layout) {
+    assert(tensor.offset >= position &&
+           tensor.offset - position < kExternalDataAlignment &&
+           "layout is not in offset order");
+    os.write(zeros, tensor.offset - position);
+    ArrayRef<uint8_t> bytes = tensor.data->getBytes();
+    os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+    position = tensor.offset + bytes.size();
+  }
+}
+
+/// Writes the model of \p builder to \p path and its initializers to
+/// `<path>.data`.
+Error writeWithExternalData(ModelBuilder &builder, StringRef path) {
+  if (path == "-")
+    return makeError("cannot write external data when the model goes to "
+                     "stdout; name an output file");
+  std::string dataPath = (path + ".data").str();
+  std::vector<ExternalTensor> layout =
+      externalizeInitializers(builder, llvm::sys::path::filename(dataPath));
+  auto bytes =
+      serialize(builder.getModel(), kMaxProtobufBytes,
+                "the model of graph '" + builder.getModel().graph().name() +
+                    "' without its initializers");
+  if (!bytes)
+    return bytes.takeError();
+
+  // Both files are complete before either is renamed into place. With no
+  // tensor to hold (no initializers, or only empty ones) there is no data
+  // file.
+  std::unique_ptr<PendingFile> data;
+  if (!layout.empty()) {
+    auto created = PendingFile::create(dataPath);
+    if (!created)
+      return created.takeError();
+    data = std::move(*created);
+    writeExternalData(data->os(), layout);
+    if (auto err = data->close())
+      return err;
+  }
+  auto model = PendingFile::create(path);
+  if (!model)
+    return model.takeError();
+  (*model)->os() << *bytes;
+  if (auto err = (*model)->close())
+    return err;
+  if (data)
+    if (auto err = data->commit())
+      return err;
+  if (auto err = (*model)->commit()) {
+    // A data file without its model is of no use to anyone.
+    if (data)
+      llvm::sys::fs::remove(dataPath);
+    return err;
+  }
+  return Error::success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Public interface
+//===----------------------------------------------------------------------===//
+
+Error exportOnnxFile(const ir::Graph &graph, StringRef path,
+                     const ExportOptions &options) {
+  ModelBuilder builder(graph, options);
+  if (auto err = builder.build())
+    return err;
+  if (options.externalData ||
+      builder.estimateInlineBytes() > options.maxInlineBytes)
+    return writeWithExternalData(builder, path);
+
+  inlineInitializers(builder);
+  auto bytes = serialize(builder.getModel(), options.maxInlineBytes,
+                         "the model of graph '" +
+                             builder.getModel().graph().name() + "'");
+  if (!bytes)
+    return bytes.takeError();
+  if (path == "-") {
+    llvm::outs() << *bytes;
+    llvm::outs().flush();
+    return Error::success();
+  }
+  auto file = PendingFile::create(path);
+  if (!file)
+    return file.takeError();
+  (*file)->os() << *bytes;
+  if (auto err = (*file)->close())
+    return err;
+  return (*file)->commit();
+}
+
+Expected<std::string> exportOnnxBytes(const ir::Graph &graph,
+                                      const ExportOptions &options) {
+  ModelBuilder builder(graph, options);
+  if (auto err = builder.build())
+    return std::move(err);
+  // Fail before copying gigabytes of weights into a model that cannot be.
+  uint64_t limit = std::min(options.maxInlineBytes, kMaxProtobufBytes);
+  if (uint64_t atLeast = builder.minimumInlineBytes(); atLeast > limit)
+    return makeError("the model of graph '" +
+                     builder.getModel().graph().name() + "' is at least " +
+                     Twine(atLeast) + " bytes, over the " + Twine(limit) +
+                     "-byte limit of an inline ONNX model (protobuf's 2 GB); "
+                     "write it to a file with external data");
+  inlineInitializers(builder);
+  return serialize(builder.getModel(), options.maxInlineBytes,
+                   "the model of graph '" + builder.getModel().graph().name() +
+                       "'");
+}
+
+} // namespace remat::onnx_frontend

@@ -1,1 +1,1779 @@
-// placeholder: being written
+//===- frontends/onnx/OnnxImporter.cpp - ONNX ModelProto -> Graph ---------===//
+//
+// Import runs in three steps, each of which reports errors naming the file
+// and the node, value or dim at fault:
+//
+//  1. Parse and validate the ModelProto (IR version 7-10, default-domain
+//     opset 13-20), inline local functions (ModelProto.functions) into one
+//     flat node list and sort it topologically (stably) if it is not.
+//  2. Create the graph inputs with their symbolic dims bound, the weights
+//     (floating-point initializers, with data) and Constant nodes for the
+//     other initializers.
+//  3. Convert node by node to remat's opset-17 forms (ReduceMean axes input ->
+//     attribute, Split num_outputs -> split operand, Gelu -> remat.Gelu,
+//     Flatten -> Reshape, GatherND with constant indices -> Reshape + Gather,
+//     seeds for Dropout, ...). Every result type comes from ir::inferTypes;
+//     a node whose operands are all constants (or a Shape of a static type)
+//     is evaluated with passes::evaluateNode and replaced by a Constant of
+//     the same name, so that shape subgraphs resolve to static shapes.
+//     Declared types (value_info, graph outputs) must agree with inference.
+//
+// libonnx is used for the protobuf classes only: its schemas, checker and
+// shape inference stop at opset 17, and remat's own op table decides what is
+// supported.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/onnx/OnnxImporter.h"
+
+#include "ir/ShapeInference.h"
+#include "ir/Support.h"
+#include "ir/Verifier.h"
+#include "passes/ConstantEval.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/unknown_field_set.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <new>
+#include <queue>
+#include <string>
+#include <vector>
+
+using llvm::ArrayRef;
+using llvm::Error;
+using llvm::Expected;
+using llvm::SmallVector;
+using llvm::StringRef;
+using llvm::Twine;
+
+namespace remat::onnx_frontend {
+
+using namespace remat::ir;
+
+namespace {
+
+constexpr int64_t kMinIrVersion = 7;
+constexpr int64_t kMaxIrVersion = 10;
+constexpr int64_t kMinOpset = 13;
+constexpr int64_t kMaxOpset = 20;
+/// Nodes on constants are evaluated at import when their result is at most
+/// this large; larger ones (a constant [seq, seq] mask at a long sequence)
+/// stay nodes, whose shapes are still known because their operands are.
+constexpr int64_t kMaxFoldBytes = int64_t(16) << 20;
+/// Local functions may call each other; deeper nesting is taken as
+/// recursion.
+constexpr unsigned kMaxFunctionDepth = 64;
+
+/// Field numbers of IR-version 9/10 additions that ONNX 1.12's generated
+/// classes do not know; protobuf keeps them as unknown fields.
+constexpr int kFunctionAttributeProtoField = 11;
+constexpr int kFunctionOverloadField = 13;
+constexpr int kNodeOverloadField = 8;
+
+//===----------------------------------------------------------------------===//
+// Small helpers
+//===----------------------------------------------------------------------===//
+
+bool isDefaultDomain(StringRef domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+/// \returns the domain as messages spell it ("ai.onnx" for the default).
+std::string domainName(StringRef domain) {
+  return isDefaultDomain(domain) ? "ai.onnx" : domain.str();
+}
+
+/// \returns the ONNX name of TensorProto data type \p code ("STRING").
+std::string onnxDTypeName(int64_t code) {
+  if (code >= INT_MIN && code <= INT_MAX &&
+      onnx::TensorProto_DataType_IsValid(static_cast<int>(code)))
+    return onnx::TensorProto_DataType_Name(
+        static_cast<onnx::TensorProto_DataType>(code));
+  return "code " + std::to_string(code);
+}
+
+constexpr StringRef kSupportedDTypes =
+    "FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT8, UINT8 and BOOL";
+
+/// 64-bit FNV-1a of \p text, masked to a non-negative int64: a seed that is
+/// the same on every run and platform.
+int64_t stableSeed(StringRef text) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text.bytes()) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  return static_cast<int64_t>(hash & 0x7fffffffffffffffULL);
+}
+
+/// \returns the payloads of the length-delimited unknown fields numbered
+/// \p number of \p message.
+std::vector<std::string>
+unknownStrings(const google::protobuf::Message &message, int number) {
+  std::vector<std::string> result;
+  const google::protobuf::UnknownFieldSet &fields =
+      message.GetReflection()->GetUnknownFields(message);
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const google::protobuf::UnknownField &field = fields.field(i);
+    if (field.number() == number &&
+        field.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      result.push_back(field.length_delimited());
+  }
+  return result;
+}
+
+/// \returns "[2,3]".
+std::string formatDims(ArrayRef<int64_t> dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+/// Frees the data fields of \p tensor once its contents are copied (clear()
+/// would keep their capacity).
+void releasePayload(onnx::TensorProto &tensor) {
+  std::string().swap(*tensor.mutable_raw_data());
+  google::protobuf::RepeatedField<float>().Swap(tensor.mutable_float_data());
+  google::protobuf::RepeatedField<double>().Swap(tensor.mutable_double_data());
+  google::protobuf::RepeatedField<int32_t>().Swap(tensor.mutable_int32_data());
+  google::protobuf::RepeatedField<int64_t>().Swap(tensor.mutable_int64_data());
+}
+
+//===----------------------------------------------------------------------===//
+// The flat node list
+//===----------------------------------------------------------------------===//
+
+/// One node to convert: a node of the main graph or of an inlined function.
+struct FlatNode {
+  const onnx::NodeProto *proto;
+  /// The default-domain opset in effect for this node.
+  int64_t opset;
+  /// The chain of functions it was inlined from ("" in the main graph).
+  std::string function;
+};
+
+/// A local function of the model (ModelProto.functions).
+struct LocalFunction {
+  const onnx::FunctionProto *proto;
+  /// The default-domain opset its body uses.
+  int64_t opset;
+  /// Attribute defaults (FunctionProto.attribute_proto, IR version 9).
+  std::vector<onnx::AttributeProto> defaults;
+};
+
+//===----------------------------------------------------------------------===//
+// The importer
+//===----------------------------------------------------------------------===//
+
+class Importer {
+public:
+  /// Imports \p model, whose initializer payloads it frees as it copies
+  /// them (peak memory stays near one copy of the weights).
+  Importer(onnx::ModelProto &model, StringRef sourceName, StringRef baseDir,
+           const ImportOptions &options)
+      : model_(model), graphProto_(*model.mutable_graph()),
+        source_(sourceName.str()), baseDir_(baseDir.str()), options_(options) {}
+
+  Expected<std::unique_ptr<Graph>> run();
+
+private:
+  //===--- Messages -------------------------------------------------------===//
+
+  /// \returns an error "<file>: <message>".
+  Error fileError(const Twine &message) const {
+    return makeError(source_ + ": " + message);
+  }
+  /// \returns "node 'name' (Op)", or "node #i (Op) producing 'y'" for an
+  /// unnamed node, with " in function 'f'" for an inlined one.
+  std::string describe(const FlatNode &flat) const;
+  /// \returns "node 'name' (Op, domain 'd', opset N)".
+  std::string describeFull(const FlatNode &flat) const;
+  Error nodeError(const FlatNode &flat, const Twine &message) const {
+    return fileError(describe(flat) + ": " + message);
+  }
+  /// \returns the version the model imports \p domain at, as text.
+  std::string opsetText(StringRef domain) const;
+
+  //===--- Step 1: structure ----------------------------------------------===//
+
+  Error checkOpsets();
+  Error collectFunctions();
+  /// Appends \p nodes (a graph's or a function body's) to flatNodes_,
+  /// inlining calls of local functions.
+  Error flatten(ArrayRef<const onnx::NodeProto *> nodes, int64_t opset,
+                StringRef function, unsigned depth);
+  Error inlineCall(const onnx::NodeProto &call, const LocalFunction &function,
+                   StringRef enclosing, unsigned depth);
+  /// Reserves \p name so that no generated name takes it.
+  void reserve(StringRef name) { reserved_.insert(name); }
+  /// \returns a name derived from \p base that is neither an ONNX name of
+  /// the model nor a value of the graph, and reserves it.
+  std::string freshName(StringRef base);
+  /// Sorts flatNodes_ topologically, keeping the file's order where it
+  /// allows; errors name undefined values, duplicate definitions, cycles.
+  Error sortNodes();
+
+  //===--- Step 2: inputs and initializers --------------------------------===//
+
+  Error importInputs();
+  Error importInitializers();
+  /// \returns the static type of a graph input declared by \p info.
+  Expected<TensorType> inputType(const onnx::ValueInfoProto &info);
+  /// \returns the contents of \p tensor; \p what names it in messages
+  /// ("initializer 'w'").
+  Expected<TensorDataPtr> readTensor(const onnx::TensorProto &tensor,
+                                     const std::string &what);
+  Expected<std::vector<uint8_t>> readExternal(const onnx::TensorProto &tensor,
+                                              const std::string &what,
+                                              int64_t byteSize);
+
+  //===--- Step 3: nodes --------------------------------------------------===//
+
+  Error convertNode(const FlatNode &flat);
+  Expected<AttrList> convertAttributes(const FlatNode &flat);
+  /// \returns the operand an omitted optional input \p index of \p op
+  /// stands for (its ONNX default), or an error when there is none.
+  Expected<Value *> defaultOperand(const FlatNode &flat, OpKind op,
+                                   unsigned index,
+                                   ArrayRef<Value *> operandsSoFar);
+  Error convertConstant(const FlatNode &flat, AttrList &attrs);
+  Error convertAxesInput(const FlatNode &flat, OpKind op,
+                         SmallVector<Value *, 4> &operands, AttrList &attrs,
+                         bool &toIdentity);
+  Error convertSplit(const FlatNode &flat, SmallVector<Value *, 4> &operands,
+                     AttrList &attrs, unsigned numResults);
+  Expected<SmallVector<Value *, 2>> convertFlatten(const FlatNode &flat,
+                                                   ArrayRef<Value *> operands,
+                                                   const AttrList &attrs,
+                                                   const std::string &name);
+  Expected<SmallVector<Value *, 2>> convertGatherND(const FlatNode &flat,
+                                                    ArrayRef<Value *> operands,
+                                                    const AttrList &attrs,
+                                                    const std::string &name);
+
+  /// Creates \p op over \p operands with results named \p names, infers the
+  /// result types, and replaces the node by Constants when it evaluates on
+  /// constant operands. \returns the results.
+  Expected<SmallVector<Value *, 2>> emit(const FlatNode &flat, OpKind op,
+                                         ArrayRef<Value *> operands,
+                                         AttrList attrs,
+                                         ArrayRef<std::string> names);
+  /// Creates a Constant node named from \p base holding \p data.
+  Value *emitConstant(TensorDataPtr data, StringRef base);
+  /// Replaces \p node by a Constant node when its operands are constants.
+  /// \returns the Constant's result, or null if the node stays.
+  Value *tryFold(Node *node);
+  /// \returns why result \p i of \p node has no static shape.
+  std::string unknownShapeReason(const Node &node) const;
+  /// Checks \p value against the type the file declares for it, if any.
+  Error checkDeclared(const Value *value, const onnx::TypeProto &declared,
+                      const Twine &what);
+  /// \returns the declared type as text, "f32[2,seq,?]".
+  std::string formatDeclared(const onnx::TypeProto_Tensor &tensor) const;
+
+  onnx::ModelProto &model_;
+  onnx::GraphProto &graphProto_;
+  std::string source_;
+  std::string baseDir_;
+  const ImportOptions &options_;
+
+  std::unique_ptr<Graph> graph_;
+  /// Imported opset of every domain ("" for the default).
+  llvm::StringMap<int64_t> opsets_;
+  int64_t defaultOpset_ = 0;
+  /// Local functions by "domain:name:overload".
+  llvm::StringMap<LocalFunction> functions_;
+  std::vector<LocalFunction> functionList_;
+  /// Copies of inlined function body nodes (stable addresses).
+  std::deque<onnx::NodeProto> inlined_;
+  std::vector<FlatNode> flatNodes_;
+  /// Every ONNX name of the model, and every generated one.
+  llvm::StringSet<> reserved_;
+  /// Initializers by name.
+  llvm::StringMap<const onnx::TensorProto *> initializers_;
+  /// Declared types of intermediate values (value_info).
+  llvm::StringMap<const onnx::TypeProto *> valueInfo_;
+  /// ONNX name -> value.
+  llvm::StringMap<Value *> values_;
+  /// Value name -> the ONNX node that defines it, for messages.
+  llvm::StringMap<std::string> producers_;
+  /// Value name -> why evaluating its node at import failed.
+  llvm::StringMap<std::string> foldFailures_;
+};
+
+//===----------------------------------------------------------------------===//
+// Messages
+//===----------------------------------------------------------------------===//
+
+std::string Importer::describe(const FlatNode &flat) const {
+  const onnx::NodeProto &node = *flat.proto;
+  std::string text;
+  if (!node.name().empty()) {
+    text = "node '" + node.name() + "' (" + node.op_type() + ")";
+  } else {
+    std::string output;
+    for (const std::string &name : node.output())
+      if (!name.empty()) {
+        output = name;
+        break;
+      }
+    text = "unnamed " + node.op_type() + " node";
+    if (!output.empty())
+      text += " producing '" + output + "'";
+  }
+  if (!flat.function.empty())
+    text += " in function '" + flat.function + "'";
+  return text;
+}
+
+std::string Importer::opsetText(StringRef domain) const {
+  if (isDefaultDomain(domain))
+    return std::to_string(defaultOpset_);
+  auto it = opsets_.find(domain);
+  if (it == opsets_.end())
+    return "not imported";
+  return std::to_string(it->second);
+}
+
+std::string Importer::describeFull(const FlatNode &flat) const {
+  const onnx::NodeProto &node = *flat.proto;
+  std::string opset = isDefaultDomain(node.domain())
+                          ? std::to_string(flat.opset)
+                          : opsetText(node.domain());
+  std::string text =
+      (node.name().empty() ? "unnamed node" : "node '" + node.name() + "'");
+  text += " (op '" + node.op_type() + "', domain '" +
+          domainName(node.domain()) + "', opset " + opset + ")";
+  if (!flat.function.empty())
+    text += " in function '" + flat.function + "'";
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Step 1: opsets, functions, the flat node list
+//===----------------------------------------------------------------------===//
+
+Error Importer::checkOpsets() {
+  bool haveDefault = false;
+  for (const onnx::OperatorSetIdProto &opset : model_.opset_import()) {
+    std::string domain =
+        isDefaultDomain(opset.domain()) ? std::string() : opset.domain();
+    if (opsets_.count(domain))
+      return fileError("opset_import lists domain '" + domainName(domain) +
+                       "' twice");
+    opsets_[domain] = opset.version();
+    if (!domain.empty())
+      continue;
+    haveDefault = true;
+    defaultOpset_ = opset.version();
+    if (opset.version() < kMinOpset || opset.version() > kMaxOpset)
+      return fileError("unsupported opset " + Twine(opset.version()) +
+                       " of the default ONNX domain (remat imports opsets " +
+                       Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
+  }
+  if (!haveDefault)
+    return fileError("the model imports no opset of the default ONNX domain "
+                     "(remat imports opsets " +
+                     Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
+  return Error::success();
+}
+
+Error Importer::collectFunctions() {
+  for (const onnx::FunctionProto &function : model_.functions()) {
+    LocalFunction local{&function, defaultOpset_, {}};
+    for (const onnx::OperatorSetIdProto &opset : function.opset_import()) {
+      if (!isDefaultDomain(opset.domain()))
+        continue;
+      local.opset = opset.version();
+      if (opset.version() < kMinOpset || opset.version() > kMaxOpset)
+        return fileError("function '" + function.name() + "' (domain '" +
+                         function.domain() + "') uses unsupported opset " +
+                         Twine(opset.version()) +
+                         " of the default ONNX domain (remat imports "
+                         "opsets " +
+                         Twine(kMinOpset) + " to " + Twine(kMaxOpset) + ")");
+    }
+    for (const std::string &bytes :
+         unknownStrings(function, kFunctionAttributeProtoField)) {
+      onnx::AttributeProto attr;
+      if (!attr.ParseFromString(bytes))
+        return fileError("function '" + function.name() +
+                         "' has a malformed attribute default");
+      local.defaults.push_back(std::move(attr));
+    }
+    std::vector<std::string> overload =
+        unknownStrings(function, kFunctionOverloadField);
+    std::string key = function.domain() + ":" + function.name() + ":" +
+                      (overload.empty() ? "" : overload.back());
+    if (functions_.count(key))
+      return fileError("the model defines function '" + function.name() +
+                       "' of domain '" + function.domain() + "' twice");
+    functions_[key] = std::move(local);
+  }
+  return Error::success();
+}
+
+std::string Importer::freshName(StringRef base) {
+  std::string name = base.str();
+  for (unsigned n = 1; reserved_.count(name) || graph_->lookup(name); ++n)
+    name = base.str() + "." + std::to_string(n);
+  reserve(name);
+  return name;
+}
+
+Error Importer::flatten(ArrayRef<const onnx::NodeProto *> nodes, int64_t opset,
+                        StringRef function, unsigned depth) {
+  for (const onnx::NodeProto *node : nodes) {
+    std::vector<std::string> overload =
+        unknownStrings(*node, kNodeOverloadField);
+    std::string key = node->domain() + ":" + node->op_type() + ":" +
+                      (overload.empty() ? "" : overload.back());
+    auto it = functions_.find(key);
+    // A default-domain node is a function call only if no ONNX op of that
+    // name exists for remat; ONNX forbids shadowing anyway.
+    if (it == functions_.end()) {
+      flatNodes_.push_back({node, opset, function.str()});
+      continue;
+    }
+    if (depth >= kMaxFunctionDepth)
+      return fileError("function '" + node->op_type() + "' (domain '" +
+                       node->domain() +
+                       "') calls itself, or functions nest "
+                       "deeper than " +
+                       Twine(kMaxFunctionDepth) + " levels");
+    if (auto err = inlineCall(*node, it->second, function, depth))
+      return err;
+  }
+  return Error::success();
+}
+
+Error Importer::inlineCall(const onnx::NodeProto &call,
+                           const LocalFunction &function, StringRef enclosing,
+                           unsigned depth) {
+  const onnx::FunctionProto &proto = *function.proto;
+  std::string callName = call.name();
+  if (callName.empty())
+    for (const std::string &output : call.output())
+      if (!output.empty()) {
+        callName = output;
+        break;
+      }
+  std::string chain =
+      enclosing.empty() ? proto.name() : enclosing.str() + "/" + proto.name();
+  auto callError = [&](const Twine &message) {
+    return fileError("call of function '" + proto.name() + "' (domain '" +
+                     proto.domain() + "') by node '" + callName +
+                     "': " + message);
+  };
+  if (call.input_size() > proto.input_size())
+    return callError("passes " + Twine(call.input_size()) +
+                     " inputs, the function takes " +
+                     Twine(proto.input_size()));
+  if (call.output_size() > proto.output_size())
+    return callError("expects " + Twine(call.output_size()) +
+                     " outputs, the function has " +
+                     Twine(proto.output_size()));
+
+  // Formal names -> actual names. Internal names get the call's name as a
+  // prefix and are made unique.
+  llvm::StringMap<std::string> rename;
+  for (int i = 0; i < proto.input_size(); ++i)
+    rename[proto.input(i)] = i < call.input_size() ? call.input(i) : "";
+  for (int i = 0; i < proto.output_size(); ++i) {
+    if (i < call.output_size() && !call.output(i).empty())
+      rename[proto.output(i)] = call.output(i);
+    else
+      rename[proto.output(i)] = freshName(callName + "/" + proto.output(i));
+  }
+  llvm::StringMap<const onnx::AttributeProto *> callAttrs;
+  for (const onnx::AttributeProto &attr : call.attribute())
+    callAttrs[attr.name()] = &attr;
+  llvm::StringMap<const onnx::AttributeProto *> defaults;
+  for (const onnx::AttributeProto &attr : function.defaults)
+    defaults[attr.name()] = &attr;
+
+  std::vector<const onnx::NodeProto *> body;
+  for (const onnx::NodeProto &node : proto.node()) {
+    onnx::NodeProto &copy = inlined_.emplace_back(node);
+    copy.set_name(callName + "/" +
+                  (node.name().empty() ? node.op_type() : node.name()));
+    for (int i = 0; i < copy.input_size(); ++i) {
+      const std::string &name = node.input(i);
+      if (name.empty())
+        continue;
+      auto it = rename.find(name);
+      if (it == rename.end())
+        return callError("body node '" + node.name() +
+                         "' uses undefined value '" + name + "'");
+      copy.set_input(i, it->second);
+    }
+    for (int i = 0; i < copy.output_size(); ++i) {
+      const std::string &name = node.output(i);
+      if (name.empty())
+        continue;
+      auto it = rename.find(name);
+      if (it == rename.end())
+        it = rename.insert({name, freshName(callName + "/" + name)}).first;
+      copy.set_output(i, it->second);
+    }
+    // Attribute references take the call's value, else the function's
+    // default, else the attribute is absent.
+    copy.clear_attribute();
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      if (!attr.has_ref_attr_name()) {
+        *copy.add_attribute() = attr;
+        continue;
+      }
+      const onnx::AttributeProto *value = nullptr;
+      if (auto it = callAttrs.find(attr.ref_attr_name()); it != callAttrs.end())
+        value = it->second;
+      else if (auto it = defaults.find(attr.ref_attr_name());
+               it != defaults.end())
+        value = it->second;
+      if (!value)
+        continue;
+      onnx::AttributeProto *added = copy.add_attribute();
+      *added = *value;
+      added->set_name(attr.name());
+    }
+    body.push_back(&copy);
+  }
+  return flatten(body, function.opset, chain, depth + 1);
+}
+
+Error Importer::sortNodes() {
+  // Which node defines each name; graph inputs and initializers are defined
+  // up front.
+  llvm::StringMap<size_t> definedBy;
+  llvm::StringSet<> available;
+  for (const onnx::ValueInfoProto &input : graphProto_.input())
+    available.insert(input.name());
+  for (const onnx::TensorProto &init : graphProto_.initializer())
+    available.insert(init.name());
+  for (size_t i = 0; i < flatNodes_.size(); ++i) {
+    for (const std::string &output : flatNodes_[i].proto->output()) {
+      if (output.empty())
+        continue;
+      if (available.count(output))
+        return nodeError(flatNodes_[i], "defines '" + output +
+                                            "', which is already a graph "
+                                            "input or initializer");
+      if (!definedBy.insert({output, i}).second)
+        return nodeError(flatNodes_[i],
+                         "defines '" + output + "', which " +
+                             describe(flatNodes_[definedBy[output]]) +
+                             " defines too");
+    }
+  }
+
+  // Dependencies; an input nobody defines is an error.
+  size_t count = flatNodes_.size();
+  std::vector<std::vector<size_t>> users(count);
+  std::vector<size_t> pending(count, 0);
+  bool sorted = true;
+  for (size_t i = 0; i < count; ++i) {
+    for (const std::string &input : flatNodes_[i].proto->input()) {
+      if (input.empty() || available.count(input))
+        continue;
+      auto it = definedBy.find(input);
+      if (it == definedBy.end())
+        return nodeError(flatNodes_[i], "uses undefined value '" + input + "'");
+      users[it->second].push_back(i);
+      ++pending[i];
+      sorted &= it->second < i;
+    }
+  }
+  if (sorted)
+    return Error::success();
+
+  // Kahn's algorithm, always taking the earliest ready node.
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
+  for (size_t i = 0; i < count; ++i)
+    if (pending[i] == 0)
+      ready.push(i);
+  std::vector<FlatNode> order;
+  order.reserve(count);
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    order.push_back(flatNodes_[i]);
+    for (size_t user : users[i])
+      if (--pending[user] == 0)
+        ready.push(user);
+  }
+  if (order.size() != count) {
+    for (size_t i = 0; i < count; ++i)
+      if (pending[i] != 0)
+        return fileError(describe(flatNodes_[i]) +
+                         " is on a cycle (the graph is not a DAG)");
+  }
+  flatNodes_ = std::move(order);
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Step 2: inputs, weights and constant initializers
+//===----------------------------------------------------------------------===//
+
+Expected<TensorType> Importer::inputType(const onnx::ValueInfoProto &info) {
+  const std::string &name = info.name();
+  if (!info.has_type() ||
+      info.type().value_case() == onnx::TypeProto::VALUE_NOT_SET)
+    return fileError("graph input '" + name + "' has no type");
+  if (!info.type().has_tensor_type())
+    return fileError("graph input '" + name +
+                     "' is not a tensor (sequences, maps and optionals are "
+                     "not supported)");
+  const onnx::TypeProto_Tensor &tensor = info.type().tensor_type();
+  std::optional<DType> dtype = fromOnnxCode(tensor.elem_type());
+  if (!dtype)
+    return fileError(
+        "graph input '" + name + "' has dtype " +
+        onnxDTypeName(tensor.elem_type()) +
+        ", which remat does not support (supported: " + kSupportedDTypes + ")");
+  if (!tensor.has_shape())
+    return fileError("graph input '" + name +
+                     "' has no shape; remat needs the rank and dims of "
+                     "every input");
+  SmallVector<int64_t, 4> dims;
+  for (int i = 0; i < tensor.shape().dim_size(); ++i) {
+    const onnx::TensorShapeProto_Dimension &dim = tensor.shape().dim(i);
+    if (dim.has_dim_value()) {
+      if (dim.dim_value() < 0)
+        return fileError("dim " + Twine(i) + " of graph input '" + name +
+                         "' is negative (" + Twine(dim.dim_value()) + ")");
+      dims.push_back(dim.dim_value());
+      continue;
+    }
+    if (dim.has_dim_param() && !dim.dim_param().empty()) {
+      const std::string &param = dim.dim_param();
+      auto it = options_.bindings.find(param);
+      if (it == options_.bindings.end())
+        return fileError("unbound symbolic dim '" + param + "' of input '" +
+                         name + "' (bind it with --bind " + param + "=N)");
+      if (it->second < 0)
+        return fileError("symbolic dim '" + param + "' of input '" + name +
+                         "' is bound to a negative value (" +
+                         Twine(it->second) + ")");
+      dims.push_back(it->second);
+      continue;
+    }
+    return fileError("dim " + Twine(i) + " of input '" + name +
+                     "' is unknown (it has neither a value nor a symbolic "
+                     "name that --bind could set)");
+  }
+  TensorType type(*dtype, dims);
+  if (auto err = type.checkSize())
+    return fileError("graph input '" + name + "' of type " + dtypeName(*dtype) +
+                     formatDims(dims) + ": " + errorToString(std::move(err)));
+  return type;
+}
+
+Error Importer::importInputs() {
+  llvm::StringSet<> seen;
+  for (const onnx::ValueInfoProto &info : graphProto_.input()) {
+    if (!seen.insert(info.name()).second)
+      return fileError("graph input '" + info.name() + "' is listed twice");
+    if (info.name().empty())
+      return fileError("a graph input has an empty name");
+    // An input with an initializer of the same name is the initializer
+    // (a default value); it is imported with the initializers.
+    if (initializers_.count(info.name()))
+      continue;
+    auto type = inputType(info);
+    if (!type)
+      return type.takeError();
+    Value *value = graph_->addInput(info.name(), *type);
+    values_[info.name()] = value;
+  }
+  return Error::success();
+}
+
+Error Importer::importInitializers() {
+  // Declared types of initializers that are also listed as inputs.
+  llvm::StringMap<const onnx::ValueInfoProto *> listed;
+  for (const onnx::ValueInfoProto &info : graphProto_.input())
+    listed[info.name()] = &info;
+
+  for (onnx::TensorProto &tensor : *graphProto_.mutable_initializer()) {
+    if (tensor.name().empty())
+      return fileError("an initializer has an empty name");
+    std::string what = "initializer '" + tensor.name() + "'";
+    auto data = readTensor(tensor, what);
+    if (!data)
+      return data.takeError();
+    releasePayload(tensor);
+    const TensorType &type = (*data)->getType();
+    bool isWeight =
+        isFloat(type.getDType()) &&
+        (options_.singleElementWeights || type.getNumElements() != 1);
+    if (isWeight) {
+      Value *weight = graph_->addInput(tensor.name(), type, /*isWeight=*/true);
+      weight->setData(*data);
+      values_[tensor.name()] = weight;
+    } else {
+      AttrList attrs;
+      attrs.set("value", *data);
+      Node *node = graph_->createNode(OpKind::Constant, {}, {type},
+                                      {tensor.name()}, std::move(attrs));
+      values_[tensor.name()] = node->getResult(0);
+      producers_[tensor.name()] = what;
+    }
+    if (auto it = listed.find(tensor.name()); it != listed.end())
+      if (auto err = checkDeclared(values_[tensor.name()], it->second->type(),
+                                   "initializer '" + tensor.name() + "'"))
+        return err;
+  }
+  return Error::success();
+}
+
+Expected<std::vector<uint8_t>>
+Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
+                       int64_t byteSize) {
+  std::string location;
+  int64_t offset = 0;
+  std::optional<int64_t> length;
+  for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
+    const std::string &key = entry.key();
+    if (key == "location") {
+      location = entry.value();
+      continue;
+    }
+    if (key != "offset" && key != "length")
+      continue; // checksum and unknown keys carry nothing remat needs
+    int64_t number;
+    if (StringRef(entry.value()).getAsInteger(10, number) || number < 0)
+      return fileError(what + ": external data " + key + " '" + entry.value() +
+                       "' is not a non-negative integer");
+    if (key == "offset")
+      offset = number;
+    else
+      length = number;
+  }
+  if (location.empty())
+    return fileError(what + ": external data has no location");
+  if (llvm::sys::path::is_absolute(location))
+    return fileError(what + ": external data location '" + location +
+                     "' is an absolute path; ONNX requires a path relative "
+                     "to the model's directory");
+  for (StringRef component : llvm::make_range(llvm::sys::path::begin(location),
+                                              llvm::sys::path::end(location)))
+    if (component == "..")
+      return fileError(what + ": external data location '" + location +
+                       "' leaves the model's directory");
+  llvm::SmallString<256> path(baseDir_);
+  llvm::sys::path::append(path, location);
+
+  uint64_t fileSize = 0;
+  if (std::error_code ec = llvm::sys::fs::file_size(path, fileSize))
+    return fileError(what + ": cannot open external data file '" + path +
+                     "': " + ec.message());
+  if (!length)
+    length = offset <= static_cast<int64_t>(fileSize)
+                 ? static_cast<int64_t>(fileSize) - offset
+                 : 0;
+  if (static_cast<uint64_t>(offset) > fileSize ||
+      static_cast<uint64_t>(*length) > fileSize - offset)
+    return fileError(what + ": external data at offset " + Twine(offset) +
+                     " with length " + Twine(*length) + " lies outside '" +
+                     path + "' (" + Twine(fileSize) + " bytes)");
+  if (*length != byteSize)
+    return fileError(what + ": external data has " + Twine(*length) +
+                     " bytes, expected " + Twine(byteSize));
+  if (byteSize == 0)
+    return std::vector<uint8_t>();
+  auto buffer = llvm::MemoryBuffer::getFileSlice(path, *length, offset);
+  if (!buffer)
+    return fileError(what + ": cannot read external data file '" + path +
+                     "': " + buffer.getError().message());
+  StringRef bytes = (*buffer)->getBuffer();
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
+Expected<TensorDataPtr> Importer::readTensor(const onnx::TensorProto &tensor,
+                                             const std::string &what) {
+  std::optional<DType> dtype = fromOnnxCode(tensor.data_type());
+  if (!dtype)
+    return fileError(
+        what + " has dtype " + onnxDTypeName(tensor.data_type()) +
+        ", which remat does not support (supported: " + kSupportedDTypes + ")");
+  if (tensor.has_segment())
+    return fileError(what + " is segmented, which remat does not support");
+  SmallVector<int64_t, 4> dims(tensor.dims().begin(), tensor.dims().end());
+  TensorType type(*dtype, dims);
+  for (int64_t dim : dims)
+    if (dim < 0)
+      return fileError(what + " has negative dim " + Twine(dim) + " in " +
+                       formatDims(dims));
+  if (auto err = type.checkSize())
+    return fileError(what + " of type " + dtypeName(*dtype) + formatDims(dims) +
+                     ": " + errorToString(std::move(err)));
+  int64_t count = type.getNumElements();
+  int64_t byteSize = type.getByteSize();
+
+  auto finish = [&](std::vector<uint8_t> bytes) -> TensorDataPtr {
+    // Bools are one byte, 0 or 1.
+    if (*dtype == DType::Bool)
+      for (uint8_t &byte : bytes)
+        byte = byte != 0;
+    return std::make_shared<TensorData>(type, std::move(bytes));
+  };
+
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto bytes = readExternal(tensor, what, byteSize);
+    if (!bytes)
+      return bytes.takeError();
+    return finish(std::move(*bytes));
+  }
+  if (tensor.has_raw_data()) {
+    const std::string &raw = tensor.raw_data();
+    if (static_cast<int64_t>(raw.size()) != byteSize)
+      return fileError(what + " of type " + type.str() + " has " +
+                       Twine(raw.size()) + " bytes of raw_data, expected " +
+                       Twine(byteSize));
+    return finish(std::vector<uint8_t>(raw.begin(), raw.end()));
+  }
+
+  // Typed fields: float_data, double_data, int64_data, and int32_data,
+  // which also holds the bit patterns of f16/bf16 and the values of
+  // bool/i8/u8.
+  auto checkCount = [&](int64_t have, StringRef field) -> Error {
+    if (have == count)
+      return Error::success();
+    if (have == 0)
+      return fileError(what + " of type " + type.str() +
+                       " has no data (expected " + Twine(count) +
+                       " elements in raw_data or " + field + ")");
+    return fileError(what + " of type " + type.str() + " has " + Twine(have) +
+                     " elements in " + field + ", expected " + Twine(count));
+  };
+  std::vector<uint8_t> bytes(byteSize);
+  uint8_t *out = bytes.data();
+  using llvm::support::endian::write16le;
+  using llvm::support::endian::write32le;
+  using llvm::support::endian::write64le;
+  switch (*dtype) {
+  case DType::F32:
+    if (auto err = checkCount(tensor.float_data_size(), "float_data"))
+      return std::move(err);
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t bits;
+      float value = tensor.float_data(i);
+      std::memcpy(&bits, &value, 4);
+      write32le(out + 4 * i, bits);
+    }
+    break;
+  case DType::F64:
+    if (auto err = checkCount(tensor.double_data_size(), "double_data"))
+      return std::move(err);
+    for (int64_t i = 0; i < count; ++i) {
+      uint64_t bits;
+      double value = tensor.double_data(i);
+      std::memcpy(&bits, &value, 8);
+      write64le(out + 8 * i, bits);
+    }
+    break;
+  case DType::I64:
+    if (auto err = checkCount(tensor.int64_data_size(), "int64_data"))
+      return std::move(err);
+    for (int64_t i = 0; i < count; ++i)
+      write64le(out + 8 * i, static_cast<uint64_t>(tensor.int64_data(i)));
+    break;
+  case DType::I32:
+  case DType::F16:
+  case DType::BF16:
+  case DType::I8:
+  case DType::U8:
+  case DType::Bool: {
+    if (auto err = checkCount(tensor.int32_data_size(), "int32_data"))
+      return std::move(err);
+    unsigned size = dtypeSize(*dtype);
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t value = static_cast<uint32_t>(tensor.int32_data(i));
+      if (size == 4)
+        write32le(out + 4 * i, value);
+      else if (size == 2)
+        write16le(out + 2 * i, static_cast<uint16_t>(value));
+      else
+        out[i] = static_cast<uint8_t>(value);
+    }
+    break;
+  }
+  }
+  return finish(std::move(bytes));
+}
+
+//===----------------------------------------------------------------------===//
+// Step 3: nodes
+//===----------------------------------------------------------------------===//
+
+Expected<AttrList> Importer::convertAttributes(const FlatNode &flat) {
+  AttrList attrs;
+  for (const onnx::AttributeProto &attr : flat.proto->attribute()) {
+    const std::string &name = attr.name();
+    auto attrError = [&](const Twine &message) {
+      return nodeError(flat, "attribute '" + name + "' " + message);
+    };
+    if (attr.has_ref_attr_name())
+      return attrError("refers to attribute '" + attr.ref_attr_name() +
+                       "', which only a function body may do");
+    if (attrs.has(name))
+      return attrError("is given twice");
+    switch (attr.type()) {
+    case onnx::AttributeProto::INT:
+      attrs.set(name, static_cast<int64_t>(attr.i()));
+      break;
+    case onnx::AttributeProto::FLOAT:
+      attrs.set(name, attr.f());
+      break;
+    case onnx::AttributeProto::STRING:
+      attrs.set(name, attr.s());
+      break;
+    case onnx::AttributeProto::INTS:
+      attrs.set(name,
+                std::vector<int64_t>(attr.ints().begin(), attr.ints().end()));
+      break;
+    case onnx::AttributeProto::FLOATS:
+      // An empty list is an int list in remat (.rir cannot tell them apart).
+      if (attr.floats_size() == 0)
+        attrs.set(name, std::vector<int64_t>());
+      else
+        attrs.set(name, std::vector<float>(attr.floats().begin(),
+                                           attr.floats().end()));
+      break;
+    case onnx::AttributeProto::STRINGS:
+      attrs.set(name, std::vector<std::string>(attr.strings().begin(),
+                                               attr.strings().end()));
+      break;
+    case onnx::AttributeProto::TENSOR: {
+      std::string what = "tensor '" + attr.t().name() + "' in attribute '" +
+                         name + "' of " + describe(flat);
+      if (attr.t().name().empty())
+        what = "the tensor in attribute '" + name + "' of " + describe(flat);
+      auto data = readTensor(attr.t(), what);
+      if (!data)
+        return data.takeError();
+      attrs.set(name, TensorDataPtr(*data));
+      break;
+    }
+    case onnx::AttributeProto::GRAPH:
+    case onnx::AttributeProto::GRAPHS:
+      return attrError("is a subgraph; remat does not support control flow "
+                       "(If, Loop, Scan)");
+    case onnx::AttributeProto::UNDEFINED:
+      return attrError("has no type");
+    default:
+      return attrError("has type " +
+                       onnx::AttributeProto_AttributeType_Name(attr.type()) +
+                       ", which remat does not support");
+    }
+  }
+  return attrs;
+}
+
+Value *Importer::emitConstant(TensorDataPtr data, StringRef base) {
+  TensorType type = data->getType();
+  AttrList attrs;
+  attrs.set("value", std::move(data));
+  Node *node = graph_->createNode(OpKind::Constant, {}, {type},
+                                  {freshName(base)}, std::move(attrs));
+  return node->getResult(0);
+}
+
+Expected<Value *> Importer::defaultOperand(const FlatNode &flat, OpKind op,
+                                           unsigned index,
+                                           ArrayRef<Value *> operandsSoFar) {
+  std::string base = flat.proto->output_size() && !flat.proto->output(0).empty()
+                         ? flat.proto->output(0)
+                         : flat.proto->op_type();
+  // Dropout(data, ratio = 0.5, training_mode).
+  if (op == OpKind::Dropout && index == 1)
+    return emitConstant(
+        TensorData::fromDoubles(TensorType(DType::F32, {}), {0.5}),
+        base + ".ratio");
+  // Slice(data, starts, ends, axes = [0, 1, ...], steps).
+  if (op == OpKind::Slice && index == 3) {
+    const TensorType &starts = operandsSoFar[1]->getType();
+    if (starts.getRank() != 1)
+      return nodeError(flat, "starts must be a vector, got " + starts.str());
+    std::vector<int64_t> axes;
+    for (int64_t i = 0; i < starts.getDim(0); ++i)
+      axes.push_back(i);
+    return emitConstant(TensorData::fromInts(starts, axes), base + ".axes");
+  }
+  return nodeError(flat, "optional input " + Twine(index) +
+                             " is omitted but a later input is given, and "
+                             "remat knows no default for it");
+}
+
+Error Importer::convertConstant(const FlatNode &flat, AttrList &attrs) {
+  static const char *const kForms[] = {
+      "value",      "value_float",  "value_int",     "value_floats",
+      "value_ints", "value_string", "value_strings", "sparse_value"};
+  SmallVector<StringRef, 2> present;
+  for (StringRef form : kForms)
+    if (attrs.has(form))
+      present.push_back(form);
+  if (present.size() != 1) {
+    std::string list;
+    for (StringRef form : present)
+      list += (list.empty() ? "'" : ", '") + form.str() + "'";
+    return nodeError(flat, "expects exactly one value attribute, got " +
+                               (list.empty() ? std::string("none") : list));
+  }
+  StringRef form = present.front();
+  TensorDataPtr data;
+  if (form == "value") {
+    if (!attrs.getTensor(form))
+      return nodeError(flat, "attribute 'value' must be a tensor");
+    return Error::success();
+  }
+  if (form == "value_float") {
+    auto value = attrs.getFloat(form);
+    if (!value)
+      return nodeError(flat, "attribute 'value_float' must be a float");
+    data = TensorData::fromDoubles(TensorType(DType::F32, {}), {*value});
+  } else if (form == "value_int") {
+    auto value = attrs.getInt(form);
+    if (!value)
+      return nodeError(flat, "attribute 'value_int' must be an int");
+    data = TensorData::fromInts(TensorType(DType::I64, {}), {*value});
+  } else if (form == "value_floats") {
+    std::vector<double> values;
+    if (auto floats = attrs.getFloats(form))
+      values.assign(floats->begin(), floats->end());
+    else if (auto ints = attrs.getInts(form); !ints || !ints->empty())
+      return nodeError(flat, "attribute 'value_floats' must be floats");
+    data = TensorData::fromDoubles(
+        TensorType(DType::F32, {static_cast<int64_t>(values.size())}), values);
+  } else if (form == "value_ints") {
+    auto ints = attrs.getInts(form);
+    if (!ints)
+      return nodeError(flat, "attribute 'value_ints' must be ints");
+    data = TensorData::fromInts(
+        TensorType(DType::I64, {static_cast<int64_t>(ints->size())}), *ints);
+  } else {
+    return nodeError(flat, "attribute '" + form +
+                               "' is not supported (remat has no string or "
+                               "sparse tensors)");
+  }
+  attrs.remove(form);
+  attrs.set("value", std::move(data));
+  return Error::success();
+}
+
+Error Importer::convertAxesInput(const FlatNode &flat, OpKind op,
+                                 SmallVector<Value *, 4> &operands,
+                                 AttrList &attrs, bool &toIdentity) {
+  // ReduceMean/ReduceMax take axes as an optional input from opset 18; remat
+  // keeps opset 17's attribute.
+  std::vector<int64_t> axes;
+  if (operands.size() >= 2) {
+    const TensorData *data = getConstantValue(operands[1]);
+    if (!data)
+      return nodeError(flat, "axes input '" + operands[1]->getName() +
+                                 "' must be a constant (remat's " +
+                                 getOpSpelling(op) +
+                                 " takes axes as an attribute, as in opset "
+                                 "17)");
+    if (!isInteger(data->getType().getDType()) || data->getType().getRank() > 1)
+      return nodeError(flat, "axes input '" + operands[1]->getName() +
+                                 "' must be an integer vector, got " +
+                                 data->getType().str());
+    axes = data->getInts();
+    operands.resize(1);
+  }
+  int64_t noop = attrs.getInt("noop_with_empty_axes").value_or(0);
+  attrs.remove("noop_with_empty_axes");
+  if (axes.empty() && noop != 0) {
+    toIdentity = true;
+    return Error::success();
+  }
+  if (!axes.empty())
+    attrs.set("axes", axes);
+  return Error::success();
+}
+
+Error Importer::convertSplit(const FlatNode &flat,
+                             SmallVector<Value *, 4> &operands, AttrList &attrs,
+                             unsigned numResults) {
+  std::optional<int64_t> numOutputs = attrs.getInt("num_outputs");
+  if (!attrs.has("num_outputs"))
+    return Error::success();
+  if (!numOutputs)
+    return nodeError(flat, "attribute 'num_outputs' must be an int");
+  attrs.remove("num_outputs");
+  if (operands.size() >= 2)
+    return nodeError(flat, "has both a split input and attribute "
+                           "'num_outputs'");
+  if (*numOutputs != numResults)
+    return nodeError(flat, "attribute 'num_outputs' is " + Twine(*numOutputs) +
+                               ", but the node has " + Twine(numResults) +
+                               " outputs");
+  const TensorType &data = operands[0]->getType();
+  int64_t rank = data.getRank();
+  int64_t axis = attrs.getInt("axis").value_or(0);
+  if (axis < -rank || axis >= rank)
+    return nodeError(flat, "attribute 'axis' is " + Twine(axis) +
+                               ", out of range for input type " + data.str());
+  if (axis < 0)
+    axis += rank;
+  // Opset 18: chunks of ceil(dim / n); the last one takes the rest.
+  int64_t dim = data.getDim(axis);
+  int64_t n = *numOutputs;
+  int64_t chunk = (dim + n - 1) / n;
+  int64_t last = dim - chunk * (n - 1);
+  if (last < 0)
+    return nodeError(flat, "cannot split dim " + Twine(axis) + " of " +
+                               data.str() + " into " + Twine(n) +
+                               " chunks of at most " + Twine(chunk));
+  std::vector<int64_t> sizes(n, chunk);
+  sizes.back() = last;
+  operands.push_back(
+      emitConstant(TensorData::fromInts(TensorType(DType::I64, {n}), sizes),
+                   flat.proto->output(0) + ".split"));
+  return Error::success();
+}
+
+Expected<SmallVector<Value *, 2>>
+Importer::convertFlatten(const FlatNode &flat, ArrayRef<Value *> operands,
+                         const AttrList &attrs, const std::string &name) {
+  // Flatten(x, axis) == Reshape(x, [prod(dims[:axis]), prod(dims[axis:])]).
+  if (operands.size() != 1)
+    return nodeError(flat, "expects 1 input, got " + Twine(operands.size()));
+  const TensorType &type = operands[0]->getType();
+  int64_t rank = type.getRank();
+  int64_t axis = attrs.getInt("axis").value_or(1);
+  if (axis < -rank || axis > rank)
+    return nodeError(flat, "attribute 'axis' is " + Twine(axis) +
+                               ", expected a value in [" + Twine(-rank) + ", " +
+                               Twine(rank) + "] for " + type.str());
+  if (axis < 0)
+    axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < axis ? outer : inner) *= type.getDim(i);
+  Value *shape = emitConstant(
+      TensorData::fromInts(TensorType(DType::I64, {2}), {outer, inner}),
+      name + ".shape");
+  return emit(flat, OpKind::Reshape, {operands[0], shape}, {}, {name});
+}
+
+Expected<SmallVector<Value *, 2>>
+Importer::convertGatherND(const FlatNode &flat, ArrayRef<Value *> operands,
+                          const AttrList &attrs, const std::string &name) {
+  // With constant indices, GatherND is a Gather on the data reshaped so that
+  // the indexed dims are one: data [B..., D1..Dk, R...] -> [B*D1*..*Dk, R...],
+  // flat index = b * D1*..*Dk + sum(i_j * stride_j).
+  if (operands.size() != 2)
+    return nodeError(flat, "expects 2 inputs, got " + Twine(operands.size()));
+  const TensorData *indices = getConstantValue(operands[1]);
+  if (!indices)
+    return nodeError(flat, "indices '" + operands[1]->getName() +
+                               "' must be a constant: remat imports GatherND "
+                               "as Reshape + Gather with computed indices");
+  const TensorType &dataType = operands[0]->getType();
+  const TensorType &indexType = indices->getType();
+  if (indexType.getDType() != DType::I64 || indexType.getRank() < 1)
+    return nodeError(flat, "indices must be an i64 tensor of rank >= 1, got " +
+                               indexType.str());
+  int64_t batchDims = attrs.getInt("batch_dims").value_or(0);
+  int64_t rank = dataType.getRank();
+  int64_t indexRank = indexType.getRank();
+  int64_t k = indexType.getDim(indexRank - 1);
+  if (batchDims < 0 || batchDims >= std::min(rank, indexRank) ||
+      k > rank - batchDims)
+    return nodeError(flat, "cannot gather " + indexType.str() + " from " +
+                               dataType.str() + " with batch_dims " +
+                               Twine(batchDims));
+  for (int64_t i = 0; i < batchDims; ++i)
+    if (indexType.getDim(i) != dataType.getDim(i))
+      return nodeError(flat, "batch dim " + Twine(i) + " of indices " +
+                                 indexType.str() + " differs from data " +
+                                 dataType.str());
+  int64_t batch = 1, block = 1;
+  for (int64_t i = 0; i < batchDims; ++i)
+    batch *= dataType.getDim(i);
+  for (int64_t i = batchDims; i < batchDims + k; ++i)
+    block *= dataType.getDim(i);
+  // Indices per batch entry: the dims between the batch dims and k.
+  int64_t perBatch = 1;
+  for (int64_t i = batchDims; i < indexRank - 1; ++i)
+    perBatch *= indexType.getDim(i);
+
+  std::vector<int64_t> raw = indices->getInts();
+  std::vector<int64_t> flatIndices;
+  flatIndices.reserve(batch * perBatch);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t m = 0; m < perBatch; ++m) {
+      const int64_t *tuple = raw.data() + (b * perBatch + m) * k;
+      int64_t offset = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t dim = dataType.getDim(batchDims + j);
+        int64_t index = tuple[j];
+        if (index < -dim || index >= dim)
+          return nodeError(flat, "index " + Twine(index) +
+                                     " is out of range "
+                                     "for dim " +
+                                     Twine(batchDims + j) + " of " +
+                                     dataType.str());
+        if (index < 0)
+          index += dim;
+        offset = offset * dim + index;
+      }
+      flatIndices.push_back(b * block + offset);
+    }
+  }
+  SmallVector<int64_t, 4> flatShape = {batch * block};
+  for (int64_t i = batchDims + k; i < rank; ++i)
+    flatShape.push_back(dataType.getDim(i));
+  ArrayRef<int64_t> gatherShape = indexType.getDims().drop_back();
+
+  Value *shape = emitConstant(
+      TensorData::fromInts(
+          TensorType(DType::I64, {static_cast<int64_t>(flatShape.size())}),
+          flatShape),
+      name + ".shape");
+  auto reshaped = emit(flat, OpKind::Reshape, {operands[0], shape}, {},
+                       {freshName(name + ".flat")});
+  if (!reshaped)
+    return reshaped.takeError();
+  Value *index = emitConstant(
+      TensorData::fromInts(TensorType(DType::I64, gatherShape), flatIndices),
+      name + ".indices");
+  AttrList gatherAttrs;
+  gatherAttrs.set("axis", int64_t{0});
+  return emit(flat, OpKind::Gather, {(*reshaped)[0], index},
+              std::move(gatherAttrs), {name});
+}
+
+Value *Importer::tryFold(Node *node) {
+  if (!passes::canEvaluate(node->getOp()) || node->getNumResults() != 1)
+    return nullptr;
+  SmallVector<const TensorData *, 4> data;
+  for (Value *operand : node->getOperands()) {
+    const TensorData *value = getConstantValue(operand);
+    if (!value && node->getOp() != OpKind::Shape)
+      return nullptr;
+    data.push_back(value);
+  }
+  Value *result = node->getResult(0);
+  if (result->getType().getByteSize() > kMaxFoldBytes)
+    return nullptr;
+  auto folded = passes::evaluateNode(*node, data);
+  if (!folded) {
+    foldFailures_[result->getName()] = errorToString(folded.takeError());
+    return nullptr;
+  }
+  std::string name = result->getName().str();
+  TensorType type = result->getType();
+  node->dropAllOperands();
+  graph_->eraseNode(node);
+  AttrList attrs;
+  attrs.set("value", std::move((*folded)[0]));
+  return graph_
+      ->createNode(OpKind::Constant, {}, {type}, {name}, std::move(attrs))
+      ->getResult(0);
+}
+
+std::string Importer::unknownShapeReason(const Node &node) const {
+  // The operands whose values decide result shapes, per op.
+  SmallVector<unsigned, 4> candidates;
+  switch (node.getOp()) {
+  case OpKind::ConstantOfShape:
+    candidates = {0};
+    break;
+  case OpKind::Range:
+    candidates = {0, 1, 2};
+    break;
+  case OpKind::Slice:
+    candidates = {1, 2, 3, 4};
+    break;
+  default:
+    candidates = {1};
+    break;
+  }
+  for (unsigned i : candidates) {
+    if (i >= node.getNumOperands())
+      continue;
+    const Value *operand = node.getOperand(i);
+    if (getConstantValue(operand))
+      continue;
+    std::string text = "operand " + std::to_string(i) + " ('" +
+                       operand->getName().str() + "') is not a constant";
+    if (operand->isGraphInput())
+      text +=
+          operand->isWeight() ? " (it is a weight)" : " (it is a graph input)";
+    else if (auto it = producers_.find(operand->getName());
+             it != producers_.end())
+      text += " (it is computed by " + it->second + ")";
+    if (auto it = foldFailures_.find(operand->getName());
+        it != foldFailures_.end())
+      text += "; evaluating it at import failed: " + it->second;
+    return text;
+  }
+  return "an operand it depends on is not a constant";
+}
+
+std::string
+Importer::formatDeclared(const onnx::TypeProto_Tensor &tensor) const {
+  std::optional<DType> dtype = fromOnnxCode(tensor.elem_type());
+  std::string text = tensor.elem_type() == 0 ? std::string("?")
+                     : dtype                 ? dtypeName(*dtype).str()
+                             : onnxDTypeName(tensor.elem_type());
+  if (!tensor.has_shape())
+    return text + "[...]";
+  text += "[";
+  for (int i = 0; i < tensor.shape().dim_size(); ++i) {
+    const onnx::TensorShapeProto_Dimension &dim = tensor.shape().dim(i);
+    if (i)
+      text += ",";
+    if (dim.has_dim_value()) {
+      text += std::to_string(dim.dim_value());
+    } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+      auto it = options_.bindings.find(dim.dim_param());
+      text += it != options_.bindings.end()
+                  ? dim.dim_param() + "=" + std::to_string(it->second)
+                  : dim.dim_param();
+    } else {
+      text += "?";
+    }
+  }
+  return text + "]";
+}
+
+Error Importer::checkDeclared(const Value *value,
+                              const onnx::TypeProto &declared,
+                              const Twine &what) {
+  if (declared.value_case() == onnx::TypeProto::VALUE_NOT_SET)
+    return Error::success();
+  if (!declared.has_tensor_type())
+    return fileError(what + " is declared as a non-tensor type, but it is " +
+                     value->getType().str());
+  const onnx::TypeProto_Tensor &tensor = declared.tensor_type();
+  const TensorType &type = value->getType();
+  auto mismatch = [&]() {
+    return fileError(what + " is declared " + formatDeclared(tensor) +
+                     ", but inference gives " + type.str() +
+                     " (declared shapes that contradict inference are "
+                     "errors)");
+  };
+  if (tensor.elem_type() != 0) {
+    std::optional<DType> dtype = fromOnnxCode(tensor.elem_type());
+    if (!dtype || *dtype != type.getDType())
+      return mismatch();
+  }
+  if (!tensor.has_shape())
+    return Error::success();
+  if (tensor.shape().dim_size() != static_cast<int>(type.getRank()))
+    return mismatch();
+  for (int i = 0; i < tensor.shape().dim_size(); ++i) {
+    const onnx::TensorShapeProto_Dimension &dim = tensor.shape().dim(i);
+    if (dim.has_dim_value()) {
+      if (dim.dim_value() != type.getDim(i))
+        return mismatch();
+      continue;
+    }
+    if (!dim.has_dim_param())
+      continue;
+    // Symbolic dims the bindings do not name (an exporter's "s0", "2*s1")
+    // are not checked.
+    auto it = options_.bindings.find(dim.dim_param());
+    if (it != options_.bindings.end() && it->second != type.getDim(i))
+      return mismatch();
+  }
+  return Error::success();
+}
+
+Expected<SmallVector<Value *, 2>>
+Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
+               AttrList attrs, ArrayRef<std::string> names) {
+  SmallVector<TensorType, 2> placeholders(names.size());
+  Node *node =
+      graph_->createNode(op, operands, placeholders, names, std::move(attrs));
+  auto inferred = inferTypes(*node);
+  if (!inferred)
+    return nodeError(flat, errorToString(inferred.takeError()));
+  for (unsigned i = 0; i < node->getNumResults(); ++i) {
+    const InferredType &type = (*inferred)[i];
+    if (!type.shapeKnown)
+      return nodeError(flat, "cannot infer a static shape for '" + names[i] +
+                                 "': " + unknownShapeReason(*node));
+    node->getResult(i)->setType(type.type);
+  }
+  SmallVector<Value *, 2> results = node->getResults();
+  std::string description = describe(flat);
+  for (Value *result : results)
+    producers_[result->getName()] = description;
+  if (Value *folded = tryFold(node))
+    results = {folded};
+  return results;
+}
+
+Error Importer::convertNode(const FlatNode &flat) {
+  const onnx::NodeProto &proto = *flat.proto;
+  StringRef domain = proto.domain();
+  StringRef opType = proto.op_type();
+
+  // Which remat op, or which import-time conversion.
+  enum class Conversion { None, Flatten, GatherND };
+  Conversion conversion = Conversion::None;
+  std::optional<OpKind> op;
+  if (isDefaultDomain(domain)) {
+    // Ops that appeared after opset 13.
+    static const std::pair<StringRef, int64_t> kSince[] = {
+        {"LayerNormalization", 17}, {"Gelu", 20}};
+    for (const auto &[name, since] : kSince)
+      if (opType == name && flat.opset < since)
+        return fileError(describeFull(flat) + ": unsupported op: '" + opType +
+                         "' exists in the default domain from opset " +
+                         Twine(since));
+    if (opType == "Gelu")
+      op = OpKind::Gelu;
+    else if (opType == "Flatten")
+      conversion = Conversion::Flatten;
+    else if (opType == "GatherND")
+      conversion = Conversion::GatherND;
+    else
+      op = lookupOp("", opType);
+  } else if (domain == "remat") {
+    op = lookupOp(domain, opType);
+  }
+  if (!op && conversion == Conversion::None)
+    return fileError(describeFull(flat) + ": unsupported op '" + opType +
+                     "' (remat supports the ops of ir/Ops.def; no other "
+                     "domain than ai.onnx and remat)");
+
+  auto attrs = convertAttributes(flat);
+  if (!attrs)
+    return attrs.takeError();
+
+  // Operands: trailing omitted inputs are dropped, omitted ones in the
+  // middle take the op's default.
+  int lastInput = proto.input_size() - 1;
+  while (lastInput >= 0 && proto.input(lastInput).empty())
+    --lastInput;
+  SmallVector<Value *, 4> operands;
+  for (int i = 0; i <= lastInput; ++i) {
+    const std::string &name = proto.input(i);
+    if (name.empty()) {
+      if (!op)
+        return nodeError(flat, "input " + Twine(i) + " is omitted");
+      auto value = defaultOperand(flat, *op, i, operands);
+      if (!value)
+        return value.takeError();
+      operands.push_back(*value);
+      continue;
+    }
+    auto it = values_.find(name);
+    assert(it != values_.end() && "sortNodes() checked every input");
+    operands.push_back(it->second);
+  }
+
+  // Results: trailing omitted outputs are dropped, omitted ones in the
+  // middle get fresh names.
+  int lastOutput = proto.output_size() - 1;
+  while (lastOutput >= 0 && proto.output(lastOutput).empty())
+    --lastOutput;
+  if (lastOutput < 0)
+    return nodeError(flat, "has no outputs");
+  std::vector<std::string> names;
+  for (int i = 0; i <= lastOutput; ++i) {
+    const std::string &name = proto.output(i);
+    names.push_back(name.empty() ? freshName(proto.output(lastOutput) +
+                                             ".unused" + std::to_string(i))
+                                 : name);
+  }
+
+  Expected<SmallVector<Value *, 2>> results = SmallVector<Value *, 2>();
+  if (conversion == Conversion::Flatten) {
+    results = convertFlatten(flat, operands, *attrs, names[0]);
+  } else if (conversion == Conversion::GatherND) {
+    results = convertGatherND(flat, operands, *attrs, names[0]);
+  } else {
+    switch (*op) {
+    case OpKind::Constant:
+      if (auto err = convertConstant(flat, *attrs))
+        return err;
+      break;
+    case OpKind::ReduceMean:
+    case OpKind::ReduceMax:
+      if (flat.opset >= 18) {
+        bool toIdentity = false;
+        if (auto err =
+                convertAxesInput(flat, *op, operands, *attrs, toIdentity))
+          return err;
+        if (toIdentity) {
+          op = OpKind::Identity;
+          *attrs = AttrList();
+        }
+      }
+      break;
+    case OpKind::Split:
+      if (auto err = convertSplit(flat, operands, *attrs, names.size()))
+        return err;
+      break;
+    case OpKind::Dropout:
+      if (!attrs->has("seed"))
+        attrs->set("seed", stableSeed(proto.name().empty() ? StringRef(names[0])
+                                                           : proto.name()));
+      break;
+    case OpKind::Cast:
+      // Opset 19's 'saturate' only affects float8 types, which remat lacks.
+      attrs->remove("saturate");
+      break;
+    default:
+      break;
+    }
+    results = emit(flat, *op, operands, std::move(*attrs), names);
+  }
+  if (!results)
+    return results.takeError();
+
+  for (size_t i = 0; i < results->size(); ++i) {
+    const std::string &name = proto.output(i);
+    if (name.empty())
+      continue;
+    Value *value = (*results)[i];
+    values_[name] = value;
+    auto it = valueInfo_.find(name);
+    if (it == valueInfo_.end())
+      continue;
+    if (auto err =
+            checkDeclared(value, *it->second,
+                          "value '" + name + "' (from " + describe(flat) + ")"))
+      return err;
+  }
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// The whole import
+//===----------------------------------------------------------------------===//
+
+Expected<std::unique_ptr<Graph>> Importer::run() {
+  if (model_.ir_version() < kMinIrVersion ||
+      model_.ir_version() > kMaxIrVersion)
+    return fileError("unsupported ONNX IR version " +
+                     Twine(model_.ir_version()) +
+                     " (remat imports IR versions " + Twine(kMinIrVersion) +
+                     " to " + Twine(kMaxIrVersion) + ")");
+  if (auto err = checkOpsets())
+    return std::move(err);
+  if (graphProto_.sparse_initializer_size() != 0)
+    return fileError("initializer '" +
+                     graphProto_.sparse_initializer(0).values().name() +
+                     "' is sparse, which remat does not support");
+
+  graph_ = std::make_unique<Graph>(
+      graphProto_.name().empty() ? "main" : graphProto_.name());
+  graph_->setSourceName(source_);
+
+  // Every ONNX name is reserved before any name is generated.
+  for (const onnx::ValueInfoProto &input : graphProto_.input())
+    reserve(input.name());
+  for (const onnx::TensorProto &init : graphProto_.initializer()) {
+    reserve(init.name());
+    if (!initializers_.insert({init.name(), &init}).second)
+      return fileError("initializer '" + init.name() + "' is defined twice");
+  }
+  for (const onnx::NodeProto &node : graphProto_.node())
+    for (const std::string &output : node.output())
+      reserve(output);
+  for (const onnx::ValueInfoProto &info : graphProto_.value_info())
+    valueInfo_[info.name()] = &info.type();
+
+  if (auto err = collectFunctions())
+    return std::move(err);
+  std::vector<const onnx::NodeProto *> nodes;
+  for (const onnx::NodeProto &node : graphProto_.node())
+    nodes.push_back(&node);
+  if (auto err = flatten(nodes, defaultOpset_, "", 0))
+    return std::move(err);
+  if (auto err = sortNodes())
+    return std::move(err);
+
+  if (auto err = importInputs())
+    return std::move(err);
+  if (auto err = importInitializers())
+    return std::move(err);
+  for (const FlatNode &flat : flatNodes_)
+    if (auto err = convertNode(flat))
+      return std::move(err);
+
+  for (const onnx::ValueInfoProto &output : graphProto_.output()) {
+    auto it = values_.find(output.name());
+    if (it == values_.end())
+      return fileError("graph output '" + output.name() + "' is not defined");
+    graph_->addOutput(it->second);
+    if (auto err = checkDeclared(it->second, output.type(),
+                                 "graph output '" + output.name() + "'"))
+      return std::move(err);
+  }
+
+  // Evaluating nodes at import leaves the constants they read unused.
+  // Constants have no operands, so one sweep removes every unused one.
+  SmallVector<Node *, 16> dead;
+  for (Node &node : graph_->getNodes())
+    if (node.getOp() == OpKind::Constant && !node.hasUsedResults())
+      dead.push_back(&node);
+  for (Node *node : dead)
+    graph_->eraseNode(node);
+
+  if (auto err = verify(*graph_))
+    return fileError("imported graph does not verify: " +
+                     errorToString(std::move(err)));
+  return std::move(graph_);
+}
+
+/// Parses \p bytes as a ModelProto; protobuf's 2 GiB limit applies.
+Expected<std::unique_ptr<onnx::ModelProto>> parseModel(StringRef bytes,
+                                                       StringRef sourceName) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX))
+    return makeError("cannot parse '" + sourceName +
+                     "' as an ONNX model: it "
+                     "is " +
+                     Twine(bytes.size()) +
+                     " bytes, more than "
+                     "protobuf's limit of " +
+                     Twine(INT_MAX) +
+                     " bytes (store the weights as external data)");
+  if (bytes.empty())
+    return makeError("cannot parse '" + sourceName +
+                     "' as an ONNX model: the file is empty");
+  auto model = std::make_unique<onnx::ModelProto>();
+  google::protobuf::io::ArrayInputStream input(bytes.data(),
+                                               static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&input);
+  coded.SetTotalBytesLimit(INT_MAX);
+  if (!model->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    return makeError("cannot parse '" + sourceName +
+                     "' as an ONNX model: "
+                     "the protobuf data is truncated or corrupt (" +
+                     Twine(bytes.size()) + " bytes)");
+  // Random bytes and other messages (a TensorProto .pb) can parse as a
+  // ModelProto; a real model has all three.
+  SmallVector<std::string, 3> missing;
+  if (!model->has_graph())
+    missing.push_back("no graph");
+  if (model->opset_import_size() == 0)
+    missing.push_back("no opset_import");
+  if (model->ir_version() == 0)
+    missing.push_back("no ir_version");
+  if (!missing.empty())
+    return makeError("'" + sourceName +
+                     "' is not an ONNX model: it parses "
+                     "as protobuf but has " +
+                     llvm::join(missing, ", ") +
+                     " (is it a TensorProto or another message?)");
+  return model;
+}
+
+/// Runs \p step, turning anything protobuf or an allocation throws into an
+/// error: nothing may throw out of remat.
+template <typename T, typename Step>
+Expected<T> guarded(StringRef sourceName, Step step) {
+  try {
+    return step();
+  } catch (const std::bad_alloc &) {
+    return makeError(sourceName + ": out of memory while importing");
+  } catch (const std::exception &e) {
+    return makeError(sourceName + ": import failed: " + e.what());
+  }
+}
+
+Expected<std::unique_ptr<Graph>> importModel(onnx::ModelProto &model,
+                                             StringRef sourceName,
+                                             StringRef baseDir,
+                                             const ImportOptions &options) {
+  return guarded<std::unique_ptr<Graph>>(sourceName, [&] {
+    Importer importer(model, sourceName, baseDir, options);
+    return importer.run();
+  });
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Public interface
+//===----------------------------------------------------------------------===//
+
+llvm::Error parseBindings(StringRef text, llvm::StringMap<int64_t> &bindings) {
+  SmallVector<StringRef, 4> entries;
+  text.split(entries, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (StringRef entry : entries) {
+    StringRef trimmed = entry.trim();
+    if (trimmed.empty())
+      continue;
+    auto [name, value] = trimmed.split('=');
+    name = name.trim();
+    value = value.trim();
+    if (!trimmed.contains('=') || name.empty())
+      return makeError("bad binding '" + trimmed +
+                       "': expected name=value, as in batch=8");
+    int64_t number;
+    if (value.getAsInteger(10, number) || number < 0)
+      return makeError("bad binding '" + trimmed + "': value '" + value +
+                       "' is not a non-negative integer");
+    if (bindings.count(name) && bindings[name] != number)
+      return makeError("bad binding '" + trimmed + "': '" + name +
+                       "' is already bound to " + Twine(bindings[name]));
+    bindings[name] = number;
+  }
+  return Error::success();
+}
+
+llvm::Expected<std::unique_ptr<ir::Graph>>
+importOnnxFile(StringRef path, const ImportOptions &options) {
+  uint64_t size = 0;
+  if (std::error_code ec = llvm::sys::fs::file_size(path, size))
+    return makeError("cannot read '" + path + "': " + ec.message());
+  if (size > static_cast<uint64_t>(INT_MAX))
+    return makeError("cannot parse '" + path + "' as an ONNX model: it is " +
+                     Twine(size) + " bytes, more than protobuf's limit of " +
+                     Twine(INT_MAX) +
+                     " bytes (store the weights as external data)");
+  // The file's bytes are unmapped once parsed.
+  auto model = guarded<std::unique_ptr<onnx::ModelProto>>(path, [&]() {
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      return Expected<std::unique_ptr<onnx::ModelProto>>(makeError(
+          "cannot read '" + path + "': " + buffer.getError().message()));
+    return parseModel((*buffer)->getBuffer(), path);
+  });
+  if (!model)
+    return model.takeError();
+  return importModel(**model, path, llvm::sys::path::parent_path(path),
+                     options);
+}
+
+llvm::Expected<std::unique_ptr<ir::Graph>>
+importOnnxBytes(StringRef bytes, StringRef sourceName, StringRef baseDir,
+                const ImportOptions &options) {
+  auto model = guarded<std::unique_ptr<onnx::ModelProto>>(
+      sourceName, [&] { return parseModel(bytes, sourceName); });
+  if (!model)
+    return model.takeError();
+  return importModel(**model, sourceName, baseDir, options);
+}
+
+} // namespace remat::onnx_frontend

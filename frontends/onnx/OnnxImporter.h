@@ -24,6 +24,12 @@ namespace remat::onnx_frontend {
 struct ImportOptions {
   /// Values for symbolic dims, by dim_param name ("batch" -> 2).
   llvm::StringMap<int64_t> bindings;
+  /// Floating-point initializers become trainable weights, except those with
+  /// exactly one element: exporters store scalar constants there (the
+  /// dynamo exporter's dropout ratio, attention scale and mask fill value),
+  /// which must stay constants so that they are neither trained nor opaque
+  /// to shape inference. Set this to import them as weights as well.
+  bool singleElementWeights = false;
 };
 
 /// Parses "batch=2,seq=16" into \p bindings. Errors name the bad entry.

@@ -350,6 +350,65 @@ TEST_CASE("Equal and Where broadcast") {
         "f32[2,3] [1, 2, 3, 0, 0, 0]");
 }
 
+TEST_CASE("GreaterOrEqual, And, Max and Mod") {
+  Scratch s;
+  TensorType b3(DType::Bool, {3});
+  CHECK(s.eval(OpKind::GreaterOrEqual,
+               {s.ints(i64({3}), {1, 2, 3}), s.ints(i64({}), {2})},
+               b3) == "bool[3] [false, true, true]");
+  // NaN compares false.
+  CHECK(s.eval(OpKind::GreaterOrEqual,
+               {s.doubles(f32({2}), {NAN, 1}), s.doubles(f32({2}), {0, 1})},
+               TensorType(DType::Bool, {2})) == "bool[2] [false, true]");
+  CHECK(s.eval(OpKind::GreaterOrEqual,
+               {s.constant(TensorData::fromInts(b3, {1, 0, 1})),
+                s.constant(TensorData::fromInts(b3, {1, 0, 1}))},
+               b3)
+            .find("GreaterOrEqual is not defined on bool") !=
+        std::string::npos);
+
+  Value *column =
+      s.constant(TensorData::fromInts(TensorType(DType::Bool, {2, 1}), {1, 0}));
+  Value *row =
+      s.constant(TensorData::fromInts(TensorType(DType::Bool, {2}), {1, 0}));
+  CHECK(s.eval(OpKind::And, {column, row}, TensorType(DType::Bool, {2, 2})) ==
+        "bool[2,2] [true, false, false, false]");
+  CHECK(s.eval(OpKind::And, {column, s.ints(i64({1}), {1})},
+               TensorType(DType::Bool, {2, 1}))
+            .find("And needs bool operands") != std::string::npos);
+
+  // Max over three operands, broadcast; NaN propagates.
+  CHECK(s.eval(OpKind::Max,
+               {s.ints(i64({2, 1}), {0, 5}), s.ints(i64({3}), {1, 2, 9}),
+                s.ints(i64({}), {3})},
+               i64({2, 3})) == "i64[2,3] [3, 3, 9, 5, 5, 9]");
+  CHECK(s.eval(OpKind::Max,
+               {s.doubles(f32({3}), {1, NAN, -1}),
+                s.doubles(f32({3}), {NAN, 2, -2})},
+               f32({3})) == "f32[3] [nan, nan, -1]");
+  CHECK(s.eval(OpKind::Max, {s.ints(i64({2}), {4, -4})}, i64({2})) ==
+        "i64[2] [4, -4]");
+
+  // fmod 0: the sign of the divisor; fmod 1: the sign of the dividend.
+  Value *a = s.ints(i64({4}), {7, -7, 7, -7});
+  Value *b = s.ints(i64({4}), {3, 3, -3, -3});
+  CHECK(s.eval(OpKind::Mod, {a, b}, i64({4})) == "i64[4] [1, 2, -2, -1]");
+  CHECK(s.eval(OpKind::Mod, {a, b}, i64({4}), attr("fmod", int64_t{1})) ==
+        "i64[4] [1, -1, 1, -1]");
+  CHECK(s.eval(OpKind::Mod,
+               {s.ints(i64({1}), {std::numeric_limits<int64_t>::min()}),
+                s.ints(i64({1}), {-1})},
+               i64({1})) == "i64[1] [0]");
+  CHECK(s.eval(OpKind::Mod,
+               {s.doubles(f32({2}), {5.5, -5.5}), s.doubles(f32({}), {2})},
+               f32({2}), attr("fmod", int64_t{1})) == "f32[2] [1.5, -1.5]");
+  CHECK(s.eval(OpKind::Mod, {a, s.ints(i64({1}), {0})}, i64({4}))
+            .ends_with("integer division by zero"));
+  CHECK(s.eval(OpKind::Mod,
+               {s.doubles(f32({1}), {1}), s.doubles(f32({1}), {1})}, f32({1}))
+            .ends_with("attribute 'fmod' must be 1 for float dtype f32"));
+}
+
 TEST_CASE("Add, Sub, Mul and Div broadcast and keep the dtype's arithmetic") {
   Scratch s;
   Value *col = s.doubles(f32({2, 1}), {10, 20});
@@ -451,6 +510,31 @@ TEST_CASE("unary ops") {
   // f64 is computed in double.
   CHECK(unary(OpKind::Exp, s.doubles(TensorType(DType::F64, {1}), {1})) ==
         "f64[1] [2.7182818284590451]");
+}
+
+TEST_CASE("remat.Gelu with and without the tanh approximation") {
+  Scratch s;
+  Value *x = s.doubles(f32({4}), {-1, 0, 1, 3});
+  // 0.5 x (1 + erf(x / sqrt(2))); in double 0.841344746 at 1, 2.99595031
+  // at 3.
+  CHECK(s.eval(OpKind::Gelu, {x}, f32({4})) ==
+        "f32[4] [-0.158655256, 0, 0.841344714, 2.99595022]");
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); in double 0.841191991
+  // at 1.
+  CHECK(s.eval(OpKind::Gelu, {x}, f32({4}),
+               attr("approximate", std::string("tanh"))) ==
+        "f32[4] [-0.158807993, 0, 0.841192007, 2.99636269]");
+  // f64 is computed in double (0.8413447460685429 to 16 digits).
+  Value *d = s.doubles(TensorType(DType::F64, {1}), {1});
+  CHECK(s.eval(OpKind::Gelu, {d}, TensorType(DType::F64, {1})) ==
+        "f64[1] [0.84134474606854304]");
+  CHECK(s.eval(OpKind::Gelu, {x}, f32({4}),
+               attr("approximate", std::string("exact")))
+            .ends_with("attribute 'approximate' is \"exact\", expected "
+                       "\"none\" or \"tanh\""));
+  CHECK(s.eval(OpKind::Gelu, {s.ints(i64({1}), {1})}, i64({1}))
+            .find("Gelu is not defined on i64") != std::string::npos);
+  CHECK(canEvaluate(OpKind::Gelu));
 }
 
 TEST_CASE("Transpose permutes dims") {

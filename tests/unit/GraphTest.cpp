@@ -4,6 +4,7 @@
 // in ir/Graph.h. Each ends with the Verifier, so use lists are checked too.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/Builder.h"
 #include "ir/Graph.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
@@ -225,4 +226,65 @@ TEST_CASE("a long chain is destroyed without deep recursion") {
     v = graph.createNode(OpKind::Relu, {v}, {kVec})->getResult(0);
   graph.addOutput(v);
   CHECK(graph.getNumNodes() == 200000);
+}
+
+TEST_CASE("Builder infers result types and takes stage and layer") {
+  // Given:   graph @g(%x: f32[2,3], %w: f32[3,4] weight)
+  // Execute: b.createValue(MatMul, {%x, %w}); then Relu, in Backward, layer 2
+  // Result:  %t0 = MatMul(%x, %w) : f32[2,4]; %r = Relu(%t0) : f32[2,4] bwd
+  Graph graph("g");
+  Value *x = graph.addInput("x", TensorType(DType::F32, {2, 3}));
+  Value *w = graph.addInput("w", TensorType(DType::F32, {3, 4}), true);
+  Builder builder(graph);
+  auto mm = builder.createValue(OpKind::MatMul, {x, w});
+  REQUIRE(bool(mm));
+  CHECK((*mm)->getType() == TensorType(DType::F32, {2, 4}));
+  builder.setStage(Stage::Backward);
+  builder.setLayer(2);
+  auto relu = builder.createValue(OpKind::Relu, {*mm}, {}, "r");
+  REQUIRE(bool(relu));
+  CHECK((*relu)->getName() == "r");
+  CHECK((*relu)->getDefiningNode()->getStage() == Stage::Backward);
+  CHECK((*relu)->getDefiningNode()->getLayer() == 2);
+  graph.addOutput(*relu);
+  requireValid(graph);
+
+  // Multi-result nodes get distinct names from one base.
+  auto dropout = builder.create(OpKind::Dropout, {*relu}, {}, 2, "r");
+  REQUIRE(bool(dropout));
+  CHECK((*dropout)->getResult(0)->getName() == "r.1");
+  CHECK((*dropout)->getResult(1)->getName() == "r.1.1");
+  CHECK((*dropout)->getResult(1)->getType() == TensorType(DType::Bool, {2, 4}));
+
+  // Insertion point: before the Relu.
+  builder.setInsertionPoint((*relu)->getDefiningNode());
+  Value *c = builder.createConstant(
+      TensorData::fromDoubles(TensorType(DType::F32, {}), {0.5}), "half");
+  CHECK(std::next(c->getDefiningNode()->getIterator()) ==
+        (*relu)->getDefiningNode()->getIterator());
+  requireValid(graph);
+}
+
+TEST_CASE("Builder creates nothing when inference fails") {
+  Graph graph("g");
+  Value *x = graph.addInput("x", TensorType(DType::F32, {2, 3}));
+  Value *y = graph.addInput("y", TensorType(DType::F32, {4, 5}));
+  Builder builder(graph);
+  auto bad = builder.createValue(OpKind::MatMul, {x, y}, {}, "m");
+  REQUIRE_FALSE(bool(bad));
+  std::string message = errorToString(bad.takeError());
+  CHECK(message.find("MatMul '%m'") != std::string::npos);
+  CHECK(graph.getNumNodes() == 0);
+  CHECK_FALSE(x->hasUses());
+  CHECK(graph.lookup("m") == nullptr);
+
+  // A shape that depends on a non-constant operand.
+  Value *shape = graph.addInput("shape", TensorType(DType::I64, {2}));
+  auto reshaped = builder.createValue(OpKind::Reshape, {x, shape}, {}, "r");
+  REQUIRE_FALSE(bool(reshaped));
+  CHECK(errorToString(reshaped.takeError()) ==
+        "Reshape '%r': result shape depends on an operand that is not a "
+        "constant");
+  CHECK(graph.getNumNodes() == 0);
+  CHECK_FALSE(shape->hasUses());
 }

@@ -255,6 +255,26 @@ TEST_CASE_FIXTURE(Fixture, "float unary ops keep the type") {
   }
 }
 
+TEST_CASE_FIXTURE(Fixture, "remat.Gelu keeps a float type") {
+  CHECK(infer(node(OpKind::Gelu, {in(f16({4, 2}))})) == "f16[4,2]");
+  CHECK(infer(node(OpKind::Gelu, {in(f32({3}))},
+                   attrs({{"approximate", std::string("tanh")}}))) == "f32[3]");
+  CHECK(infer(node(OpKind::Gelu, {in(f64({}))},
+                   attrs({{"approximate", std::string("none")}}))) == "f64[]");
+  CHECK_ERROR(infer(node(OpKind::Gelu, {in(i32({4}))})),
+              "must have a float dtype, got i32[4]");
+  CHECK_ERROR(infer(node(OpKind::Gelu, {in(f32({3}))},
+                         attrs({{"approximate", std::string("fast")}}))),
+              "attribute 'approximate' is \"fast\", expected \"none\" or "
+              "\"tanh\"");
+  CHECK_ERROR(infer(node(OpKind::Gelu, {in(f32({3}))},
+                         attrs({{"approximate", int64_t{1}}}))),
+              "attribute 'approximate' must be a string, got int");
+  CHECK(getOpSpelling(OpKind::Gelu) == "remat.Gelu");
+  CHECK(lookupOp("remat", "Gelu") == OpKind::Gelu);
+  CHECK_FALSE(lookupOp("", "Gelu").has_value());
+}
+
 TEST_CASE_FIXTURE(Fixture, "Relu and Neg take signed types, Identity any") {
   CHECK(infer(node(OpKind::Relu, {in(i32({3}))})) == "i32[3]");
   CHECK(infer(node(OpKind::Neg, {in(f64({}))})) == "f64[]");
@@ -279,6 +299,55 @@ TEST_CASE_FIXTURE(Fixture, "Where broadcasts three ways") {
               "expected dtype f32");
   CHECK_ERROR(infer(node(OpKind::Where, {cond, x, in(f32({4}))})),
               "cannot broadcast operands");
+}
+
+TEST_CASE_FIXTURE(Fixture, "GreaterOrEqual and And give bool") {
+  CHECK(infer(node(OpKind::GreaterOrEqual, {in(i64({2, 3})), in(i64({3}))})) ==
+        "bool[2,3]");
+  CHECK(infer(node(OpKind::GreaterOrEqual, {in(f16({1})), in(f16({4, 1}))})) ==
+        "bool[4,1]");
+  CHECK_ERROR(
+      infer(node(OpKind::GreaterOrEqual, {in(boolean({2})), in(boolean({2}))})),
+      "must have a numeric dtype, got bool[2]");
+  CHECK_ERROR(infer(node(OpKind::GreaterOrEqual, {in(i64({2})), in(i32({2}))})),
+              "expected dtype i64");
+  CHECK_ERROR(infer(node(OpKind::GreaterOrEqual, {in(i64({2})), in(i64({3}))})),
+              "cannot broadcast");
+
+  CHECK(infer(node(OpKind::And,
+                   {in(boolean({1, 1, 16, 1})), in(boolean({2, 1, 1, 16}))})) ==
+        "bool[2,1,16,16]");
+  CHECK_ERROR(infer(node(OpKind::And, {in(boolean({2})), in(u8({2}))})),
+              "operand 1 (%in");
+  CHECK_ERROR(infer(node(OpKind::And, {in(boolean({2})), in(u8({2}))})),
+              "must have dtype bool, got u8[2]");
+}
+
+TEST_CASE_FIXTURE(Fixture, "Max broadcasts any number of operands") {
+  CHECK(infer(node(OpKind::Max, {in(f32({2, 1}))})) == "f32[2,1]");
+  CHECK(infer(node(OpKind::Max, {in(i64({2, 1, 1})), in(i64({1, 1, 16})),
+                                 in(i64({}))})) == "i64[2,1,16]");
+  CHECK_ERROR(infer(node(OpKind::Max, {in(f32({2})), in(f64({2}))})),
+              "expected dtype f32");
+  CHECK_ERROR(infer(node(OpKind::Max, {in(boolean({2}))})),
+              "must have a numeric dtype");
+  CHECK_ERROR(infer(node(OpKind::Max, {in(f32({2})), in(f32({3}))})),
+              "cannot broadcast");
+  CHECK_ERROR(infer(node(OpKind::Max, {})),
+              "expects at least 1 operand, got 0");
+}
+
+TEST_CASE_FIXTURE(Fixture, "Mod: fmod 1 for floats") {
+  CHECK(infer(node(OpKind::Mod, {in(i64({3})), in(i64({}))})) == "i64[3]");
+  CHECK(infer(node(OpKind::Mod, {in(f32({3})), in(f32({3}))},
+                   attrs({{"fmod", int64_t{1}}}))) == "f32[3]");
+  CHECK_ERROR(infer(node(OpKind::Mod, {in(f32({3})), in(f32({3}))})),
+              "attribute 'fmod' must be 1 for operand 0 (%in");
+  CHECK_ERROR(infer(node(OpKind::Mod, {in(i64({3})), in(i64({3}))},
+                         attrs({{"fmod", int64_t{2}}}))),
+              "attribute 'fmod' is 2, expected 0 or 1");
+  CHECK_ERROR(infer(node(OpKind::Mod, {in(i64({3})), in(i32({3}))})),
+              "expected dtype i64");
 }
 
 TEST_CASE_FIXTURE(Fixture, "Equal gives bool") {

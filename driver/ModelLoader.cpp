@@ -1,0 +1,126 @@
+//===- driver/ModelLoader.cpp - Reading a model of any format -------------===//
+#include "driver/ModelLoader.h"
+
+#include "frontends/bert/BertBuilder.h"
+#include "frontends/bert/BertConfig.h"
+#include "frontends/onnx/OnnxImporter.h"
+#include "ir/Parser.h"
+#include "ir/Support.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+namespace remat::driver {
+
+llvm::Expected<ModelFormat> getInputFormat(llvm::StringRef path) {
+  llvm::StringRef extension = llvm::sys::path::extension(path);
+  if (path == "-" || extension == ".rir")
+    return ModelFormat::Rir;
+  if (extension == ".onnx")
+    return ModelFormat::Onnx;
+  if (extension == ".json")
+    return ModelFormat::BertConfig;
+  return makeError("cannot read '" + path + "': unsupported input format '" +
+                   extension + "' (supported: .rir, .onnx, .json)");
+}
+
+namespace {
+
+/// One `// -----` chunk of a .rir file and the line it starts on.
+struct Chunk {
+  llvm::StringRef text;
+  unsigned lineOffset;
+};
+
+std::vector<Chunk> splitChunks(llvm::StringRef text, bool split) {
+  if (!split)
+    return {{text, 0}};
+  std::vector<Chunk> chunks;
+  unsigned line = 0, chunkLine = 0;
+  size_t chunkStart = 0, pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    size_t next = eol == llvm::StringRef::npos ? text.size() : eol + 1;
+    if (text.substr(pos, next - pos).startswith("// -----")) {
+      chunks.push_back({text.slice(chunkStart, pos), chunkLine});
+      chunkStart = next;
+      chunkLine = line + 1;
+    }
+    pos = next;
+    ++line;
+  }
+  chunks.push_back({text.substr(chunkStart), chunkLine});
+  return chunks;
+}
+
+} // namespace
+
+llvm::Expected<std::vector<std::unique_ptr<ir::Graph>>>
+loadModels(llvm::StringRef path, const LoadOptions &options) {
+  auto format = getInputFormat(path);
+  if (!format)
+    return format.takeError();
+  std::vector<std::unique_ptr<ir::Graph>> graphs;
+  llvm::StringMap<int64_t> bindings;
+  if (auto err = onnx_frontend::parseBindings(options.bind, bindings))
+    return std::move(err);
+
+  if (*format == ModelFormat::Onnx) {
+    onnx_frontend::ImportOptions importOptions;
+    importOptions.bindings = std::move(bindings);
+    auto graph = onnx_frontend::importOnnxFile(path, importOptions);
+    if (!graph)
+      return graph.takeError();
+    graphs.push_back(std::move(*graph));
+    return std::move(graphs);
+  }
+
+  if (*format == ModelFormat::BertConfig) {
+    auto config = bert::loadBertConfig(path);
+    if (!config)
+      return config.takeError();
+    if (auto err = config->applyBindings(bindings))
+      return std::move(err);
+    bert::BertBuildOptions buildOptions;
+    buildOptions.initWeights = options.initWeights;
+    auto graph = bert::buildBert(*config, buildOptions);
+    if (!graph)
+      return graph.takeError();
+    graphs.push_back(std::move(*graph));
+    return std::move(graphs);
+  }
+
+  if (!options.bind.empty())
+    return makeError("--bind applies to .onnx and .json inputs; the dims of '" +
+                     path + "' are static");
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  if (!buffer)
+    return makeError("cannot open '" + path +
+                     "': " + buffer.getError().message());
+  std::string errors;
+  for (const Chunk &chunk :
+       splitChunks((*buffer)->getBuffer(), options.splitInputFile)) {
+    auto graph = ir::parseGraph(chunk.text, path, chunk.lineOffset);
+    if (!graph) {
+      errors += (errors.empty() ? "" : "\n") + errorToString(graph.takeError());
+      continue;
+    }
+    graphs.push_back(std::move(*graph));
+  }
+  if (!errors.empty())
+    return makeError(errors);
+  return std::move(graphs);
+}
+
+llvm::Expected<std::unique_ptr<ir::Graph>>
+loadModel(llvm::StringRef path, const LoadOptions &options) {
+  auto graphs = loadModels(path, options);
+  if (!graphs)
+    return graphs.takeError();
+  if (graphs->size() != 1)
+    return makeError("'" + path + "' holds " + llvm::Twine(graphs->size()) +
+                     " graphs; expected one");
+  return std::move(graphs->front());
+}
+
+} // namespace remat::driver

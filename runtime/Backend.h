@@ -1,0 +1,74 @@
+//===- runtime/Backend.h - Backends and executables -------------*- C++ -*-===//
+//
+// A Backend compiles a scheduled graph into an Executable that runs steps.
+// The CPU backend is the reference every other backend is tested against.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_BACKEND_H
+#define REMAT_RUNTIME_BACKEND_H
+
+#include "ir/Graph.h"
+#include "runtime/Tensor.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <vector>
+
+namespace remat::runtime {
+
+/// How to compile.
+struct CompileOptions {
+  /// Worker threads for kernels; 0 = the machine's hardware concurrency.
+  unsigned numThreads = 0;
+  /// Record the wall time of every node (RunResult::nodeSeconds).
+  bool profile = false;
+};
+
+/// What one step produced.
+struct RunResult {
+  /// One per graph output, in order.
+  std::vector<OwnedTensor> outputs;
+  double seconds = 0;
+  /// The most bytes of intermediate tensors live at once during the step
+  /// (graph inputs excluded; graph outputs included while live).
+  uint64_t peakBytes = 0;
+  /// Per node in schedule order, when CompileOptions::profile is set.
+  std::vector<double> nodeSeconds;
+};
+
+/// A compiled graph that runs steps.
+class Executable {
+public:
+  virtual ~Executable();
+  /// Runs one step on \p inputs, one per graph input in order (weights
+  /// included), each of exactly the input's type. Errors name the input.
+  virtual llvm::Expected<RunResult> run(llvm::ArrayRef<Tensor> inputs) = 0;
+  /// The graph this executable runs (a copy owned by it).
+  virtual const ir::Graph &getGraph() const = 0;
+};
+
+/// A device kind that compiles graphs.
+class Backend {
+public:
+  virtual ~Backend();
+  virtual llvm::StringRef getName() const = 0;
+  /// Compiles \p graph (which must verify). An op, dtype or attribute the
+  /// backend lacks is an error naming the node.
+  virtual llvm::Expected<std::unique_ptr<Executable>>
+  compile(const ir::Graph &graph, const CompileOptions &options) = 0;
+};
+
+/// \returns the backend named \p name ("cpu"), or an error listing those
+/// that exist.
+llvm::Expected<std::unique_ptr<Backend>> createBackend(llvm::StringRef name);
+
+/// Checks that \p inputs match the inputs of \p graph in count and type;
+/// errors name the input, the expected and the actual type.
+llvm::Error checkInputs(const ir::Graph &graph, llvm::ArrayRef<Tensor> inputs);
+
+} // namespace remat::runtime
+
+#endif // REMAT_RUNTIME_BACKEND_H

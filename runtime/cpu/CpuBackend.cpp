@@ -1,0 +1,83 @@
+//===- runtime/cpu/CpuBackend.cpp - The reference backend -----------------===//
+#include "runtime/cpu/CpuBackend.h"
+
+#include "ir/Support.h"
+#include "ir/Verifier.h"
+#include "runtime/Executor.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Parallel.h"
+
+#include <thread>
+
+namespace remat::runtime {
+
+namespace cpu {
+namespace {
+
+class CpuExecutable : public Executable {
+public:
+  CpuExecutable(std::unique_ptr<ir::Graph> graph, unsigned numThreads,
+                bool profile, std::vector<Kernel> kernels)
+      : graph_(std::move(graph)), parallel_(numThreads) {
+    std::vector<NodeRunner> runners;
+    for (Kernel &kernel : kernels)
+      runners.push_back([this, kernel = std::move(kernel)](
+                            const ir::Node &node, llvm::ArrayRef<Tensor> inputs,
+                            llvm::ArrayRef<Tensor> outputs) {
+        return kernel(KernelContext{node, inputs, outputs, parallel_});
+      });
+    executor_ = std::make_unique<Executor>(*graph_, std::move(runners),
+                                           allocator_, profile);
+  }
+
+  llvm::Expected<RunResult> run(llvm::ArrayRef<Tensor> inputs) override {
+    return executor_->run(inputs);
+  }
+  const ir::Graph &getGraph() const override { return *graph_; }
+
+private:
+  std::unique_ptr<ir::Graph> graph_;
+  ThreadPoolParallelFor parallel_;
+  HeapAllocator allocator_;
+  std::unique_ptr<Executor> executor_;
+};
+
+class CpuBackend : public Backend {
+public:
+  llvm::StringRef getName() const override { return "cpu"; }
+
+  llvm::Expected<std::unique_ptr<Executable>>
+  compile(const ir::Graph &graph, const CompileOptions &options) override {
+    if (auto err = ir::verify(graph))
+      return std::move(err);
+    std::unique_ptr<ir::Graph> copy = graph.clone();
+    std::vector<Kernel> kernels;
+    for (const ir::Node &node : copy->getNodes()) {
+      auto kernel = selectKernel(node);
+      if (!kernel)
+        return kernel.takeError();
+      kernels.push_back(std::move(*kernel));
+    }
+    unsigned threads = options.numThreads
+                           ? options.numThreads
+                           : std::max(1u, std::thread::hardware_concurrency());
+    return std::make_unique<CpuExecutable>(std::move(copy), threads,
+                                           options.profile, std::move(kernels));
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createCpuBackend() {
+  return std::make_unique<CpuBackend>();
+}
+
+} // namespace cpu
+
+llvm::Expected<std::unique_ptr<Backend>> createBackend(llvm::StringRef name) {
+  if (name == "cpu")
+    return cpu::createCpuBackend();
+  return makeError("unknown backend '" + name + "' (available: cpu)");
+}
+
+} // namespace remat::runtime

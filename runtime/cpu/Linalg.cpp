@@ -1,0 +1,381 @@
+//===- runtime/cpu/Linalg.cpp - MatMul and Gemm on the CPU ----------------===//
+//
+// Note [OpenBLAS threads]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// OpenBLAS's own threading changes results: on OpenBLAS 0.3.21 (Debian 12)
+// sgemm of 3x5000x300 and of 1000x1x1000 gives different bits with 1, 2 and 4
+// OpenBLAS threads (it splits some shapes differently, and small-N shapes go
+// through gemv paths that split K). So remat sets OpenBLAS to one thread
+// (openblas_set_num_threads(1), once, before the first MatMul/Gemm kernel is
+// selected) and parallelizes itself: each product is cut into tiles of at
+// most kTileRows x kTileCols output elements, a cut that depends only on the
+// shapes, and every tile is one single-threaded cblas_?gemm call over the
+// whole K. Which thread runs a tile does not change its bits, so results are
+// identical for every thread count (CpuKernelsTest checks 1 vs 4 threads).
+// (Tiling itself can change bits relative to one untiled call, e.g. 7x13x1000
+// split 3+4 rows; that is fine: the tiling is a fixed function of the shapes,
+// so a recomputed MatMul reproduces the original exactly.)
+//
+// Batched MatMul whose right operand has no batch dims (activations times a
+// weight, the common case) folds the batch into M: one product of
+// (batch * M) x K by K x N. Otherwise every batch is its own product (tiled
+// the same way), with numpy broadcasting of the batch dims.
+//
+// Integer MatMul and Gemm (i32, i64) use plain loops with wrapping
+// arithmetic, accumulating over k in order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/KernelImpl.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+using llvm::ArrayRef;
+using llvm::Error;
+using llvm::Expected;
+using llvm::Twine;
+
+namespace remat::runtime::cpu::detail {
+
+namespace {
+
+using ir::DType;
+
+constexpr int64_t kTileRows = 128;
+constexpr int64_t kTileCols = 256;
+/// Floating-point operations per thread chunk below which tiles are not
+/// worth spreading (only the partition of tiles over threads, never a
+/// result, depends on this).
+constexpr int64_t kFlopsPerChunk = 2 * 1000 * 1000;
+
+void useSingleThreadedBlas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+/// One matrix product C = alpha * op(A) op(B) + beta * C over row-major
+/// storage, as cblas takes it.
+template <typename T>
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
+          const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
+          int64_t ldc) {
+  CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a,
+                int(lda), b, int(ldb), beta, c, int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a,
+                int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+/// A batch of products with the same M, N, K: C_i = alpha * op(A_i) op(B_i)
+/// + beta * C_i, with A_i = a + aOffsets[i], and so on.
+struct ProductPlan {
+  int64_t m = 0, n = 0, k = 0;
+  bool transA = false, transB = false;
+  /// Leading dims of the stored A, B and C.
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  std::vector<int64_t> aOffsets, bOffsets, cOffsets;
+  int64_t rowTiles = 0, colTiles = 0;
+
+  int64_t numTasks() const {
+    return static_cast<int64_t>(aOffsets.size()) * rowTiles * colTiles;
+  }
+};
+
+void finishPlan(ProductPlan &plan) {
+  plan.rowTiles = std::max<int64_t>(1, (plan.m + kTileRows - 1) / kTileRows);
+  plan.colTiles = std::max<int64_t>(1, (plan.n + kTileCols - 1) / kTileCols);
+}
+
+/// Runs every tile of \p plan; \p beta applies to the existing C.
+template <typename T>
+void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
+                 T beta, T *c, ParallelFor &parallel) {
+  if (plan.m == 0 || plan.n == 0)
+    return;
+  int64_t tilesPerProduct = plan.rowTiles * plan.colTiles;
+  int64_t flopsPerTask =
+      std::max<int64_t>(1, 2 * std::min(plan.m, kTileRows) *
+                               std::min(plan.n, kTileCols) *
+                               std::max<int64_t>(plan.k, 1));
+  int64_t grain = std::max<int64_t>(1, kFlopsPerChunk / flopsPerTask);
+  parallel.run(plan.numTasks(), grain, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t product = task / tilesPerProduct;
+      int64_t tile = task % tilesPerProduct;
+      int64_t row0 = (tile / plan.colTiles) * kTileRows;
+      int64_t col0 = (tile % plan.colTiles) * kTileCols;
+      int64_t rows = std::min(kTileRows, plan.m - row0);
+      int64_t cols = std::min(kTileCols, plan.n - col0);
+      // Row r of op(A) starts at r * lda when stored as is, at column r when
+      // stored transposed; likewise column j of op(B).
+      const T *aTile = a + plan.aOffsets[product] +
+                       (plan.transA ? row0 : row0 * plan.lda);
+      const T *bTile = b + plan.bOffsets[product] +
+                       (plan.transB ? col0 * plan.ldb : col0);
+      T *cTile = c + plan.cOffsets[product] + row0 * plan.ldc + col0;
+      if (plan.k == 0) {
+        // BLAS may leave C untouched for k = 0; the product is 0.
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < cols; ++j) {
+            T &value = cTile[r * plan.ldc + j];
+            value = beta == T(0) ? T(0) : beta * value;
+          }
+        continue;
+      }
+      gemm<T>(plan.transA, plan.transB, rows, cols, plan.k, alpha, aTile,
+              plan.lda, bTile, plan.ldb, beta, cTile, plan.ldc);
+    }
+  });
+}
+
+/// Integer version of runProducts, one product per task: C = alpha * AB +
+/// beta * C with wrapping arithmetic, summing over k in order.
+template <typename T>
+void runIntProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
+                    T beta, T *c, ParallelFor &parallel) {
+  int64_t m = plan.m, n = plan.n, k = plan.k;
+  int64_t count = static_cast<int64_t>(plan.aOffsets.size()) * m;
+  parallel.run(count, 16, [&](int64_t begin, int64_t end) {
+    std::vector<T> row(n);
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t product = task / m, i = task % m;
+      const T *aBase = a + plan.aOffsets[product];
+      const T *bBase = b + plan.bOffsets[product];
+      T *cRow = c + plan.cOffsets[product] + i * plan.ldc;
+      std::fill(row.begin(), row.end(), T(0));
+      for (int64_t p = 0; p < k; ++p) {
+        T aValue = plan.transA ? aBase[p * plan.lda + i] : aBase[i * plan.lda + p];
+        for (int64_t j = 0; j < n; ++j) {
+          T bValue =
+              plan.transB ? bBase[j * plan.ldb + p] : bBase[p * plan.ldb + j];
+          row[j] = wrapAdd(row[j], wrapMul(aValue, bValue));
+        }
+      }
+      for (int64_t j = 0; j < n; ++j)
+        cRow[j] = wrapAdd(wrapMul(alpha, row[j]),
+                          beta == T(0) ? T(0) : wrapMul(beta, cRow[j]));
+    }
+  });
+}
+
+Error checkBlasDims(const ir::Node &node, ArrayRef<int64_t> values) {
+  for (int64_t value : values)
+    if (value > std::numeric_limits<int>::max())
+      return nodeError(node, "a matrix dim of " + Twine(value) +
+                                 " exceeds OpenBLAS's 32-bit int");
+  return Error::success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// MatMul
+//===----------------------------------------------------------------------===//
+
+Expected<Kernel> selectMatMul(const ir::Node &node) {
+  const ir::TensorType &aType = node.getOperand(0)->getType();
+  const ir::TensorType &bType = node.getOperand(1)->getType();
+  DType dtype = aType.getDType();
+  if (!isF32OrF64(dtype) && dtype != DType::I64 && dtype != DType::I32)
+    return unsupportedDType(node, "operands", dtype, "f32, f64, i64, i32");
+
+  // numpy: a 1-D left operand is a row vector, a 1-D right one a column.
+  Dims aDims(aType.getDims().begin(), aType.getDims().end());
+  Dims bDims(bType.getDims().begin(), bType.getDims().end());
+  if (aDims.size() == 1)
+    aDims.insert(aDims.begin(), 1);
+  if (bDims.size() == 1)
+    bDims.push_back(1);
+  ProductPlan plan;
+  plan.m = aDims[aDims.size() - 2];
+  plan.k = aDims.back();
+  plan.n = bDims.back();
+  ArrayRef<int64_t> aBatch = ArrayRef<int64_t>(aDims).drop_back(2);
+  ArrayRef<int64_t> bBatch = ArrayRef<int64_t>(bDims).drop_back(2);
+
+  plan.lda = plan.k;
+  plan.ldb = plan.n;
+  plan.ldc = plan.n;
+  if (product(bBatch) == 1) {
+    // Every batch shares B: fold the batch into M.
+    plan.m *= product(aBatch);
+    plan.aOffsets = {0};
+    plan.bOffsets = {0};
+    plan.cOffsets = {0};
+  } else {
+    size_t rank = std::max(aBatch.size(), bBatch.size());
+    Dims batch(rank, 1);
+    auto aligned = [&](ArrayRef<int64_t> dims) {
+      Dims result(rank, 1);
+      std::copy(dims.begin(), dims.end(), result.begin() + (rank - dims.size()));
+      return result;
+    };
+    Dims aAligned = aligned(aBatch), bAligned = aligned(bBatch);
+    for (size_t d = 0; d < rank; ++d)
+      batch[d] = std::max(aAligned[d], bAligned[d]);
+    // Matrix strides of each operand's batch dims; 0 where broadcast.
+    Dims aStrides = rowMajorStrides(aAligned), bStrides = rowMajorStrides(bAligned);
+    int64_t count = product(batch);
+    Dims index(rank, 0);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t aMatrix = 0, bMatrix = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        aMatrix += aAligned[d] == 1 ? 0 : index[d] * aStrides[d];
+        bMatrix += bAligned[d] == 1 ? 0 : index[d] * bStrides[d];
+      }
+      plan.aOffsets.push_back(aMatrix * plan.m * plan.k);
+      plan.bOffsets.push_back(bMatrix * plan.k * plan.n);
+      plan.cOffsets.push_back(i * plan.m * plan.n);
+      for (size_t d = rank; d > 0; --d) {
+        if (++index[d - 1] < batch[d - 1])
+          break;
+        index[d - 1] = 0;
+      }
+    }
+  }
+  finishPlan(plan);
+
+  if (!isF32OrF64(dtype)) {
+    auto shared = std::make_shared<const ProductPlan>(std::move(plan));
+    if (dtype == DType::I64)
+      return Kernel([shared](const KernelContext &ctx) -> Error {
+        runIntProducts<int64_t>(*shared, 1, ctx.inputs[0].getData<int64_t>(),
+                                ctx.inputs[1].getData<int64_t>(), 0,
+                                ctx.outputs[0].getData<int64_t>(),
+                                ctx.parallel);
+        return Error::success();
+      });
+    return Kernel([shared](const KernelContext &ctx) -> Error {
+      runIntProducts<int32_t>(*shared, 1, ctx.inputs[0].getData<int32_t>(),
+                              ctx.inputs[1].getData<int32_t>(), 0,
+                              ctx.outputs[0].getData<int32_t>(), ctx.parallel);
+      return Error::success();
+    });
+  }
+
+  if (auto err = checkBlasDims(node, {plan.m, plan.n, plan.k}))
+    return std::move(err);
+  useSingleThreadedBlas();
+  auto shared = std::make_shared<const ProductPlan>(std::move(plan));
+  return dispatchFloat(dtype, [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    return [shared](const KernelContext &ctx) -> Error {
+      runProducts<T>(*shared, T(1), ctx.inputs[0].getData<T>(),
+                     ctx.inputs[1].getData<T>(), T(0),
+                     ctx.outputs[0].getData<T>(), ctx.parallel);
+      return Error::success();
+    };
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Gemm
+//===----------------------------------------------------------------------===//
+
+Expected<Kernel> selectGemm(const ir::Node &node) {
+  const ir::TensorType &aType = node.getOperand(0)->getType();
+  const ir::TensorType &bType = node.getOperand(1)->getType();
+  const ir::TensorType &yType = node.getResult(0)->getType();
+  DType dtype = aType.getDType();
+  if (!isF32OrF64(dtype) && dtype != DType::I64 && dtype != DType::I32)
+    return unsupportedDType(node, "operands", dtype, "f32, f64, i64, i32");
+  const ir::AttrList &attrs = node.getAttrs();
+  // ONNX: any nonzero transA/transB means transposed.
+  bool transA = attrs.getInt("transA").value_or(0) != 0;
+  bool transB = attrs.getInt("transB").value_or(0) != 0;
+  float alpha = attrs.getFloat("alpha").value_or(1.0f);
+  float beta = attrs.getFloat("beta").value_or(1.0f);
+  bool hasC = node.getNumOperands() == 3;
+
+  ProductPlan plan;
+  plan.transA = transA;
+  plan.transB = transB;
+  plan.m = yType.getDim(0);
+  plan.n = yType.getDim(1);
+  plan.k = aType.getDim(transA ? 0 : 1);
+  plan.lda = aType.getDim(1);
+  plan.ldb = bType.getDim(1);
+  plan.ldc = plan.n;
+  plan.aOffsets = {0};
+  plan.bOffsets = {0};
+  plan.cOffsets = {0};
+  finishPlan(plan);
+
+  // Y starts as beta * C broadcast to [M, N] (ONNX computes beta * C even
+  // when beta is 0, so inf/NaN in C propagate), and the product adds to it.
+  std::optional<BroadcastPlan<1>> cPlan;
+  if (hasC)
+    cPlan = makeBroadcastPlan<1>(yType.getDims(),
+                                 {node.getOperand(2)->getType().getDims()});
+
+  if (!isF32OrF64(dtype)) {
+    if (alpha != std::trunc(alpha) || beta != std::trunc(beta))
+      return nodeError(node, "integer Gemm needs whole-number 'alpha' and "
+                             "'beta', got " +
+                                 std::to_string(alpha) + " and " +
+                                 std::to_string(beta));
+  } else {
+    if (auto err = checkBlasDims(
+            node, {plan.m, plan.n, plan.k, plan.lda, plan.ldb}))
+      return std::move(err);
+    useSingleThreadedBlas();
+  }
+  auto shared = std::make_shared<const ProductPlan>(std::move(plan));
+  auto make = [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    return [shared, cPlan, alpha, beta](const KernelContext &ctx) -> Error {
+      T *y = ctx.outputs[0].getData<T>();
+      T betaT = static_cast<T>(beta);
+      if (cPlan) {
+        const T *c = ctx.inputs[2].getData<T>();
+        forEachRun(*cPlan, 0, cPlan->numElements,
+                   [&](int64_t o, const std::array<int64_t, 1> &off,
+                       const std::array<int64_t, 1> &stride, int64_t n) {
+                     for (int64_t i = 0; i < n; ++i) {
+                       T value = c[off[0] + i * stride[0]];
+                       if constexpr (std::is_integral_v<T>)
+                         y[o + i] = wrapMul(betaT, value);
+                       else
+                         y[o + i] = betaT * value;
+                     }
+                   });
+      }
+      T productBeta = cPlan ? T(1) : T(0);
+      if constexpr (std::is_integral_v<T>)
+        runIntProducts<T>(*shared, static_cast<T>(alpha),
+                          ctx.inputs[0].getData<T>(),
+                          ctx.inputs[1].getData<T>(), productBeta, y,
+                          ctx.parallel);
+      else
+        runProducts<T>(*shared, static_cast<T>(alpha),
+                       ctx.inputs[0].getData<T>(), ctx.inputs[1].getData<T>(),
+                       productBeta, y, ctx.parallel);
+      return Error::success();
+    };
+  };
+  switch (dtype) {
+  case DType::F32:
+    return make(float());
+  case DType::F64:
+    return make(double());
+  case DType::I64:
+    return make(int64_t());
+  default:
+    return make(int32_t());
+  }
+}
+
+} // namespace remat::runtime::cpu::detail

@@ -1,0 +1,449 @@
+//===- runtime/cpu/Normalization.cpp - Softmax, LayerNorm and the loss ----===//
+//
+// Each of these reduces along one axis and then maps. Work is split across
+// threads by independent rows only; every sum (of exponentials, of X, of
+// squared deviations, of losses) runs sequentially in index order inside one
+// thread, so results do not depend on the thread count.
+//
+// The tensor is viewed as [outer, n, inner] with n the reduced axis. When
+// inner is 1 the rows are contiguous; otherwise a thread processes one outer
+// slice at a time, all inner columns together, still summing each column over
+// n in order (so both layouts give the same bits for the same column).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/KernelImpl.h"
+
+#include "ir/ShapeInference.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+using llvm::ArrayRef;
+using llvm::Error;
+using llvm::Expected;
+using llvm::Twine;
+
+namespace remat::runtime::cpu::detail {
+
+namespace {
+
+using ir::DType;
+
+/// Rows of this many elements or more are worth a thread chunk each.
+constexpr int64_t kRowGrainElements = 16 * 1024;
+
+int64_t rowGrain(int64_t rowElements) {
+  return std::max<int64_t>(1, kRowGrainElements / std::max<int64_t>(rowElements, 1));
+}
+
+/// The [outer, n, inner] view of \p dims around \p axis.
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+AxisView viewAround(ArrayRef<int64_t> dims, unsigned axis) {
+  AxisView view;
+  view.outer = product(dims.take_front(axis));
+  view.n = dims[axis];
+  view.inner = product(dims.drop_front(axis + 1));
+  return view;
+}
+
+/// \returns max(a, b), ignoring a NaN b (a NaN anywhere still poisons the
+/// sum of exponentials, so the row comes out NaN).
+template <typename T> inline T maxOf(T a, T b) { return b > a ? b : a; }
+
+/// For the [n, inner] slab at \p x, computes per column the max over the n
+/// rows and the sum of exp(x - max), both in row order. \p mx and \p sum
+/// have \p inner entries.
+template <typename T>
+void columnStats(const T *x, int64_t n, int64_t inner, T *mx, T *sum) {
+  if (inner == 1) {
+    T m = n > 0 ? x[0] : -std::numeric_limits<T>::infinity();
+    for (int64_t j = 1; j < n; ++j)
+      m = maxOf(m, x[j]);
+    T s = T(0);
+    for (int64_t j = 0; j < n; ++j)
+      s += std::exp(x[j] - m);
+    *mx = m;
+    *sum = s;
+    return;
+  }
+  for (int64_t i = 0; i < inner; ++i)
+    mx[i] = n > 0 ? x[i] : -std::numeric_limits<T>::infinity();
+  for (int64_t j = 1; j < n; ++j)
+    for (int64_t i = 0; i < inner; ++i)
+      mx[i] = maxOf(mx[i], x[j * inner + i]);
+  std::fill(sum, sum + inner, T(0));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < inner; ++i)
+      sum[i] += std::exp(x[j * inner + i] - mx[i]);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and LogSoftmax
+//===----------------------------------------------------------------------===//
+
+/// Softmax over one [n, inner] slab: y = exp(x - max) / sum, as ONNX's
+/// reference computes it. \p y may alias \p x.
+template <typename T>
+void softmaxSlab(const T *x, T *y, int64_t n, int64_t inner,
+                 std::vector<T> &scratch) {
+  if (inner == 1) {
+    T m = x[0];
+    for (int64_t j = 1; j < n; ++j)
+      m = maxOf(m, x[j]);
+    T s = T(0);
+    for (int64_t j = 0; j < n; ++j) {
+      T e = std::exp(x[j] - m);
+      y[j] = e;
+      s += e;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = y[j] / s;
+    return;
+  }
+  scratch.resize(2 * inner);
+  T *mx = scratch.data(), *sum = mx + inner;
+  for (int64_t i = 0; i < inner; ++i)
+    mx[i] = x[i];
+  for (int64_t j = 1; j < n; ++j)
+    for (int64_t i = 0; i < inner; ++i)
+      mx[i] = maxOf(mx[i], x[j * inner + i]);
+  std::fill(sum, sum + inner, T(0));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < inner; ++i) {
+      T e = std::exp(x[j * inner + i] - mx[i]);
+      y[j * inner + i] = e;
+      sum[i] += e;
+    }
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < inner; ++i)
+      y[j * inner + i] = y[j * inner + i] / sum[i];
+}
+
+/// LogSoftmax over one slab: y = (x - max) - log(sum). \p y may alias \p x.
+template <typename T>
+void logSoftmaxSlab(const T *x, T *y, int64_t n, int64_t inner,
+                    std::vector<T> &scratch) {
+  scratch.resize(2 * inner);
+  T *mx = scratch.data(), *sum = mx + inner;
+  columnStats(x, n, inner, mx, sum);
+  for (int64_t i = 0; i < inner; ++i)
+    sum[i] = std::log(sum[i]);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < inner; ++i)
+      y[j * inner + i] = (x[j * inner + i] - mx[i]) - sum[i];
+}
+
+} // namespace
+
+Expected<Kernel> selectSoftmax(const ir::Node &node) {
+  const ir::TensorType &type = node.getOperand(0)->getType();
+  DType dtype = type.getDType();
+  if (!isF32OrF64(dtype))
+    return unsupportedDType(node, "operand", dtype, "f32, f64");
+  unsigned axis = normalizeAxis(node.getAttrs().getInt("axis").value_or(-1),
+                                type.getRank());
+  AxisView view = viewAround(type.getDims(), axis);
+  bool isLog = node.getOp() == ir::OpKind::LogSoftmax;
+  return dispatchFloat(dtype, [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    return [view, isLog](const KernelContext &ctx) -> Error {
+      const T *x = ctx.inputs[0].getData<T>();
+      T *y = ctx.outputs[0].getData<T>();
+      if (view.n == 0)
+        return Error::success();
+      int64_t slab = view.n * view.inner;
+      ctx.parallel.run(view.outer, rowGrain(slab),
+                       [&](int64_t begin, int64_t end) {
+                         std::vector<T> scratch;
+                         for (int64_t o = begin; o < end; ++o) {
+                           if (isLog)
+                             logSoftmaxSlab(x + o * slab, y + o * slab, view.n,
+                                            view.inner, scratch);
+                           else
+                             softmaxSlab(x + o * slab, y + o * slab, view.n,
+                                         view.inner, scratch);
+                         }
+                       });
+      return Error::success();
+    };
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormalization
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// X of element type T normalized in compute type U, statistics stored as S.
+/// Follows ONNX's function body: Mean = ReduceMean(X), D = X - Mean,
+/// Var = ReduceMean(D * D), InvStdDev = 1 / Sqrt(Var + epsilon),
+/// Normalized = Cast<T>(D * InvStdDev), Y = Normalized * Scale + B.
+template <typename T, typename U, typename S> struct LayerNormKernel {
+  int64_t rows = 0, n = 0;
+  float epsilon = 0;
+  /// How Scale and B broadcast to the normalized shape; null when they
+  /// already have it.
+  std::optional<BroadcastPlan<1>> scalePlan, biasPlan;
+  bool hasBias = false;
+
+  /// \returns \p tensor broadcast to n elements, in \p storage if needed.
+  static const T *expand(const std::optional<BroadcastPlan<1>> &plan,
+                         const Tensor &tensor, std::vector<T> &storage) {
+    const T *data = tensor.getData<T>();
+    if (!plan)
+      return data;
+    storage.resize(plan->numElements);
+    forEachRun(*plan, 0, plan->numElements,
+               [&](int64_t o, const std::array<int64_t, 1> &off,
+                   const std::array<int64_t, 1> &stride, int64_t count) {
+                 for (int64_t i = 0; i < count; ++i)
+                   storage[o + i] = data[off[0] + i * stride[0]];
+               });
+    return storage.data();
+  }
+
+  Error operator()(const KernelContext &ctx) const {
+    const T *x = ctx.inputs[0].getData<T>();
+    std::vector<T> scaleStorage, biasStorage;
+    const T *scale = expand(scalePlan, ctx.inputs[1], scaleStorage);
+    const T *bias =
+        hasBias ? expand(biasPlan, ctx.inputs[2], biasStorage) : nullptr;
+    T *y = ctx.outputs[0].getData<T>();
+    S *meanOut = ctx.outputs.size() > 1 ? ctx.outputs[1].getData<S>() : nullptr;
+    S *invStdOut =
+        ctx.outputs.size() > 2 ? ctx.outputs[2].getData<S>() : nullptr;
+    const U eps = static_cast<U>(epsilon);
+    const U count = static_cast<U>(n);
+    ctx.parallel.run(rows, rowGrain(n), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T *xr = x + r * n;
+        T *yr = y + r * n;
+        U sum = U(0);
+        for (int64_t i = 0; i < n; ++i)
+          sum += static_cast<U>(xr[i]);
+        U mean = sum / count;
+        U squares = U(0);
+        for (int64_t i = 0; i < n; ++i) {
+          U d = static_cast<U>(xr[i]) - mean;
+          squares += d * d;
+        }
+        U variance = squares / count;
+        U invStd = U(1) / std::sqrt(variance + eps);
+        if (meanOut)
+          meanOut[r] = static_cast<S>(mean);
+        if (invStdOut)
+          invStdOut[r] = static_cast<S>(invStd);
+        // yr may alias xr: each element is read before it is written.
+        for (int64_t i = 0; i < n; ++i) {
+          T normalized =
+              static_cast<T>((static_cast<U>(xr[i]) - mean) * invStd);
+          T scaled = normalized * scale[i];
+          yr[i] = bias ? scaled + bias[i] : scaled;
+        }
+      }
+    });
+    return Error::success();
+  }
+};
+
+} // namespace
+
+Expected<Kernel> selectLayerNormalization(const ir::Node &node) {
+  const ir::TensorType &xType = node.getOperand(0)->getType();
+  DType dtype = xType.getDType();
+  if (!isF32OrF64(dtype))
+    return unsupportedDType(node, "X", dtype, "f32, f64");
+  const ir::AttrList &attrs = node.getAttrs();
+  unsigned axis =
+      normalizeAxis(attrs.getInt("axis").value_or(-1), xType.getRank());
+  float epsilon = attrs.getFloat("epsilon").value_or(1e-5f);
+  int64_t stashType = attrs.getInt("stash_type").value_or(1);
+  // Note [Unsupported on the CPU]: statistics in the wider of X and the
+  // stash type.
+  bool computeInF64 =
+      dtype == DType::F64 || stashType == ir::onnxCode(DType::F64);
+  DType statsDType = node.getNumResults() > 1
+                         ? node.getResult(1)->getType().getDType()
+                         : dtype;
+  if (!isF32OrF64(statsDType))
+    return unsupportedDType(node, "Mean/InvStdDev", statsDType, "f32, f64");
+
+  ArrayRef<int64_t> normalized = xType.getDims().drop_front(axis);
+  auto planFor = [&](unsigned i) -> std::optional<BroadcastPlan<1>> {
+    ArrayRef<int64_t> dims = node.getOperand(i)->getType().getDims();
+    if (dims == normalized)
+      return std::nullopt;
+    return makeBroadcastPlan<1>(normalized, {dims});
+  };
+
+  auto build = [&](auto xTag, auto uTag, auto sTag) -> Kernel {
+    using T = decltype(xTag);
+    using U = decltype(uTag);
+    using S = decltype(sTag);
+    LayerNormKernel<T, U, S> kernel;
+    kernel.rows = product(xType.getDims().take_front(axis));
+    kernel.n = product(normalized);
+    kernel.epsilon = epsilon;
+    kernel.scalePlan = planFor(1);
+    kernel.hasBias = node.getNumOperands() == 3;
+    if (kernel.hasBias)
+      kernel.biasPlan = planFor(2);
+    return kernel;
+  };
+  auto withStats = [&](auto xTag, auto uTag) -> Kernel {
+    if (statsDType == DType::F32)
+      return build(xTag, uTag, float());
+    return build(xTag, uTag, double());
+  };
+  if (dtype == DType::F64)
+    return withStats(double(), double());
+  if (computeInF64)
+    return withStats(float(), double());
+  return withStats(float(), float());
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxCrossEntropyLoss
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+enum class Reduction { None, Sum, Mean };
+
+/// scores [N, C, d1..dk] viewed as [N, C, D]; labels [N, D].
+template <typename T, typename L> struct SoftmaxCrossEntropyKernel {
+  int64_t batch = 0, classes = 0, spatial = 1;
+  Reduction reduction = Reduction::Mean;
+  std::optional<int64_t> ignoreIndex;
+  bool hasWeights = false;
+
+  Error operator()(const KernelContext &ctx) const {
+    const T *scores = ctx.inputs[0].getData<T>();
+    const L *labels = ctx.inputs[1].getData<L>();
+    const T *weights = hasWeights ? ctx.inputs[2].getData<T>() : nullptr;
+    T *logProb = ctx.outputs.size() > 1 ? ctx.outputs[1].getData<T>() : nullptr;
+    int64_t count = batch * spatial;
+
+    // Labels outside [0, C) are undefined in ONNX unless ignored.
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t label = labels[i];
+      if (ignoreIndex && label == *ignoreIndex)
+        continue;
+      if (label < 0 || label >= classes)
+        return nodeError(ctx.node, "label " + Twine(label) + " at position " +
+                                       Twine(i) + " is outside [0, " +
+                                       Twine(classes) + ")" +
+                                       (ignoreIndex ? " and is not ignore_index " +
+                                                          Twine(*ignoreIndex)
+                                                    : Twine("")));
+    }
+
+    // Per-element losses (into the output when not reduced), and the
+    // per-element weights for "mean".
+    std::vector<T> lossStorage;
+    T *losses = reduction == Reduction::None
+                    ? ctx.outputs[0].getData<T>()
+                    : (lossStorage.resize(count), lossStorage.data());
+    int64_t slab = classes * spatial;
+    ctx.parallel.run(batch, rowGrain(slab), [&](int64_t begin, int64_t end) {
+      std::vector<T> scratch(2 * spatial);
+      T *mx = scratch.data(), *lse = mx + spatial;
+      for (int64_t b = begin; b < end; ++b) {
+        const T *x = scores + b * slab;
+        columnStats(x, classes, spatial, mx, lse);
+        for (int64_t d = 0; d < spatial; ++d)
+          lse[d] = std::log(lse[d]);
+        if (logProb) {
+          T *lp = logProb + b * slab;
+          for (int64_t c = 0; c < classes; ++c)
+            for (int64_t d = 0; d < spatial; ++d)
+              lp[c * spatial + d] = (x[c * spatial + d] - mx[d]) - lse[d];
+        }
+        for (int64_t d = 0; d < spatial; ++d) {
+          int64_t i = b * spatial + d;
+          int64_t label = labels[i];
+          if (ignoreIndex && label == *ignoreIndex) {
+            losses[i] = T(0);
+            continue;
+          }
+          T logP = (x[label * spatial + d] - mx[d]) - lse[d];
+          losses[i] = weights ? -logP * weights[label] : -logP;
+        }
+      }
+    });
+    if (reduction == Reduction::None)
+      return Error::success();
+
+    T total = T(0);
+    for (int64_t i = 0; i < count; ++i)
+      total += losses[i];
+    T *out = ctx.outputs[0].getData<T>();
+    if (reduction == Reduction::Sum) {
+      *out = total;
+      return Error::success();
+    }
+    // Mean: divided by the total weight of the non-ignored elements (their
+    // count without weights). All ignored gives 0 / 0 = NaN, as ONNX's
+    // reference implementation does.
+    if (weights) {
+      T weightSum = T(0);
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t label = labels[i];
+        if (ignoreIndex && label == *ignoreIndex)
+          continue;
+        weightSum += weights[label];
+      }
+      *out = total / weightSum;
+      return Error::success();
+    }
+    int64_t kept = count;
+    if (ignoreIndex)
+      for (int64_t i = 0; i < count; ++i)
+        kept -= labels[i] == *ignoreIndex;
+    *out = total / static_cast<T>(kept);
+    return Error::success();
+  }
+};
+
+} // namespace
+
+Expected<Kernel> selectSoftmaxCrossEntropyLoss(const ir::Node &node) {
+  const ir::TensorType &scoresType = node.getOperand(0)->getType();
+  DType dtype = scoresType.getDType();
+  if (!isF32OrF64(dtype))
+    return unsupportedDType(node, "scores", dtype, "f32, f64");
+  DType labelDType = node.getOperand(1)->getType().getDType();
+  const ir::AttrList &attrs = node.getAttrs();
+  std::string reductionName = attrs.getString("reduction").value_or("mean");
+  Reduction reduction = reductionName == "none" ? Reduction::None
+                        : reductionName == "sum" ? Reduction::Sum
+                                                 : Reduction::Mean;
+  std::optional<int64_t> ignoreIndex = attrs.getInt("ignore_index");
+
+  auto build = [&](auto tTag, auto lTag) -> Kernel {
+    SoftmaxCrossEntropyKernel<decltype(tTag), decltype(lTag)> kernel;
+    kernel.batch = scoresType.getDim(0);
+    kernel.classes = scoresType.getDim(1);
+    kernel.spatial = product(scoresType.getDims().drop_front(2));
+    kernel.reduction = reduction;
+    kernel.ignoreIndex = ignoreIndex;
+    kernel.hasWeights = node.getNumOperands() == 3;
+    return kernel;
+  };
+  return dispatchFloat(dtype, [&](auto tTag) -> Kernel {
+    if (labelDType == DType::I64)
+      return build(tTag, int64_t());
+    return build(tTag, int32_t());
+  });
+}
+
+} // namespace remat::runtime::cpu::detail

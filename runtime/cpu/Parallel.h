@@ -1,0 +1,75 @@
+//===- runtime/cpu/Parallel.h - A thread pool for the CPU kernels -*- C++ -*-===//
+//
+// The CPU backend owns one ThreadPoolParallelFor and hands it to every kernel
+// through KernelContext. How work is split over threads never changes what a
+// kernel computes (see runtime/cpu/Kernels.h), so the thread count is a pure
+// speed setting.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_CPU_PARALLEL_H
+#define REMAT_RUNTIME_CPU_PARALLEL_H
+
+#include "runtime/cpu/Kernels.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace remat::runtime::cpu {
+
+/// A ParallelFor over a fixed set of worker threads. run() splits [0, count)
+/// into at most one chunk per thread (none smaller than the grain), runs one
+/// chunk on the calling thread and waits for the rest. A run() issued from
+/// inside a body, or while another thread's run() is in flight, executes
+/// inline on its caller: nesting never deadlocks and never oversubscribes.
+class ThreadPoolParallelFor final : public ParallelFor {
+public:
+  /// Starts \p numThreads - 1 workers (the caller is the last thread); 0
+  /// means std::thread::hardware_concurrency().
+  explicit ThreadPoolParallelFor(unsigned numThreads = 0);
+  ~ThreadPoolParallelFor() override;
+  ThreadPoolParallelFor(const ThreadPoolParallelFor &) = delete;
+  ThreadPoolParallelFor &operator=(const ThreadPoolParallelFor &) = delete;
+
+  void run(int64_t count, int64_t grain,
+           const std::function<void(int64_t, int64_t)> &body) override;
+  unsigned getNumThreads() const override { return numThreads_; }
+
+private:
+  void workerLoop(unsigned workerIndex);
+
+  unsigned numThreads_;
+  std::vector<std::thread> workers_;
+
+  /// Serializes run() calls that use the workers.
+  std::mutex runMutex_;
+
+  // The job in flight, guarded by mutex_.
+  std::mutex mutex_;
+  std::condition_variable jobReady_;
+  std::condition_variable jobDone_;
+  const std::function<void(int64_t, int64_t)> *body_ = nullptr;
+  int64_t count_ = 0;
+  int64_t numChunks_ = 0;
+  /// Incremented for every job so that workers tell a new job from the last.
+  uint64_t generation_ = 0;
+  /// Chunks not yet finished by a worker.
+  int64_t pending_ = 0;
+  bool stopping_ = false;
+};
+
+/// \returns the bounds of chunk \p chunk of [0, \p count) split into
+/// \p numChunks near-equal parts (the first count % numChunks one longer).
+inline std::pair<int64_t, int64_t> chunkBounds(int64_t count, int64_t numChunks,
+                                               int64_t chunk) {
+  int64_t base = count / numChunks, extra = count % numChunks;
+  int64_t begin = chunk * base + std::min(chunk, extra);
+  return {begin, begin + base + (chunk < extra ? 1 : 0)};
+}
+
+} // namespace remat::runtime::cpu
+
+#endif // REMAT_RUNTIME_CPU_PARALLEL_H

@@ -1,0 +1,358 @@
+//===- runtime/cpu/Reductions.cpp - ReduceSum, ReduceMean, ReduceMax ------===//
+//
+// Every output element accumulates its inputs in one fixed order: row-major
+// over the reduced dims, sequentially, in one thread. Threads split only the
+// output elements, so results do not depend on the thread count.
+//
+// The input is first collapsed: size-1 dims are dropped and adjacent dims
+// that are both reduced or both kept are merged. Then one of two loops runs:
+//   - inner dim reduced (softmax-like rows, LayerNorm-like statistics): each
+//     output element sums a contiguous run per outer reduced index;
+//   - inner dim kept (bias gradients: sum over batch and sequence): a thread
+//     takes a contiguous chunk of output elements and adds whole input rows
+//     into it, one reduced index after another, which vectorizes and still
+//     adds each element's inputs in the same row-major order.
+//
+// Integers accumulate in int64 (wrapping) and are wrapped to the dtype when
+// stored; ReduceMean of integers truncates, as passes/ConstantEval does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/KernelImpl.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+using llvm::ArrayRef;
+using llvm::Error;
+using llvm::Expected;
+using llvm::Twine;
+
+namespace remat::runtime::cpu::detail {
+
+namespace {
+
+using ir::DType;
+using ir::OpKind;
+
+enum class ReduceKind { Sum, Mean, Max };
+
+/// One group of collapsed dims: its size and input stride.
+struct Group {
+  int64_t size;
+  int64_t stride;
+};
+
+struct ReducePlan {
+  /// Kept groups except the innermost kept one (when innerKept).
+  llvm::SmallVector<Group, 4> outerKept;
+  /// Reduced groups except the innermost reduced one (when !innerKept).
+  llvm::SmallVector<Group, 4> outerReduced;
+  bool innerKept = false;
+  /// Size of the innermost group (kept or reduced), stride 1.
+  int64_t inner = 1;
+  int64_t outCount = 1;
+  int64_t reduceCount = 1;
+};
+
+/// Builds the plan for input \p dims reduced over \p reduced.
+ReducePlan makeReducePlan(ArrayRef<int64_t> dims, ArrayRef<bool> reduced) {
+  ReducePlan plan;
+  // Collapse: drop size-1 dims, merge neighbours with the same flag.
+  llvm::SmallVector<int64_t, 6> sizes;
+  llvm::SmallVector<bool, 6> flags;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (reduced[d])
+      plan.reduceCount *= dims[d];
+    else
+      plan.outCount *= dims[d];
+    if (dims[d] == 1)
+      continue;
+    if (!sizes.empty() && flags.back() == reduced[d]) {
+      sizes.back() *= dims[d];
+      continue;
+    }
+    sizes.push_back(dims[d]);
+    flags.push_back(reduced[d]);
+  }
+  if (sizes.empty()) {
+    // One element in, one out.
+    plan.innerKept = true;
+    return plan;
+  }
+  Dims strides = rowMajorStrides(sizes);
+  plan.innerKept = !flags.back();
+  plan.inner = sizes.back();
+  for (size_t g = 0; g + 1 < sizes.size(); ++g) {
+    Group group{sizes[g], strides[g]};
+    if (flags[g])
+      plan.outerReduced.push_back(group);
+    else
+      plan.outerKept.push_back(group);
+  }
+  return plan;
+}
+
+/// Calls \p fn(offset) for every index of \p groups in row-major order, with
+/// offset the sum of index * stride.
+template <typename Fn>
+void forEachIndex(ArrayRef<Group> groups, Fn &&fn) {
+  size_t rank = groups.size();
+  if (rank == 0) {
+    fn(int64_t(0));
+    return;
+  }
+  for (const Group &group : groups)
+    if (group.size == 0)
+      return;
+  llvm::SmallVector<int64_t, 4> index(rank, 0);
+  int64_t offset = 0;
+  while (true) {
+    fn(offset);
+    size_t d = rank;
+    while (d > 0) {
+      --d;
+      offset += groups[d].stride;
+      if (++index[d] < groups[d].size)
+        break;
+      offset -= groups[d].stride * groups[d].size;
+      index[d] = 0;
+      if (d == 0)
+        return;
+    }
+  }
+}
+
+/// \returns the input offset of output-group index \p linear over \p groups.
+int64_t offsetOf(ArrayRef<Group> groups, int64_t linear) {
+  int64_t offset = 0;
+  for (size_t d = groups.size(); d > 0; --d) {
+    offset += (linear % groups[d - 1].size) * groups[d - 1].stride;
+    linear /= groups[d - 1].size;
+  }
+  return offset;
+}
+
+/// The accumulator type: T for floats, int64 for integers.
+template <typename T>
+using AccOf = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+
+template <ReduceKind K, typename T> struct Accumulate {
+  using Acc = AccOf<T>;
+  static Acc apply(Acc acc, T value) {
+    if constexpr (K == ReduceKind::Max) {
+      // The first NaN wins, as in numpy and passes/ConstantEval.
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(acc))
+          return acc;
+        if (std::isnan(value))
+          return value;
+      }
+      return value > acc ? value : acc;
+    } else if constexpr (std::is_integral_v<T>) {
+      return wrapAdd<int64_t>(acc, value);
+    } else {
+      return acc + value;
+    }
+  }
+  static T finish(Acc acc, int64_t count) {
+    if constexpr (K == ReduceKind::Mean) {
+      if constexpr (std::is_floating_point_v<T>)
+        return acc / static_cast<T>(count);
+      else
+        return static_cast<T>(acc / count);
+    } else {
+      return static_cast<T>(acc);
+    }
+  }
+};
+
+constexpr int64_t kReduceGrainElements = 16 * 1024;
+/// Output elements a thread accumulates together when the inner dim is kept.
+constexpr int64_t kKeptChunk = 1024;
+
+template <ReduceKind K, typename T>
+void runReduce(const ReducePlan &plan, const T *x, T *out,
+               ParallelFor &parallel) {
+  using Ops = Accumulate<K, T>;
+  using Acc = typename Ops::Acc;
+  // Max starts from the first reduced element (the reduction is never
+  // empty, see selection); Sum and Mean from 0.
+  auto initial = [&](int64_t base) -> Acc {
+    if constexpr (K == ReduceKind::Max)
+      return static_cast<Acc>(x[base]);
+    else
+      return Acc(0);
+  };
+  if (!plan.innerKept) {
+    int64_t perOutput = std::max<int64_t>(plan.reduceCount, 1);
+    parallel.run(plan.outCount,
+                 std::max<int64_t>(1, kReduceGrainElements / perOutput),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t o = begin; o < end; ++o) {
+                     int64_t base = offsetOf(plan.outerKept, o);
+                     Acc acc = initial(base);
+                     forEachIndex(plan.outerReduced, [&](int64_t offset) {
+                       const T *run = x + base + offset;
+                       for (int64_t i = 0; i < plan.inner; ++i)
+                         acc = Ops::apply(acc, run[i]);
+                     });
+                     out[o] = Ops::finish(acc, plan.reduceCount);
+                   }
+                 });
+    return;
+  }
+  int64_t chunks = (plan.inner + kKeptChunk - 1) / kKeptChunk;
+  int64_t outer = plan.outCount / std::max<int64_t>(plan.inner, 1);
+  if (plan.inner == 0 || outer == 0)
+    return;
+  int64_t perTask =
+      std::min(plan.inner, kKeptChunk) * std::max<int64_t>(plan.reduceCount, 1);
+  parallel.run(outer * chunks,
+               std::max<int64_t>(1, kReduceGrainElements / perTask),
+               [&](int64_t begin, int64_t end) {
+                 std::vector<Acc> acc(std::min(plan.inner, kKeptChunk));
+                 for (int64_t task = begin; task < end; ++task) {
+                   int64_t o = task / chunks;
+                   int64_t j0 = (task % chunks) * kKeptChunk;
+                   int64_t width = std::min(kKeptChunk, plan.inner - j0);
+                   int64_t base = offsetOf(plan.outerKept, o) + j0;
+                   for (int64_t j = 0; j < width; ++j)
+                     acc[j] = initial(base + j);
+                   forEachIndex(plan.outerReduced, [&](int64_t offset) {
+                     const T *row = x + base + offset;
+                     for (int64_t j = 0; j < width; ++j)
+                       acc[j] = Ops::apply(acc[j], row[j]);
+                   });
+                   T *outRow = out + o * plan.inner + j0;
+                   for (int64_t j = 0; j < width; ++j)
+                     outRow[j] = Ops::finish(acc[j], plan.reduceCount);
+                 }
+               });
+}
+
+/// \returns the reduced-axis mask for \p axes of a rank-\p rank input, or an
+/// error naming the bad axis; empty axes reduce everything.
+Expected<llvm::SmallVector<bool, 6>>
+reducedMask(const ir::Node &node, ArrayRef<int64_t> axes, int64_t rank) {
+  llvm::SmallVector<bool, 6> reduced(rank, axes.empty());
+  for (int64_t axis : axes) {
+    if (axis < -rank || axis >= rank)
+      return nodeError(node, "axis " + Twine(axis) + " is outside [" +
+                                 Twine(-rank) + ", " + Twine(rank) +
+                                 ") for rank " + Twine(rank));
+    int64_t normalized = axis < 0 ? axis + rank : axis;
+    if (reduced[normalized])
+      return nodeError(node, "axes " + dimsStr(axes) + " name axis " +
+                                 Twine(normalized) + " twice");
+    reduced[normalized] = true;
+  }
+  return reduced;
+}
+
+/// \returns the result dims for \p dims reduced over \p reduced.
+Dims reducedDims(ArrayRef<int64_t> dims, ArrayRef<bool> reduced,
+                 bool keepDims) {
+  Dims result;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (!reduced[d])
+      result.push_back(dims[d]);
+    else if (keepDims)
+      result.push_back(1);
+  }
+  return result;
+}
+
+template <ReduceKind K, typename T>
+Kernel makeStaticReduceKernel(std::shared_ptr<const ReducePlan> plan) {
+  return [plan](const KernelContext &ctx) -> Error {
+    runReduce<K, T>(*plan, ctx.inputs[0].getData<T>(),
+                    ctx.outputs[0].getData<T>(), ctx.parallel);
+    return Error::success();
+  };
+}
+
+/// ReduceSum with an axes operand: the plan is built from its values.
+template <typename T>
+Kernel makeDynamicSumKernel(bool keepDims, bool noopWithEmptyAxes) {
+  return [keepDims, noopWithEmptyAxes](const KernelContext &ctx) -> Error {
+    const Tensor &data = ctx.inputs[0];
+    std::vector<int64_t> axes = readInts(ctx.inputs[1]);
+    if (axes.empty() && noopWithEmptyAxes) {
+      if (auto err = checkRuntimeDims(ctx.node, "an empty axes operand",
+                                      data.getDims(),
+                                      ctx.outputs[0].getDims()))
+        return err;
+      copyTensorBytes(data, ctx.outputs[0]);
+      return Error::success();
+    }
+    auto reduced = reducedMask(ctx.node, axes, data.getRank());
+    if (!reduced)
+      return reduced.takeError();
+    if (auto err = checkRuntimeDims(
+            ctx.node, "axes " + dimsStr(axes),
+            reducedDims(data.getDims(), *reduced, keepDims),
+            ctx.outputs[0].getDims()))
+      return err;
+    ReducePlan plan = makeReducePlan(data.getDims(), *reduced);
+    runReduce<ReduceKind::Sum, T>(plan, data.getData<T>(),
+                                  ctx.outputs[0].getData<T>(), ctx.parallel);
+    return Error::success();
+  };
+}
+
+} // namespace
+
+Expected<Kernel> selectReduce(const ir::Node &node) {
+  const ir::TensorType &type = node.getOperand(0)->getType();
+  DType dtype = type.getDType();
+  if (!isComputeNumeric(dtype))
+    return unsupportedDType(node, "operand", dtype,
+                            "f32, f64, i64, i32, i8, u8");
+  const ir::AttrList &attrs = node.getAttrs();
+  bool keepDims = attrs.getInt("keepdims").value_or(1) != 0;
+  OpKind op = node.getOp();
+
+  if (op == OpKind::ReduceSum) {
+    bool noop = attrs.getInt("noop_with_empty_axes").value_or(0) != 0;
+    if (node.getNumOperands() == 2)
+      return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
+        return makeDynamicSumKernel<decltype(tag)>(keepDims, noop);
+      });
+    if (noop)
+      return Kernel([](const KernelContext &ctx) -> Error {
+        copyTensorBytes(ctx.inputs[0], ctx.outputs[0]);
+        return Error::success();
+      });
+  }
+
+  std::vector<int64_t> axes;
+  if (op != OpKind::ReduceSum)
+    axes = attrs.getInts("axes").value_or(std::vector<int64_t>());
+  auto reduced = reducedMask(node, axes, type.getRank());
+  if (!reduced)
+    return reduced.takeError();
+  auto plan = std::make_shared<ReducePlan>(
+      makeReducePlan(type.getDims(), *reduced));
+  if (op != OpKind::ReduceSum && plan->reduceCount == 0 && plan->outCount > 0)
+    return nodeError(node, "reduces over an empty axis of " + type.str() +
+                               " (the " +
+                               (op == OpKind::ReduceMean ? "mean" : "max") +
+                               " of nothing is undefined in opset 17)");
+  return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    switch (op) {
+    case OpKind::ReduceSum:
+      return makeStaticReduceKernel<ReduceKind::Sum, T>(plan);
+    case OpKind::ReduceMean:
+      return makeStaticReduceKernel<ReduceKind::Mean, T>(plan);
+    default:
+      return makeStaticReduceKernel<ReduceKind::Max, T>(plan);
+    }
+  });
+}
+
+} // namespace remat::runtime::cpu::detail
