@@ -2,7 +2,7 @@
 #include "driver/OptDriver.h"
 
 #include "driver/ModelLoader.h"
-#include "driver/OutputFile.h"
+#include "ir/OutputFile.h"
 #include "frontends/onnx/OnnxExporter.h"
 #include "ir/Printer.h"
 #include "ir/Support.h"

@@ -20,6 +20,8 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxExporter.h"
 
+#include "frontends/onnx/OnnxTensor.h"
+
 #include "ir/Support.h"
 #include "ir/Verifier.h"
 
@@ -111,10 +113,7 @@ void setTensorHeader(pb::TensorProto &proto, StringRef name,
 /// little-endian in ONNX, as TensorData is).
 void setTensor(pb::TensorProto &proto, StringRef name,
                const ir::TensorData &data) {
-  setTensorHeader(proto, name, data.getType());
-  ArrayRef<uint8_t> bytes = data.getBytes();
-  proto.set_raw_data(reinterpret_cast<const char *>(bytes.data()),
-                     bytes.size());
+  tensorToProto(data, name, proto);
 }
 
 /// Sets \p proto to attribute \p name with value \p value, mapping each

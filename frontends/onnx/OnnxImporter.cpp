@@ -26,6 +26,8 @@
 
 #include "frontends/onnx/OnnxImporter.h"
 
+#include "frontends/onnx/OnnxTensor.h"
+
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
@@ -100,18 +102,6 @@ std::string domainName(StringRef domain) {
   return isDefaultDomain(domain) ? "ai.onnx" : domain.str();
 }
 
-/// \returns the ONNX name of TensorProto data type \p code ("STRING").
-std::string onnxDTypeName(int64_t code) {
-  if (code >= INT_MIN && code <= INT_MAX &&
-      onnx::TensorProto_DataType_IsValid(static_cast<int>(code)))
-    return onnx::TensorProto_DataType_Name(
-        static_cast<onnx::TensorProto_DataType>(code));
-  return "code " + std::to_string(code);
-}
-
-constexpr StringRef kSupportedDTypes =
-    "FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT8, UINT8 and BOOL";
-
 /// 64-bit FNV-1a of \p text, masked to a non-negative int64: a seed that is
 /// the same on every run and platform.
 int64_t stableSeed(StringRef text) {
@@ -137,14 +127,6 @@ unknownStrings(const google::protobuf::Message &message, int number) {
       result.push_back(field.length_delimited());
   }
   return result;
-}
-
-/// \returns "[2,3]".
-std::string formatDims(ArrayRef<int64_t> dims) {
-  std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i)
-    text += (i ? "," : "") + std::to_string(dims[i]);
-  return text + "]";
 }
 
 /// Frees the data fields of \p tensor once its contents are copied (clear()
@@ -810,115 +792,10 @@ Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
 
 Expected<TensorDataPtr> Importer::readTensor(const onnx::TensorProto &tensor,
                                              const std::string &what) {
-  std::optional<DType> dtype = fromOnnxCode(tensor.data_type());
-  if (!dtype)
-    return fileError(
-        what + " has dtype " + onnxDTypeName(tensor.data_type()) +
-        ", which remat does not support (supported: " + kSupportedDTypes + ")");
-  if (tensor.has_segment())
-    return fileError(what + " is segmented, which remat does not support");
-  SmallVector<int64_t, 4> dims(tensor.dims().begin(), tensor.dims().end());
-  TensorType type(*dtype, dims);
-  for (int64_t dim : dims)
-    if (dim < 0)
-      return fileError(what + " has negative dim " + Twine(dim) + " in " +
-                       formatDims(dims));
-  if (auto err = type.checkSize())
-    return fileError(what + " of type " + dtypeName(*dtype) + formatDims(dims) +
-                     ": " + errorToString(std::move(err)));
-  int64_t count = type.getNumElements();
-  int64_t byteSize = type.getByteSize();
-
-  auto finish = [&](std::vector<uint8_t> bytes) -> TensorDataPtr {
-    // Bools are one byte, 0 or 1.
-    if (*dtype == DType::Bool)
-      for (uint8_t &byte : bytes)
-        byte = byte != 0;
-    return std::make_shared<TensorData>(type, std::move(bytes));
-  };
-
-  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    auto bytes = readExternal(tensor, what, byteSize);
-    if (!bytes)
-      return bytes.takeError();
-    return finish(std::move(*bytes));
-  }
-  if (tensor.has_raw_data()) {
-    const std::string &raw = tensor.raw_data();
-    if (static_cast<int64_t>(raw.size()) != byteSize)
-      return fileError(what + " of type " + type.str() + " has " +
-                       Twine(raw.size()) + " bytes of raw_data, expected " +
-                       Twine(byteSize));
-    return finish(std::vector<uint8_t>(raw.begin(), raw.end()));
-  }
-
-  // Typed fields: float_data, double_data, int64_data, and int32_data,
-  // which also holds the bit patterns of f16/bf16 and the values of
-  // bool/i8/u8.
-  auto checkCount = [&](int64_t have, StringRef field) -> Error {
-    if (have == count)
-      return Error::success();
-    if (have == 0)
-      return fileError(what + " of type " + type.str() +
-                       " has no data (expected " + Twine(count) +
-                       " elements in raw_data or " + field + ")");
-    return fileError(what + " of type " + type.str() + " has " + Twine(have) +
-                     " elements in " + field + ", expected " + Twine(count));
-  };
-  std::vector<uint8_t> bytes(byteSize);
-  uint8_t *out = bytes.data();
-  using llvm::support::endian::write16le;
-  using llvm::support::endian::write32le;
-  using llvm::support::endian::write64le;
-  switch (*dtype) {
-  case DType::F32:
-    if (auto err = checkCount(tensor.float_data_size(), "float_data"))
-      return std::move(err);
-    for (int64_t i = 0; i < count; ++i) {
-      uint32_t bits;
-      float value = tensor.float_data(i);
-      std::memcpy(&bits, &value, 4);
-      write32le(out + 4 * i, bits);
-    }
-    break;
-  case DType::F64:
-    if (auto err = checkCount(tensor.double_data_size(), "double_data"))
-      return std::move(err);
-    for (int64_t i = 0; i < count; ++i) {
-      uint64_t bits;
-      double value = tensor.double_data(i);
-      std::memcpy(&bits, &value, 8);
-      write64le(out + 8 * i, bits);
-    }
-    break;
-  case DType::I64:
-    if (auto err = checkCount(tensor.int64_data_size(), "int64_data"))
-      return std::move(err);
-    for (int64_t i = 0; i < count; ++i)
-      write64le(out + 8 * i, static_cast<uint64_t>(tensor.int64_data(i)));
-    break;
-  case DType::I32:
-  case DType::F16:
-  case DType::BF16:
-  case DType::I8:
-  case DType::U8:
-  case DType::Bool: {
-    if (auto err = checkCount(tensor.int32_data_size(), "int32_data"))
-      return std::move(err);
-    unsigned size = dtypeSize(*dtype);
-    for (int64_t i = 0; i < count; ++i) {
-      uint32_t value = static_cast<uint32_t>(tensor.int32_data(i));
-      if (size == 4)
-        write32le(out + 4 * i, value);
-      else if (size == 2)
-        write16le(out + 2 * i, static_cast<uint16_t>(value));
-      else
-        out[i] = static_cast<uint8_t>(value);
-    }
-    break;
-  }
-  }
-  return finish(std::move(bytes));
+  return tensorFromProto(tensor, what, source_ + ": ",
+                         [&](int64_t byteSize) {
+                           return readExternal(tensor, what, byteSize);
+                         });
 }
 
 //===----------------------------------------------------------------------===//

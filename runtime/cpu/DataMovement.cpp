@@ -132,7 +132,8 @@ void stridedCopy(const StridedCopyPlan &plan, const T *in, T *out,
                        int64_t l0 = lt * kTile;
                        int64_t lCount = std::min(kTile, inner - l0);
                        for (int64_t i = 0; i < qCount; ++i) {
-                         const T *src = in + inOffset + (q0 + i) + l0 * innerStride;
+                         const T *src =
+                             in + inOffset + (q0 + i) + l0 * innerStride;
                          T *dst = out + outOffset + (q0 + i) * qOut + l0;
                          for (int64_t j = 0; j < lCount; ++j)
                            dst[j] = src[j * innerStride];
@@ -143,21 +144,23 @@ void stridedCopy(const StridedCopyPlan &plan, const T *in, T *out,
     return;
   }
 
-  parallel.run(rows, std::max<int64_t>(1, kCopyGrainElements / std::max<int64_t>(inner, 1)),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t row = begin; row < end; ++row) {
-                   const T *src = in + rowOffset(plan, row);
-                   T *dst = out + row * inner;
-                   if (innerStride == 1) {
-                     std::memcpy(dst, src, inner * sizeof(T));
-                   } else if (innerStride == 0) {
-                     std::fill(dst, dst + inner, *src);
-                   } else {
-                     for (int64_t j = 0; j < inner; ++j)
-                       dst[j] = src[j * innerStride];
-                   }
-                 }
-               });
+  parallel.run(
+      rows,
+      std::max<int64_t>(1, kCopyGrainElements / std::max<int64_t>(inner, 1)),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+          const T *src = in + rowOffset(plan, row);
+          T *dst = out + row * inner;
+          if (innerStride == 1) {
+            std::memcpy(dst, src, inner * sizeof(T));
+          } else if (innerStride == 0) {
+            std::fill(dst, dst + inner, *src);
+          } else {
+            for (int64_t j = 0; j < inner; ++j)
+              dst[j] = src[j * innerStride];
+          }
+        }
+      });
 }
 
 } // namespace
@@ -229,7 +232,8 @@ Expected<Dims> reshapeDims(const ir::Node &node, ArrayRef<int64_t> inDims,
 Kernel reshapeKernel(bool allowZero) {
   return [allowZero](const KernelContext &ctx) -> Error {
     std::vector<int64_t> shape = readInts(ctx.inputs[1]);
-    auto dims = reshapeDims(ctx.node, ctx.inputs[0].getDims(), shape, allowZero);
+    auto dims =
+        reshapeDims(ctx.node, ctx.inputs[0].getDims(), shape, allowZero);
     if (!dims)
       return dims.takeError();
     if (auto err = checkRuntimeDims(ctx.node, "shape " + dimsStr(shape), *dims,
@@ -331,8 +335,8 @@ Kernel selectTranspose(const ir::Node &node) {
     outDims.push_back(type.getDim(axis));
     strides.push_back(inStrides[axis]);
   }
-  return stridedCopyKernel(makeStridedCopyPlan(
-      outDims, strides, 0, ir::dtypeSize(type.getDType())));
+  return stridedCopyKernel(
+      makeStridedCopyPlan(outDims, strides, 0, ir::dtypeSize(type.getDType())));
 }
 
 Kernel selectExpand(const ir::Node &node) {
@@ -353,8 +357,10 @@ Kernel selectExpand(const ir::Node &node) {
     size_t rank = std::max(inDims.size(), shape.size());
     Dims dims(rank);
     for (size_t i = 0; i < rank; ++i) {
-      int64_t a = i < rank - inDims.size() ? 1 : inDims[i - (rank - inDims.size())];
-      int64_t b = i < rank - shape.size() ? 1 : shape[i - (rank - shape.size())];
+      int64_t a =
+          i < rank - inDims.size() ? 1 : inDims[i - (rank - inDims.size())];
+      int64_t b =
+          i < rank - shape.size() ? 1 : shape[i - (rank - shape.size())];
       if (a != b && a != 1 && b != 1)
         return nodeError(ctx.node, "cannot expand dims " + dimsStr(inDims) +
                                        " to shape " + dimsStr(shape));
@@ -388,7 +394,8 @@ Kernel sliceKernel() {
       steps = readInts(ctx.inputs[4]);
     if (ends.size() != starts.size() || axes.size() != starts.size() ||
         steps.size() != starts.size())
-      return nodeError(ctx.node, "starts, ends, axes and steps differ in length");
+      return nodeError(ctx.node,
+                       "starts, ends, axes and steps differ in length");
     auto sliced = axisSet(ctx.node, axes, rank);
     if (!sliced)
       return sliced.takeError();
@@ -401,7 +408,8 @@ Kernel sliceKernel() {
       int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
       int64_t dim = dims[axis], step = steps[i];
       if (step == 0)
-        return nodeError(ctx.node, "steps " + dimsStr(steps) + " has a zero step");
+        return nodeError(ctx.node,
+                         "steps " + dimsStr(steps) + " has a zero step");
       int64_t start = starts[i], end = ends[i];
       // dim >= 0, so adding it to a negative value cannot overflow.
       if (start < 0)
@@ -431,12 +439,13 @@ Kernel sliceKernel() {
       // With one element the step is never taken (and might overflow).
       strides[axis] = length > 1 ? step * rowStrides[axis] : 0;
     }
-    if (auto err = checkRuntimeDims(ctx.node, "starts " + dimsStr(starts) +
-                                                  " and ends " + dimsStr(ends),
+    if (auto err = checkRuntimeDims(ctx.node,
+                                    "starts " + dimsStr(starts) + " and ends " +
+                                        dimsStr(ends),
                                     outDims, ctx.outputs[0].getDims()))
       return err;
-    StridedCopyPlan plan = makeStridedCopyPlan(
-        outDims, strides, base, ir::dtypeSize(data.getDType()));
+    StridedCopyPlan plan = makeStridedCopyPlan(outDims, strides, base,
+                                               ir::dtypeSize(data.getDType()));
     runStridedCopy(plan, data.getData(), ctx.outputs[0].getData(),
                    ctx.parallel);
     return Error::success();
@@ -449,15 +458,15 @@ Kernel sliceKernel() {
 
 Kernel selectConcat(const ir::Node &node) {
   const ir::TensorType &outType = node.getResult(0)->getType();
-  unsigned axis = normalizeAxis(*node.getAttrs().getInt("axis"),
-                                outType.getRank());
+  unsigned axis =
+      normalizeAxis(*node.getAttrs().getInt("axis"), outType.getRank());
   int64_t outer = product(outType.getDims().take_front(axis));
   int64_t elementSize = ir::dtypeSize(outType.getDType());
   // Bytes each operand contributes per outer index.
   std::vector<int64_t> chunkBytes;
   for (ir::Value *operand : node.getOperands())
-    chunkBytes.push_back(product(operand->getType().getDims().drop_front(axis)) *
-                         elementSize);
+    chunkBytes.push_back(
+        product(operand->getType().getDims().drop_front(axis)) * elementSize);
   return [outer, chunkBytes](const KernelContext &ctx) -> Error {
     int64_t rowBytes = 0;
     for (int64_t bytes : chunkBytes)
@@ -465,36 +474,36 @@ Kernel selectConcat(const ir::Node &node) {
     if (rowBytes == 0)
       return Error::success();
     auto *out = static_cast<uint8_t *>(ctx.outputs[0].getData());
-    ctx.parallel.run(outer, std::max<int64_t>(1, kCopyGrainElements * 4 / rowBytes),
-                     [&](int64_t begin, int64_t end) {
-                       for (int64_t o = begin; o < end; ++o) {
-                         uint8_t *dst = out + o * rowBytes;
-                         for (size_t i = 0; i < chunkBytes.size(); ++i) {
-                           if (chunkBytes[i] == 0)
-                             continue;
-                           const auto *src = static_cast<const uint8_t *>(
-                               ctx.inputs[i].getData());
-                           std::memcpy(dst, src + o * chunkBytes[i],
-                                       chunkBytes[i]);
-                           dst += chunkBytes[i];
-                         }
-                       }
-                     });
+    ctx.parallel.run(
+        outer, std::max<int64_t>(1, kCopyGrainElements * 4 / rowBytes),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t o = begin; o < end; ++o) {
+            uint8_t *dst = out + o * rowBytes;
+            for (size_t i = 0; i < chunkBytes.size(); ++i) {
+              if (chunkBytes[i] == 0)
+                continue;
+              const auto *src =
+                  static_cast<const uint8_t *>(ctx.inputs[i].getData());
+              std::memcpy(dst, src + o * chunkBytes[i], chunkBytes[i]);
+              dst += chunkBytes[i];
+            }
+          }
+        });
     return Error::success();
   };
 }
 
 Kernel selectSplit(const ir::Node &node) {
   const ir::TensorType &inType = node.getOperand(0)->getType();
-  unsigned axis =
-      normalizeAxis(node.getAttrs().getInt("axis").value_or(0), inType.getRank());
+  unsigned axis = normalizeAxis(node.getAttrs().getInt("axis").value_or(0),
+                                inType.getRank());
   int64_t outer = product(inType.getDims().take_front(axis));
   int64_t innerBytes = product(inType.getDims().drop_front(axis + 1)) *
                        ir::dtypeSize(inType.getDType());
   int64_t axisDim = inType.getDim(axis);
   bool hasSplit = node.getNumOperands() == 2;
-  return [outer, innerBytes, axisDim, axis, hasSplit](
-             const KernelContext &ctx) -> Error {
+  return [outer, innerBytes, axisDim, axis,
+          hasSplit](const KernelContext &ctx) -> Error {
     std::vector<int64_t> sizes;
     for (const Tensor &output : ctx.outputs)
       sizes.push_back(output.getDims()[axis]);
@@ -510,21 +519,21 @@ Kernel selectSplit(const ir::Node &node) {
     if (rowBytes == 0)
       return Error::success();
     const auto *in = static_cast<const uint8_t *>(ctx.inputs[0].getData());
-    ctx.parallel.run(outer, std::max<int64_t>(1, kCopyGrainElements * 4 / rowBytes),
-                     [&](int64_t begin, int64_t end) {
-                       for (int64_t o = begin; o < end; ++o) {
-                         const uint8_t *src = in + o * rowBytes;
-                         for (size_t i = 0; i < sizes.size(); ++i) {
-                           int64_t bytes = sizes[i] * innerBytes;
-                           if (bytes != 0)
-                             std::memcpy(static_cast<uint8_t *>(
-                                             ctx.outputs[i].getData()) +
-                                             o * bytes,
-                                         src, bytes);
-                           src += bytes;
-                         }
-                       }
-                     });
+    ctx.parallel.run(
+        outer, std::max<int64_t>(1, kCopyGrainElements * 4 / rowBytes),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t o = begin; o < end; ++o) {
+            const uint8_t *src = in + o * rowBytes;
+            for (size_t i = 0; i < sizes.size(); ++i) {
+              int64_t bytes = sizes[i] * innerBytes;
+              if (bytes != 0)
+                std::memcpy(static_cast<uint8_t *>(ctx.outputs[i].getData()) +
+                                o * bytes,
+                            src, bytes);
+              src += bytes;
+            }
+          }
+        });
     return Error::success();
   };
 }
@@ -542,10 +551,10 @@ Expected<std::vector<int64_t>> normalizeIndices(const ir::Node &node,
   for (size_t i = 0; i < values.size(); ++i) {
     int64_t index = values[i];
     if (index < -dim || index >= dim)
-      return nodeError(node, "index " + Twine(index) + " at position " +
-                                 Twine(i) + " of the indices is out of range [" +
-                                 Twine(-dim) + ", " + Twine(dim) +
-                                 ") for axis " + Twine(axis));
+      return nodeError(node,
+                       "index " + Twine(index) + " at position " + Twine(i) +
+                           " of the indices is out of range [" + Twine(-dim) +
+                           ", " + Twine(dim) + ") for axis " + Twine(axis));
     values[i] = index < 0 ? index + dim : index;
   }
   return values;
@@ -610,39 +619,39 @@ Kernel makeScatterKernel(Dims indexDims, Dims dataDims, unsigned axis) {
     // fibers write different output elements, so fibers run in parallel and
     // each applies its updates in increasing axis order: the same order as
     // a sequential row-major walk of the updates.
-    ctx.parallel.run(
-        fibers, std::max<int64_t>(1, kCopyGrainElements / axisLen),
-        [&](int64_t begin, int64_t end) {
-          for (int64_t fiber = begin; fiber < end; ++fiber) {
-            int64_t rest = fiber, uOffset = 0, oOffset = 0;
-            for (size_t d = indexDims.size(); d > 0; --d) {
-              if (d - 1 == axis)
-                continue;
-              int64_t i = rest % indexDims[d - 1];
-              rest /= indexDims[d - 1];
-              uOffset += i * indexStrides[d - 1];
-              oOffset += i * dataStrides[d - 1];
-            }
-            for (int64_t a = 0; a < axisLen; ++a) {
-              int64_t u = uOffset + a * indexStrides[axis];
-              T &target = out[oOffset + (*indices)[u] * dataStrides[axis]];
-              T value = updates[u];
-              if constexpr (R == ScatterReduction::None) {
-                target = value;
-              } else if constexpr (R == ScatterReduction::Add) {
-                if constexpr (std::is_integral_v<T>)
-                  target = wrapAdd(target, value);
-                else
-                  target = target + value;
-              } else {
-                if constexpr (std::is_integral_v<T>)
-                  target = wrapMul(target, value);
-                else
-                  target = target * value;
-              }
-            }
-          }
-        });
+    ctx.parallel.run(fibers, std::max<int64_t>(1, kCopyGrainElements / axisLen),
+                     [&](int64_t begin, int64_t end) {
+                       for (int64_t fiber = begin; fiber < end; ++fiber) {
+                         int64_t rest = fiber, uOffset = 0, oOffset = 0;
+                         for (size_t d = indexDims.size(); d > 0; --d) {
+                           if (d - 1 == axis)
+                             continue;
+                           int64_t i = rest % indexDims[d - 1];
+                           rest /= indexDims[d - 1];
+                           uOffset += i * indexStrides[d - 1];
+                           oOffset += i * dataStrides[d - 1];
+                         }
+                         for (int64_t a = 0; a < axisLen; ++a) {
+                           int64_t u = uOffset + a * indexStrides[axis];
+                           T &target =
+                               out[oOffset + (*indices)[u] * dataStrides[axis]];
+                           T value = updates[u];
+                           if constexpr (R == ScatterReduction::None) {
+                             target = value;
+                           } else if constexpr (R == ScatterReduction::Add) {
+                             if constexpr (std::is_integral_v<T>)
+                               target = wrapAdd(target, value);
+                             else
+                               target = target + value;
+                           } else {
+                             if constexpr (std::is_integral_v<T>)
+                               target = wrapMul(target, value);
+                             else
+                               target = target * value;
+                           }
+                         }
+                       }
+                     });
     return Error::success();
   };
 }
@@ -723,7 +732,8 @@ Kernel selectConstant(const ir::Node &node) {
   // Shape inference has checked that exactly one well-kinded form is there.
   if (ir::TensorDataPtr value = attrs.getTensor("value")) {
     ArrayRef<uint8_t> bytes = value->getBytes();
-    return constantBytesKernel(std::vector<uint8_t>(bytes.begin(), bytes.end()));
+    return constantBytesKernel(
+        std::vector<uint8_t>(bytes.begin(), bytes.end()));
   }
   if (auto value = attrs.getFloat("value_float"))
     return constantBytesKernel(toBytes<float>(*value));

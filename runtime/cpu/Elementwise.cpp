@@ -185,9 +185,7 @@ struct EqualOp {
 };
 /// Bool equality compares truth values, not bytes.
 struct BoolEqualOp {
-  static BoolByte apply(BoolByte a, BoolByte b) {
-    return (a != 0) == (b != 0);
-  }
+  static BoolByte apply(BoolByte a, BoolByte b) { return (a != 0) == (b != 0); }
 };
 /// NaN compares false, as IEEE has it.
 struct GreaterOrEqualOp {
@@ -250,16 +248,15 @@ void runBinary(const BroadcastPlan<2> &plan, const Tensor &aTensor,
   const A *a = aTensor.getData<A>();
   const B *b = bTensor.getData<B>();
   R *out = outTensor.getData<R>();
-  parallel.run(plan.numElements, kElementwiseGrain,
-               [&](int64_t begin, int64_t end) {
-                 forEachRun(plan, begin, end,
-                            [&](int64_t o, const std::array<int64_t, 2> &off,
-                                const std::array<int64_t, 2> &stride,
-                                int64_t n) {
-                              binaryRun<Op>(out + o, a + off[0], stride[0],
-                                            b + off[1], stride[1], n);
-                            });
-               });
+  parallel.run(
+      plan.numElements, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+        forEachRun(plan, begin, end,
+                   [&](int64_t o, const std::array<int64_t, 2> &off,
+                       const std::array<int64_t, 2> &stride, int64_t n) {
+                     binaryRun<Op>(out + o, a + off[0], stride[0], b + off[1],
+                                   stride[1], n);
+                   });
+      });
 }
 
 template <typename Op, typename R, typename A, typename B>
@@ -304,58 +301,56 @@ int64_t intPow(int64_t base, int64_t exponent) {
 /// Pow with an integer base, as passes/ConstantEval computes it: exact with
 /// an integer exponent (a negative exponent gives the truncated reciprocal),
 /// through double with a float exponent. Serial, since it may fail.
-template <typename T, typename E> Kernel makeIntPowKernel(BroadcastPlan<2> plan) {
+template <typename T, typename E>
+Kernel makeIntPowKernel(BroadcastPlan<2> plan) {
   return [plan = std::move(plan)](const KernelContext &ctx) -> Error {
     const T *a = ctx.inputs[0].getData<T>();
     const E *b = ctx.inputs[1].getData<E>();
     T *out = ctx.outputs[0].getData<T>();
     Error err = Error::success();
     bool failed = false;
-    forEachRun(plan, 0, plan.numElements,
-               [&](int64_t o, const std::array<int64_t, 2> &off,
-                   const std::array<int64_t, 2> &stride, int64_t n) {
-                 for (int64_t i = 0; i < n && !failed; ++i) {
-                   int64_t x = a[off[0] + i * stride[0]];
-                   E y = b[off[1] + i * stride[1]];
-                   int64_t value;
-                   if constexpr (std::is_integral_v<E>) {
-                     int64_t e = y;
-                     if (e >= 0) {
-                       value = intPow(x, e);
-                     } else if (x == 0) {
-                       failed = true;
-                       err = nodeError(ctx.node, "0 raised to a negative power");
-                       return;
-                     } else if (x == 1 || x == -1) {
-                       value = (e % 2 != 0) ? x : 1;
-                     } else {
-                       value = 0;
-                     }
-                   } else {
-                     double result =
-                         std::trunc(std::pow(static_cast<double>(x),
-                                             static_cast<double>(y)));
-                     if (!(result >= static_cast<double>(
-                                         std::numeric_limits<T>::min()) &&
-                           result < static_cast<double>(
-                                        std::numeric_limits<T>::max()) +
-                                        1.0)) {
-                       failed = true;
-                       char buffer[32];
-                       std::snprintf(buffer, sizeof(buffer), "%g", result);
-                       err = nodeError(ctx.node, "Pow result " +
-                                                     Twine(buffer) +
-                                                     " does not fit " +
-                                                     ir::dtypeName(
-                                                         ctx.outputs[0]
-                                                             .getDType()));
-                       return;
-                     }
-                     value = static_cast<int64_t>(result);
-                   }
-                   out[o + i] = static_cast<T>(value);
-                 }
-               });
+    forEachRun(
+        plan, 0, plan.numElements,
+        [&](int64_t o, const std::array<int64_t, 2> &off,
+            const std::array<int64_t, 2> &stride, int64_t n) {
+          for (int64_t i = 0; i < n && !failed; ++i) {
+            int64_t x = a[off[0] + i * stride[0]];
+            E y = b[off[1] + i * stride[1]];
+            int64_t value;
+            if constexpr (std::is_integral_v<E>) {
+              int64_t e = y;
+              if (e >= 0) {
+                value = intPow(x, e);
+              } else if (x == 0) {
+                failed = true;
+                err = nodeError(ctx.node, "0 raised to a negative power");
+                return;
+              } else if (x == 1 || x == -1) {
+                value = (e % 2 != 0) ? x : 1;
+              } else {
+                value = 0;
+              }
+            } else {
+              double result = std::trunc(
+                  std::pow(static_cast<double>(x), static_cast<double>(y)));
+              if (!(result >=
+                        static_cast<double>(std::numeric_limits<T>::min()) &&
+                    result <
+                        static_cast<double>(std::numeric_limits<T>::max()) +
+                            1.0)) {
+                failed = true;
+                char buffer[32];
+                std::snprintf(buffer, sizeof(buffer), "%g", result);
+                err = nodeError(
+                    ctx.node, "Pow result " + Twine(buffer) + " does not fit " +
+                                  ir::dtypeName(ctx.outputs[0].getDType()));
+                return;
+              }
+              value = static_cast<int64_t>(result);
+            }
+            out[o + i] = static_cast<T>(value);
+          }
+        });
     return err;
   };
 }
@@ -503,9 +498,9 @@ Expected<Kernel> selectMax(const ir::Node &node) {
   }
   // Fold left to right: out = max(x0, x1), then out = max(out, xk).
   std::vector<BroadcastPlan<2>> plans;
-  plans.push_back(makeBroadcastPlan<2>(
-      outDims, {node.getOperand(0)->getType().getDims(),
-                node.getOperand(1)->getType().getDims()}));
+  plans.push_back(
+      makeBroadcastPlan<2>(outDims, {node.getOperand(0)->getType().getDims(),
+                                     node.getOperand(1)->getType().getDims()}));
   for (unsigned k = 2; k < node.getNumOperands(); ++k)
     plans.push_back(makeBroadcastPlan<2>(
         outDims, {outDims, node.getOperand(k)->getType().getDims()}));
@@ -571,8 +566,8 @@ Expected<Kernel> selectWhere(const ir::Node &node) {
                                  os[i] = c[i] ? xs[i] : yv;
                              } else {
                                for (int64_t i = 0; i < n; ++i)
-                                 os[i] = c[i * s[0]] ? xs[i * s[1]]
-                                                     : ys[i * s[2]];
+                                 os[i] =
+                                     c[i * s[0]] ? xs[i * s[1]] : ys[i * s[2]];
                              }
                            });
               });
@@ -705,8 +700,7 @@ Expected<Kernel> selectCast(const ir::Node &node) {
     });
   return dispatchDType(from, [&](auto fromTag) -> Kernel {
     return dispatchDType(to, [&](auto toTag) -> Kernel {
-      return makeCastKernel<decltype(fromTag)::value,
-                            decltype(toTag)::value>();
+      return makeCastKernel<decltype(fromTag)::value, decltype(toTag)::value>();
     });
   });
 }
@@ -727,9 +721,8 @@ Expected<Kernel> selectDropout(const ir::Node &node) {
     return [seed](const KernelContext &ctx) -> Error {
       const T *x = ctx.inputs[0].getData<T>();
       T *y = ctx.outputs[0].getData<T>();
-      BoolByte *mask = ctx.outputs.size() > 1
-                           ? ctx.outputs[1].getData<BoolByte>()
-                           : nullptr;
+      BoolByte *mask =
+          ctx.outputs.size() > 1 ? ctx.outputs[1].getData<BoolByte>() : nullptr;
       int64_t count = ctx.outputs[0].getNumElements();
       // ONNX defaults: ratio 0.5, training_mode false.
       double ratio =
@@ -745,8 +738,8 @@ Expected<Kernel> selectDropout(const ir::Node &node) {
       if (!(ratio > 0 && ratio < 1)) {
         char buffer[32];
         std::snprintf(buffer, sizeof(buffer), "%g", ratio);
-        return nodeError(ctx.node, "ratio " + Twine(buffer) +
-                                       " is outside [0, 1)");
+        return nodeError(ctx.node,
+                         "ratio " + Twine(buffer) + " is outside [0, 1)");
       }
       // Keep iff u >= ratio with u = bits / 2^24 (see dropoutKeep); kept
       // elements scale by 1 / (1 - ratio) in the element type, as ONNX's
@@ -754,21 +747,19 @@ Expected<Kernel> selectDropout(const ir::Node &node) {
       uint32_t threshold = dropoutThreshold(static_cast<float>(ratio));
       const T scale = T(1) / (T(1) - static_cast<T>(ratio));
       uint64_t key = dropoutKey(seed);
-      ctx.parallel.run(count, kElementwiseGrain,
-                       [&](int64_t begin, int64_t end) {
-                         if (!mask) {
-                           for (int64_t i = begin; i < end; ++i)
-                             y[i] = dropoutBits24(key, i) >= threshold
-                                        ? x[i] * scale
-                                        : T(0);
-                           return;
-                         }
-                         for (int64_t i = begin; i < end; ++i) {
-                           bool keep = dropoutBits24(key, i) >= threshold;
-                           y[i] = keep ? x[i] * scale : T(0);
-                           mask[i] = keep;
-                         }
-                       });
+      ctx.parallel.run(
+          count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+            if (!mask) {
+              for (int64_t i = begin; i < end; ++i)
+                y[i] = dropoutBits24(key, i) >= threshold ? x[i] * scale : T(0);
+              return;
+            }
+            for (int64_t i = begin; i < end; ++i) {
+              bool keep = dropoutBits24(key, i) >= threshold;
+              y[i] = keep ? x[i] * scale : T(0);
+              mask[i] = keep;
+            }
+          });
       return Error::success();
     };
   });

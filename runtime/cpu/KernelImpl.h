@@ -1,4 +1,4 @@
-//===- runtime/cpu/KernelImpl.h - Shared parts of the CPU kernels -*- C++ -*-===//
+//===- runtime/cpu/KernelImpl.h - Shared parts of CPU kernels -*- C++ -*-===//
 //
 // Internal to runtime/cpu: dtype dispatch, error helpers, the broadcast
 // iterator of the elementwise ops, the strided copy of the data-movement ops,
@@ -15,6 +15,7 @@
 #ifndef REMAT_RUNTIME_CPU_KERNELIMPL_H
 #define REMAT_RUNTIME_CPU_KERNELIMPL_H
 
+#include "runtime/DropoutMask.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Support.h"
@@ -173,8 +174,8 @@ inline unsigned normalizeAxis(int64_t axis, int64_t rank) {
 /// each operand's innermost stride is 0 (broadcast) or 1 (contiguous), so the
 /// inner loops specialize on those two cases.
 template <unsigned N> struct BroadcastPlan {
-  Dims dims;                       ///< collapsed output dims, rank >= 1
-  std::array<Dims, N> strides;     ///< per operand, in elements; 0 broadcasts
+  Dims dims;                   ///< collapsed output dims, rank >= 1
+  std::array<Dims, N> strides; ///< per operand, in elements; 0 broadcasts
   int64_t numElements = 0;
 };
 
@@ -301,39 +302,6 @@ void runStridedCopy(const StridedCopyPlan &plan, const void *in, void *out,
 
 /// Copies \p tensor's bytes into \p out unless they are the same memory.
 void copyTensorBytes(const Tensor &in, const Tensor &out);
-
-//===----------------------------------------------------------------------===//
-// Dropout's counter-based generator
-//===----------------------------------------------------------------------===//
-
-/// The SplitMix64 output function (Steele, Lea and Flood 2014).
-inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-constexpr uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ull;
-
-/// \returns the stream key of a Dropout \p seed.
-inline uint64_t dropoutKey(uint64_t seed) { return mix64(seed + kGoldenGamma); }
-
-/// \returns 24 uniform random bits for element \p index of the stream
-/// \p key: element \p index of a SplitMix64 sequence whose state starts at
-/// \p key, so a pure function of (seed, index).
-inline uint32_t dropoutBits24(uint64_t key, uint64_t index) {
-  return static_cast<uint32_t>(mix64(key + (index + 1) * kGoldenGamma) >> 40);
-}
-
-/// \returns the smallest 24-bit value that is kept at \p ratio: u = bits /
-/// 2^24 >= ratio exactly when bits >= ceil(ratio * 2^24) (the product is
-/// exact in double).
-inline uint32_t dropoutThreshold(float ratio) {
-  double scaled = std::ceil(static_cast<double>(ratio) * 16777216.0);
-  if (!(scaled > 0))
-    return 0;
-  return scaled >= 16777216.0 ? 16777216u : static_cast<uint32_t>(scaled);
-}
 
 //===----------------------------------------------------------------------===//
 // Selection, one function per family

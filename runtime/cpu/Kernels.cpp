@@ -27,8 +27,12 @@
 // Note [Unsupported on the CPU]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Attribute and dtype combinations selectKernel() rejects, and why:
-// - Any arithmetic op (Add, MatMul, Softmax, LayerNormalization, Reduce*, ...)
-//   on f16 or bf16: see Note [CPU dtypes]; Cast to f32 first.
+// - Any arithmetic op (Add, MatMul, Softmax, LayerNormalization, Reduce*,
+//   Max, Dropout, ScatterElements "add"/"mul", ...) on f16 or bf16, and Pow
+//   with an f16/bf16 exponent: see Note [CPU dtypes]; Cast to f32 first.
+// - Integer Gemm whose 'alpha' or 'beta' is not a whole number (the product
+//   is computed in the integer type).
+// - MatMul/Gemm with a matrix dim beyond 2^31 - 1 (OpenBLAS takes int).
 // - OneHot with f16/bf16 indices (any dtype works for depth and values).
 // - ScatterElements reduction "max"/"min": opset 18; remat is opset 17 (none,
 //   add, mul). reduction "add"/"mul" on bool: no arithmetic on bool.
@@ -45,15 +49,24 @@
 // - Cast from a float to an integer dtype saturates to the dtype's range and
 //   maps NaN to 0 (C++ leaves it undefined; ONNX does not say).
 // - LayerNormalization computes its statistics in the wider of X's dtype and
-//   stash_type: f32 for f32 X with stash_type 1, f64 for f64 X whatever the
-//   stash_type (remat's shape inference gives f64 X f64 statistics), f64 for
-//   f32 X with stash_type 11 (Y and the statistics then round to f32).
+//   stash_type: f32 for f32 X with stash_type 1 (or 10/16, f16/bf16: never
+//   narrower than X), f64 for f64 X whatever the stash_type (remat's shape
+//   inference gives f64 X f64 statistics, where ONNX would stash f32), f64
+//   for f32 X with stash_type 11 (Y and the statistics then round to f32).
+// - Sums (Softmax, LogSoftmax, LayerNormalization, ReduceSum/Mean, the loss)
+//   accumulate in the element type, sequentially in index order.
 // - SoftmaxCrossEntropyLoss with reduction "mean" divides by the sum of the
 //   weights of the non-ignored labels; when every label is ignored that sum
 //   is 0 and the loss is NaN, as in ONNX's reference implementation
 //   (loss.sum() / gather_weight.sum()) and PyTorch.
 // - Dropout without a 'seed' attribute uses seed 0 (the importer gives every
-//   training-mode Dropout a seed, see DESIGN.md "Training step").
+//   training-mode Dropout a seed, see DESIGN.md "Training step"). The mask
+//   follows runtime/DropoutMask.h; kept elements are x * (1 / (1 - ratio)),
+//   the scale computed in the element type from the ratio operand, as ONNX's
+//   reference and onnxruntime do. The keep decision uses the ratio rounded
+//   to f32 (dropoutKeep takes a float).
+// - Dropout's ratio operand outside [0, 1) in training mode is a run-time
+//   error (a constant one is already refused by shape inference).
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,12 +96,12 @@ std::string dimsStr(ArrayRef<int64_t> dims) {
   return text + "]";
 }
 
-Error unsupportedDType(const ir::Node &node, const Twine &what,
-                       ir::DType dtype, const Twine &supported) {
+Error unsupportedDType(const ir::Node &node, const Twine &what, ir::DType dtype,
+                       const Twine &supported) {
   return nodeError(node, "the cpu backend has no " + node.getOpSpelling() +
                              " kernel for " + what + " of dtype " +
-                             ir::dtypeName(dtype) + " (supported: " +
-                             supported + ")");
+                             ir::dtypeName(dtype) +
+                             " (supported: " + supported + ")");
 }
 
 Error checkRuntimeDims(const ir::Node &node, const Twine &what,
@@ -162,8 +175,8 @@ Dims rowMajorStrides(ArrayRef<int64_t> dims) {
 using namespace detail;
 
 bool dropoutKeep(uint64_t seed, uint64_t index, float ratio) {
-  float u = static_cast<float>(dropoutBits24(dropoutKey(seed), index)) *
-            0x1p-24f;
+  float u =
+      static_cast<float>(dropoutBits24(dropoutKey(seed), index)) * 0x1p-24f;
   return u >= ratio;
 }
 

@@ -106,10 +106,9 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
   if (plan.m == 0 || plan.n == 0)
     return;
   int64_t tilesPerProduct = plan.rowTiles * plan.colTiles;
-  int64_t flopsPerTask =
-      std::max<int64_t>(1, 2 * std::min(plan.m, kTileRows) *
-                               std::min(plan.n, kTileCols) *
-                               std::max<int64_t>(plan.k, 1));
+  int64_t flopsPerTask = std::max<int64_t>(1, 2 * std::min(plan.m, kTileRows) *
+                                                  std::min(plan.n, kTileCols) *
+                                                  std::max<int64_t>(plan.k, 1));
   int64_t grain = std::max<int64_t>(1, kFlopsPerChunk / flopsPerTask);
   parallel.run(plan.numTasks(), grain, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
@@ -121,10 +120,10 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
       int64_t cols = std::min(kTileCols, plan.n - col0);
       // Row r of op(A) starts at r * lda when stored as is, at column r when
       // stored transposed; likewise column j of op(B).
-      const T *aTile = a + plan.aOffsets[product] +
-                       (plan.transA ? row0 : row0 * plan.lda);
-      const T *bTile = b + plan.bOffsets[product] +
-                       (plan.transB ? col0 * plan.ldb : col0);
+      const T *aTile =
+          a + plan.aOffsets[product] + (plan.transA ? row0 : row0 * plan.lda);
+      const T *bTile =
+          b + plan.bOffsets[product] + (plan.transB ? col0 * plan.ldb : col0);
       T *cTile = c + plan.cOffsets[product] + row0 * plan.ldc + col0;
       if (plan.k == 0) {
         // BLAS may leave C untouched for k = 0; the product is 0.
@@ -157,7 +156,8 @@ void runIntProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
       T *cRow = c + plan.cOffsets[product] + i * plan.ldc;
       std::fill(row.begin(), row.end(), T(0));
       for (int64_t p = 0; p < k; ++p) {
-        T aValue = plan.transA ? aBase[p * plan.lda + i] : aBase[i * plan.lda + p];
+        T aValue =
+            plan.transA ? aBase[p * plan.lda + i] : aBase[i * plan.lda + p];
         for (int64_t j = 0; j < n; ++j) {
           T bValue =
               plan.transB ? bBase[j * plan.ldb + p] : bBase[p * plan.ldb + j];
@@ -220,14 +220,16 @@ Expected<Kernel> selectMatMul(const ir::Node &node) {
     Dims batch(rank, 1);
     auto aligned = [&](ArrayRef<int64_t> dims) {
       Dims result(rank, 1);
-      std::copy(dims.begin(), dims.end(), result.begin() + (rank - dims.size()));
+      std::copy(dims.begin(), dims.end(),
+                result.begin() + (rank - dims.size()));
       return result;
     };
     Dims aAligned = aligned(aBatch), bAligned = aligned(bBatch);
     for (size_t d = 0; d < rank; ++d)
       batch[d] = std::max(aAligned[d], bAligned[d]);
     // Matrix strides of each operand's batch dims; 0 where broadcast.
-    Dims aStrides = rowMajorStrides(aAligned), bStrides = rowMajorStrides(bAligned);
+    Dims aStrides = rowMajorStrides(aAligned),
+         bStrides = rowMajorStrides(bAligned);
     int64_t count = product(batch);
     Dims index(rank, 0);
     for (int64_t i = 0; i < count; ++i) {
@@ -328,8 +330,8 @@ Expected<Kernel> selectGemm(const ir::Node &node) {
                                  std::to_string(alpha) + " and " +
                                  std::to_string(beta));
   } else {
-    if (auto err = checkBlasDims(
-            node, {plan.m, plan.n, plan.k, plan.lda, plan.ldb}))
+    if (auto err =
+            checkBlasDims(node, {plan.m, plan.n, plan.k, plan.lda, plan.ldb}))
       return std::move(err);
     useSingleThreadedBlas();
   }
@@ -355,10 +357,9 @@ Expected<Kernel> selectGemm(const ir::Node &node) {
       }
       T productBeta = cPlan ? T(1) : T(0);
       if constexpr (std::is_integral_v<T>)
-        runIntProducts<T>(*shared, static_cast<T>(alpha),
-                          ctx.inputs[0].getData<T>(),
-                          ctx.inputs[1].getData<T>(), productBeta, y,
-                          ctx.parallel);
+        runIntProducts<T>(
+            *shared, static_cast<T>(alpha), ctx.inputs[0].getData<T>(),
+            ctx.inputs[1].getData<T>(), productBeta, y, ctx.parallel);
       else
         runProducts<T>(*shared, static_cast<T>(alpha),
                        ctx.inputs[0].getData<T>(), ctx.inputs[1].getData<T>(),

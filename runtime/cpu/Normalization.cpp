@@ -38,7 +38,8 @@ using ir::DType;
 constexpr int64_t kRowGrainElements = 16 * 1024;
 
 int64_t rowGrain(int64_t rowElements) {
-  return std::max<int64_t>(1, kRowGrainElements / std::max<int64_t>(rowElements, 1));
+  return std::max<int64_t>(1, kRowGrainElements /
+                                  std::max<int64_t>(rowElements, 1));
 }
 
 /// The [outer, n, inner] view of \p dims around \p axis.
@@ -339,12 +340,12 @@ template <typename T, typename L> struct SoftmaxCrossEntropyKernel {
       if (ignoreIndex && label == *ignoreIndex)
         continue;
       if (label < 0 || label >= classes)
-        return nodeError(ctx.node, "label " + Twine(label) + " at position " +
-                                       Twine(i) + " is outside [0, " +
-                                       Twine(classes) + ")" +
-                                       (ignoreIndex ? " and is not ignore_index " +
-                                                          Twine(*ignoreIndex)
-                                                    : Twine("")));
+        return nodeError(
+            ctx.node,
+            "label " + Twine(label) + " at position " + Twine(i) +
+                " is outside [0, " + Twine(classes) + ")" +
+                (ignoreIndex ? " and is not ignore_index " + Twine(*ignoreIndex)
+                             : Twine("")));
     }
 
     // Per-element losses (into the output when not reduced), and the
@@ -424,7 +425,7 @@ Expected<Kernel> selectSoftmaxCrossEntropyLoss(const ir::Node &node) {
   DType labelDType = node.getOperand(1)->getType().getDType();
   const ir::AttrList &attrs = node.getAttrs();
   std::string reductionName = attrs.getString("reduction").value_or("mean");
-  Reduction reduction = reductionName == "none" ? Reduction::None
+  Reduction reduction = reductionName == "none"  ? Reduction::None
                         : reductionName == "sum" ? Reduction::Sum
                                                  : Reduction::Mean;
   std::optional<int64_t> ignoreIndex = attrs.getInt("ignore_index");

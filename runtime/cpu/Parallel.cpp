@@ -41,9 +41,8 @@ void ThreadPoolParallelFor::workerLoop(unsigned workerIndex) {
     int64_t count, numChunks;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      jobReady_.wait(lock, [&] {
-        return stopping_ || generation_ != seenGeneration;
-      });
+      jobReady_.wait(
+          lock, [&] { return stopping_ || generation_ != seenGeneration; });
       if (stopping_)
         return;
       seenGeneration = generation_;
@@ -69,7 +68,8 @@ void ThreadPoolParallelFor::run(
   if (count <= 0)
     return;
   grain = std::max<int64_t>(grain, 1);
-  int64_t numChunks = std::min<int64_t>(numThreads_, (count + grain - 1) / grain);
+  int64_t numChunks =
+      std::min<int64_t>(numThreads_, (count + grain - 1) / grain);
   if (numChunks <= 1 || insideParallelRegion) {
     body(0, count);
     return;

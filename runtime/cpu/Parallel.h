@@ -1,4 +1,4 @@
-//===- runtime/cpu/Parallel.h - A thread pool for the CPU kernels -*- C++ -*-===//
+//===- runtime/cpu/Parallel.h - Thread pool for the CPU kernels -*- C++ -*-===//
 //
 // The CPU backend owns one ThreadPoolParallelFor and hands it to every kernel
 // through KernelContext. How work is split over threads never changes what a

@@ -98,8 +98,7 @@ ReducePlan makeReducePlan(ArrayRef<int64_t> dims, ArrayRef<bool> reduced) {
 
 /// Calls \p fn(offset) for every index of \p groups in row-major order, with
 /// offset the sum of index * stride.
-template <typename Fn>
-void forEachIndex(ArrayRef<Group> groups, Fn &&fn) {
+template <typename Fn> void forEachIndex(ArrayRef<Group> groups, Fn &&fn) {
   size_t rank = groups.size();
   if (rank == 0) {
     fn(int64_t(0));
@@ -283,8 +282,7 @@ Kernel makeDynamicSumKernel(bool keepDims, bool noopWithEmptyAxes) {
     std::vector<int64_t> axes = readInts(ctx.inputs[1]);
     if (axes.empty() && noopWithEmptyAxes) {
       if (auto err = checkRuntimeDims(ctx.node, "an empty axes operand",
-                                      data.getDims(),
-                                      ctx.outputs[0].getDims()))
+                                      data.getDims(), ctx.outputs[0].getDims()))
         return err;
       copyTensorBytes(data, ctx.outputs[0]);
       return Error::success();
@@ -292,10 +290,10 @@ Kernel makeDynamicSumKernel(bool keepDims, bool noopWithEmptyAxes) {
     auto reduced = reducedMask(ctx.node, axes, data.getRank());
     if (!reduced)
       return reduced.takeError();
-    if (auto err = checkRuntimeDims(
-            ctx.node, "axes " + dimsStr(axes),
-            reducedDims(data.getDims(), *reduced, keepDims),
-            ctx.outputs[0].getDims()))
+    if (auto err =
+            checkRuntimeDims(ctx.node, "axes " + dimsStr(axes),
+                             reducedDims(data.getDims(), *reduced, keepDims),
+                             ctx.outputs[0].getDims()))
       return err;
     ReducePlan plan = makeReducePlan(data.getDims(), *reduced);
     runReduce<ReduceKind::Sum, T>(plan, data.getData<T>(),
@@ -335,8 +333,8 @@ Expected<Kernel> selectReduce(const ir::Node &node) {
   auto reduced = reducedMask(node, axes, type.getRank());
   if (!reduced)
     return reduced.takeError();
-  auto plan = std::make_shared<ReducePlan>(
-      makeReducePlan(type.getDims(), *reduced));
+  auto plan =
+      std::make_shared<ReducePlan>(makeReducePlan(type.getDims(), *reduced));
   if (op != OpKind::ReduceSum && plan->reduceCount == 0 && plan->outCount > 0)
     return nodeError(node, "reduces over an empty axis of " + type.str() +
                                " (the " +

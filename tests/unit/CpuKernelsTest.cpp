@@ -17,6 +17,7 @@
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
 #include "passes/ConstantEval.h"
+#include "runtime/DropoutMask.h"
 #include "runtime/Tensor.h"
 
 #include <doctest/doctest.h>
@@ -149,9 +150,8 @@ std::unique_ptr<OneNode> buildDeclared(OpKind op,
     values.push_back(one->graph.addInput("in" + std::to_string(i),
                                          operands[i].data->getType()));
   }
-  one->node = one->graph.createNode(op, values, results,
-                                    resultNames(results.size()),
-                                    std::move(attrs));
+  one->node = one->graph.createNode(
+      op, values, results, resultNames(results.size()), std::move(attrs));
   return one;
 }
 
@@ -215,8 +215,9 @@ TensorDataPtr randomData(const TensorType &type, Rng &rng, double lo,
     } else if (isFloat(dtype)) {
       data->setDouble(i, std::uniform_real_distribution<double>(lo, hi)(rng));
     } else {
-      data->setInt(i, std::uniform_int_distribution<int64_t>(
-                          static_cast<int64_t>(lo), static_cast<int64_t>(hi))(rng));
+      data->setInt(
+          i, std::uniform_int_distribution<int64_t>(
+                 static_cast<int64_t>(lo), static_cast<int64_t>(hi))(rng));
     }
   }
   return data;
@@ -259,12 +260,12 @@ std::string closeDifference(const TensorData &got,
            std::to_string(want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     double g = got.getDouble(i), w = want[i];
-    bool ok = std::isnan(w) ? std::isnan(g)
+    bool ok = std::isnan(w)   ? std::isnan(g)
               : std::isinf(w) ? g == w
                               : std::fabs(g - w) <= atol + rtol * std::fabs(w);
     if (!ok)
-      return "element " + std::to_string(i) + ": got " + number(g) +
-             ", want " + number(w);
+      return "element " + std::to_string(i) + ": got " + number(g) + ", want " +
+             number(w);
   }
   return "";
 }
@@ -426,10 +427,10 @@ TEST_CASE("binary elementwise kernels match ConstantEval on broadcast shapes") {
       {OpKind::Mul, arithmetic},
       {OpKind::Div, arithmetic},
       {OpKind::Mod, arithmetic},
-      {OpKind::Equal, {DType::F32, DType::F64, DType::I64, DType::I32,
-                       DType::Bool}},
-      {OpKind::GreaterOrEqual, {DType::F32, DType::F64, DType::I64,
-                                DType::I32}},
+      {OpKind::Equal,
+       {DType::F32, DType::F64, DType::I64, DType::I32, DType::Bool}},
+      {OpKind::GreaterOrEqual,
+       {DType::F32, DType::F64, DType::I64, DType::I32}},
       {OpKind::And, {DType::Bool}},
       {OpKind::Max, {DType::F32, DType::F64, DType::I64, DType::I32}},
       {OpKind::Pow, {DType::F32, DType::F64, DType::I64, DType::I32}},
@@ -446,8 +447,8 @@ TEST_CASE("binary elementwise kernels match ConstantEval on broadcast shapes") {
         bool isInt = isInteger(dtype);
         double lo = isInt ? (dtype == DType::U8 ? 0 : -9) : -3;
         double hi = isInt ? 9 : 3;
-        auto a = randomData(TensorType(dtype, broadcastFrom(rng, out)), rng,
-                            lo, hi);
+        auto a =
+            randomData(TensorType(dtype, broadcastFrom(rng, out)), rng, lo, hi);
         auto bType = TensorType(dtype, broadcastFrom(rng, out));
         TensorDataPtr b;
         AttrList attributes;
@@ -467,9 +468,9 @@ TEST_CASE("binary elementwise kernels match ConstantEval on broadcast shapes") {
           // Positive float bases; integer bases with small exponents.
           if (!isInt)
             a = randomData(a->getType(), rng, 0.1, 3);
-          b = randomData(TensorType(trial % 2 ? DType::I64 : dtype,
-                                    bType.getDims()),
-                         rng, isInt ? 0 : -2, isInt ? 4 : 2);
+          b = randomData(
+              TensorType(trial % 2 ? DType::I64 : dtype, bType.getDims()), rng,
+              isInt ? 0 : -2, isInt ? 4 : 2);
         } else {
           b = randomData(bType, rng, lo, hi);
         }
@@ -478,9 +479,10 @@ TEST_CASE("binary elementwise kernels match ConstantEval on broadcast shapes") {
           operands.push_back(input(randomData(
               TensorType(dtype, broadcastFrom(rng, out)), rng, lo, hi)));
         auto one = build(opCase.op, operands, 1, attributes);
-        checkAgainstConstantEval(
-            *one, "seed " + std::to_string(seed) + " " + dtypeName(dtype).str() +
-                      " " + a->getType().str() + " op " + b->getType().str());
+        checkAgainstConstantEval(*one, "seed " + std::to_string(seed) + " " +
+                                           dtypeName(dtype).str() + " " +
+                                           a->getType().str() + " op " +
+                                           b->getType().str());
       }
     }
   }
@@ -488,15 +490,17 @@ TEST_CASE("binary elementwise kernels match ConstantEval on broadcast shapes") {
 
 TEST_CASE("Where and Max propagate NaN and broadcast like ConstantEval") {
   uint64_t seed = 5000;
-  for (DType dtype : {DType::F32, DType::F64, DType::I64, DType::F16,
-                      DType::Bool}) {
+  for (DType dtype :
+       {DType::F32, DType::F64, DType::I64, DType::F16, DType::Bool}) {
     for (int trial = 0; trial < 20; ++trial, ++seed) {
       Rng rng(seed);
       Dims out = randomDims(rng, 0, 4, 6, /*allowEmpty=*/true);
       auto cond = randomData(TensorType(DType::Bool, broadcastFrom(rng, out)),
                              rng, 0, 1);
-      auto x = randomData(TensorType(dtype, broadcastFrom(rng, out)), rng, -5, 5);
-      auto y = randomData(TensorType(dtype, broadcastFrom(rng, out)), rng, -5, 5);
+      auto x =
+          randomData(TensorType(dtype, broadcastFrom(rng, out)), rng, -5, 5);
+      auto y =
+          randomData(TensorType(dtype, broadcastFrom(rng, out)), rng, -5, 5);
       auto one = build(OpKind::Where, {input(cond), input(x), input(y)}, 1);
       checkAgainstConstantEval(*one, "Where seed " + std::to_string(seed));
     }
@@ -526,16 +530,24 @@ TEST_CASE("unary kernels match ConstantEval") {
       {OpKind::Sqrt, 0, 10, floats, {}},
       {OpKind::Erf, -3, 3, floats, {}},
       {OpKind::Tanh, -5, 5, floats, {}},
-      {OpKind::Relu, -5, 5,
-       {DType::F32, DType::F64, DType::I64, DType::I32, DType::I8}, {}},
+      {OpKind::Relu,
+       -5,
+       5,
+       {DType::F32, DType::F64, DType::I64, DType::I32, DType::I8},
+       {}},
       {OpKind::Sigmoid, -20, 20, floats, {}},
       {OpKind::Exp, -20, 20, floats, {}},
       {OpKind::Log, 0.001, 100, floats, {}},
-      {OpKind::Neg, -100, 100,
-       {DType::F32, DType::F64, DType::I64, DType::I32, DType::I8}, {}},
+      {OpKind::Neg,
+       -100,
+       100,
+       {DType::F32, DType::F64, DType::I64, DType::I32, DType::I8},
+       {}},
       {OpKind::Gelu, -6, 6, floats, {}},
-      {OpKind::Gelu, -6, 6, floats, attrs({{"approximate", std::string("tanh")}})},
-      {OpKind::Gelu, -6, 6, floats, attrs({{"approximate", std::string("none")}})},
+      {OpKind::Gelu, -6, 6, floats,
+       attrs({{"approximate", std::string("tanh")}})},
+      {OpKind::Gelu, -6, 6, floats,
+       attrs({{"approximate", std::string("none")}})},
   };
   uint64_t seed = 7000;
   for (const OpCase &opCase : cases)
@@ -565,9 +577,9 @@ TEST_CASE("Gelu computes the erf form and the tanh approximation") {
 }
 
 TEST_CASE("Cast matches ConstantEval between every pair of dtypes") {
-  const DType all[] = {DType::F32, DType::F64, DType::F16, DType::BF16,
-                       DType::I64, DType::I32, DType::I8,  DType::U8,
-                       DType::Bool};
+  const DType all[] = {DType::F32,  DType::F64, DType::F16,
+                       DType::BF16, DType::I64, DType::I32,
+                       DType::I8,   DType::U8,  DType::Bool};
   // Values every dtype holds (fractions truncate toward zero).
   const std::vector<double> values = {0, 1, 2.5, 7.75, 100, 127, 0.25, 3};
   for (DType from : all)
@@ -583,8 +595,8 @@ TEST_CASE("Cast matches ConstantEval between every pair of dtypes") {
     }
   // Negative values and integer wrapping, where defined.
   for (DType from : {DType::F32, DType::F64, DType::I64, DType::I32})
-    for (DType to : {DType::F32, DType::I64, DType::I32, DType::I8,
-                     DType::F16}) {
+    for (DType to :
+         {DType::F32, DType::I64, DType::I32, DType::I8, DType::F16}) {
       auto x = doubles(TensorType(from, {4}), {-1, -2.75, -100, -128});
       auto one = build(OpKind::Cast, {input(x)}, 1,
                        attrs({{"to", int64_t(onnxCode(to))}}));
@@ -605,9 +617,9 @@ TEST_CASE("Cast from float to integer saturates and maps NaN to 0") {
                    {1e10, -1e10, nan, 300.5, -5.5, 1e30});
   auto toI32 = build(OpKind::Cast, {input(x)}, 1,
                      attrs({{"to", int64_t(onnxCode(DType::I32))}}));
-  CHECK(runNode(*toI32).outputs[0].toData()->getInts() ==
-        std::vector<int64_t>{2147483647, -2147483648LL, 0, 300, -5,
-                             2147483647});
+  CHECK(
+      runNode(*toI32).outputs[0].toData()->getInts() ==
+      std::vector<int64_t>{2147483647, -2147483648LL, 0, 300, -5, 2147483647});
   auto toU8 = build(OpKind::Cast, {input(x)}, 1,
                     attrs({{"to", int64_t(onnxCode(DType::U8))}}));
   CHECK(runNode(*toU8).outputs[0].toData()->getInts() ==
@@ -633,7 +645,8 @@ TEST_CASE("reductions match ConstantEval") {
         std::vector<int64_t> axes;
         for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d)
           if (rng() % 2)
-            axes.push_back(rng() % 2 ? d : d - static_cast<int64_t>(dims.size()));
+            axes.push_back(rng() % 2 ? d
+                                     : d - static_cast<int64_t>(dims.size()));
         std::shuffle(axes.begin(), axes.end(), rng);
         auto x = randomData(TensorType(dtype, dims), rng, -50, 50);
         if (dtype == DType::F32 && op == OpKind::ReduceMax && trial % 4 == 0 &&
@@ -659,8 +672,8 @@ TEST_CASE("reductions match ConstantEval") {
 }
 
 TEST_CASE("data-movement kernels match ConstantEval") {
-  const DType dtypes[] = {DType::F32, DType::F64, DType::I64, DType::F16,
-                          DType::Bool, DType::I8};
+  const DType dtypes[] = {DType::F32, DType::F64,  DType::I64,
+                          DType::F16, DType::Bool, DType::I8};
   uint64_t seed = 12000;
   auto tag = [&](const std::string &what) {
     return what + " seed " + std::to_string(seed);
@@ -672,14 +685,18 @@ TEST_CASE("data-movement kernels match ConstantEval") {
       std::vector<int64_t> perm;
     };
     const std::vector<Fixed> fixed = {
-        {{2, 16, 12, 64}, {0, 2, 1, 3}}, {{2, 12, 16, 64}, {0, 2, 1, 3}},
-        {{2, 12, 64, 16}, {0, 1, 3, 2}}, {{3, 40, 50}, {0, 2, 1}},
-        {{33, 70}, {1, 0}},              {{9, 1, 40}, {2, 1, 0}},
+        {{2, 16, 12, 64}, {0, 2, 1, 3}},
+        {{2, 12, 16, 64}, {0, 2, 1, 3}},
+        {{2, 12, 64, 16}, {0, 1, 3, 2}},
+        {{3, 40, 50}, {0, 2, 1}},
+        {{33, 70}, {1, 0}},
+        {{9, 1, 40}, {2, 1, 0}},
     };
     for (const Fixed &f : fixed) {
       Rng rng(++seed);
       auto x = randomData(TensorType(DType::F32, f.dims), rng, -1, 1);
-      auto one = build(OpKind::Transpose, {input(x)}, 1, attrs({{"perm", f.perm}}));
+      auto one =
+          build(OpKind::Transpose, {input(x)}, 1, attrs({{"perm", f.perm}}));
       checkAgainstConstantEval(*one, tag("transpose " + dimsText(f.dims)));
     }
     for (DType dtype : dtypes)
@@ -729,11 +746,13 @@ TEST_CASE("data-movement kernels match ConstantEval") {
         for (int i = 0, n = 1 + rng() % 3; i < n; ++i) {
           Dims part = dims;
           part[axis] = rng() % 4;
-          operands.push_back(input(randomData(TensorType(dtype, part), rng, -9, 9)));
+          operands.push_back(
+              input(randomData(TensorType(dtype, part), rng, -9, 9)));
         }
-        auto one = build(OpKind::Concat, operands, 1,
-                         attrs({{"axis", int64_t(rng() % 2 ? axis
-                                                           : axis - int64_t(dims.size()))}}));
+        auto one = build(
+            OpKind::Concat, operands, 1,
+            attrs({{"axis",
+                    int64_t(rng() % 2 ? axis : axis - int64_t(dims.size()))}}));
         checkAgainstConstantEval(*one, tag("concat"));
       }
   }
@@ -755,7 +774,8 @@ TEST_CASE("data-movement kernels match ConstantEval") {
           case 1:
             return std::numeric_limits<int64_t>::min();
           default:
-            return std::uniform_int_distribution<int64_t>(-dim - 2, dim + 2)(rng);
+            return std::uniform_int_distribution<int64_t>(-dim - 2,
+                                                          dim + 2)(rng);
           }
         };
         for (size_t i = 0; i < count; ++i) {
@@ -777,11 +797,10 @@ TEST_CASE("data-movement kernels match ConstantEval") {
           operands.push_back(constant(ints(steps)));
         }
         auto one = build(OpKind::Slice, operands, 1);
-        checkAgainstConstantEval(*one, tag("slice " + dimsText(dims) + " starts " +
-                                           dimsText(starts) + " ends " +
-                                           dimsText(ends) + " axes " +
-                                           dimsText(axes) + " steps " +
-                                           dimsText(steps)));
+        checkAgainstConstantEval(
+            *one, tag("slice " + dimsText(dims) + " starts " +
+                      dimsText(starts) + " ends " + dimsText(ends) + " axes " +
+                      dimsText(axes) + " steps " + dimsText(steps)));
       }
   }
 
@@ -798,8 +817,8 @@ TEST_CASE("data-movement kernels match ConstantEval") {
             shape[i] = 1;
         auto x = randomData(TensorType(dtype, in), rng, -9, 9);
         auto one = build(OpKind::Expand, {input(x), constant(ints(shape))}, 1);
-        checkAgainstConstantEval(*one, tag("expand " + dimsText(in) + " to " +
-                                           dimsText(shape)));
+        checkAgainstConstantEval(
+            *one, tag("expand " + dimsText(in) + " to " + dimsText(shape)));
       }
   }
 
@@ -860,19 +879,19 @@ TEST_CASE("data-movement kernels match ConstantEval") {
     // Constant in each of its forms.
     auto tensor = doubles(TensorType(DType::F64, {2}), {1.5, -2});
     for (AttrList form :
-         {attrs({{"value", TensorDataPtr(tensor)}}), attrs({{"value_float", 2.5f}}),
-          attrs({{"value_int", int64_t(-3)}}),
+         {attrs({{"value", TensorDataPtr(tensor)}}),
+          attrs({{"value_float", 2.5f}}), attrs({{"value_int", int64_t(-3)}}),
           attrs({{"value_floats", std::vector<float>{1, 2, 3}}}),
           attrs({{"value_ints", std::vector<int64_t>{4, 5}}})}) {
       auto one = build(OpKind::Constant, {}, 1, form);
       Outcome outcome = runNode(*one);
       REQUIRE(outcome.error == "");
       auto got = outcome.outputs[0].toData();
-      std::vector<double> want = form.has("value")          ? std::vector<double>{1.5, -2}
-                                 : form.has("value_float") ? std::vector<double>{2.5}
-                                 : form.has("value_int")   ? std::vector<double>{-3}
-                                 : form.has("value_floats")
-                                     ? std::vector<double>{1, 2, 3}
+      std::vector<double> want =
+          form.has("value")          ? std::vector<double>{1.5, -2}
+          : form.has("value_float")  ? std::vector<double>{2.5}
+          : form.has("value_int")    ? std::vector<double>{-3}
+          : form.has("value_floats") ? std::vector<double>{1, 2, 3}
                                      : std::vector<double>{4, 5};
       CHECK(closeDifference(*got, want, 0, 0) == "");
     }
@@ -939,14 +958,22 @@ TEST_CASE("MatMul matches numpy matmul, batched and 1-D") {
     Dims a, b;
   };
   const std::vector<Shapes> shapes = {
-      {{3, 4}, {4, 5}},          {{2, 3, 4}, {4, 5}},
-      {{2, 1, 3, 4}, {5, 4, 6}}, {{5, 4, 6}, {2, 1, 6, 3}},
-      {{4}, {4, 5}},             {{3, 4}, {4}},
-      {{4}, {4}},                {{2, 3, 4}, {4}},
-      {{4}, {2, 4, 5}},          {{3, 0}, {0, 4}},
-      {{0, 3}, {3, 2}},          {{1, 1}, {1, 1}},
-      {{300, 200}, {200, 270}},  {{2, 130, 70}, {2, 70, 300}},
-      {{7, 13, 9}, {9, 1}},      {{1, 9}, {9, 600}},
+      {{3, 4}, {4, 5}},
+      {{2, 3, 4}, {4, 5}},
+      {{2, 1, 3, 4}, {5, 4, 6}},
+      {{5, 4, 6}, {2, 1, 6, 3}},
+      {{4}, {4, 5}},
+      {{3, 4}, {4}},
+      {{4}, {4}},
+      {{2, 3, 4}, {4}},
+      {{4}, {2, 4, 5}},
+      {{3, 0}, {0, 4}},
+      {{0, 3}, {3, 2}},
+      {{1, 1}, {1, 1}},
+      {{300, 200}, {200, 270}},
+      {{2, 130, 70}, {2, 70, 300}},
+      {{7, 13, 9}, {9, 1}},
+      {{1, 9}, {9, 600}},
   };
   uint64_t seed = 20000;
   for (DType dtype : {DType::F32, DType::F64, DType::I64, DType::I32})
@@ -994,7 +1021,8 @@ TEST_CASE("Gemm applies transA, transB, alpha, beta and broadcasts C") {
     for (const GemmCase &g : cases) {
       Rng rng(++seed);
       bool isInt = isInteger(dtype);
-      if (isInt && (g.alpha != std::trunc(g.alpha) || g.beta != std::trunc(g.beta)))
+      if (isInt &&
+          (g.alpha != std::trunc(g.alpha) || g.beta != std::trunc(g.beta)))
         continue;
       Dims aDims = g.transA ? Dims{g.k, g.m} : Dims{g.m, g.k};
       Dims bDims = g.transB ? Dims{g.n, g.k} : Dims{g.k, g.n};
@@ -1007,8 +1035,10 @@ TEST_CASE("Gemm applies transA, transB, alpha, beta and broadcasts C") {
         operands.push_back(input(c));
       }
       auto one = build(OpKind::Gemm, operands, 1,
-                       attrs({{"transA", g.transA}, {"transB", g.transB},
-                              {"alpha", g.alpha}, {"beta", g.beta}}));
+                       attrs({{"transA", g.transA},
+                              {"transB", g.transB},
+                              {"alpha", g.alpha},
+                              {"beta", g.beta}}));
       INFO("seed " << seed << " " << dtypeName(dtype).str() << " m " << g.m
                    << " n " << g.n << " k " << g.k);
       Outcome outcome = runNode(*one);
@@ -1024,7 +1054,7 @@ TEST_CASE("Gemm applies transA, transB, alpha, beta and broadcasts C") {
           if (c) {
             // Unidirectional broadcast of C to [m, n].
             const Dims &cd = *g.c;
-            int64_t ci = cd.size() == 2   ? (cd[0] == 1 ? 0 : i) * cd[1] +
+            int64_t ci = cd.size() == 2 ? (cd[0] == 1 ? 0 : i) * cd[1] +
                                               (cd[1] == 1 ? 0 : j)
                          : cd.size() == 1 ? (cd[0] == 1 ? 0 : j)
                                           : 0;
@@ -1083,7 +1113,8 @@ TEST_CASE("Softmax and LogSoftmax match the definition along every axis") {
         Rng rng(seed);
         Dims dims = randomDims(rng, 1, 4, trial < 15 ? 6 : 70);
         int64_t rank = dims.size();
-        int64_t axis = std::uniform_int_distribution<int64_t>(-rank, rank - 1)(rng);
+        int64_t axis =
+            std::uniform_int_distribution<int64_t>(-rank, rank - 1)(rng);
         // Large magnitudes: the max subtraction must keep exp finite.
         double scale = trial % 3 == 0 ? 500 : 5;
         auto x = randomData(TensorType(dtype, dims), rng, -scale, scale);
@@ -1097,9 +1128,10 @@ TEST_CASE("Softmax and LogSoftmax match the definition along every axis") {
         Outcome outcome = runNode(*one);
         REQUIRE(outcome.error == "");
         double tolerance = dtype == DType::F32 ? 2e-5 : 1e-12;
-        CHECK(closeDifference(*outcome.outputs[0].toData(),
-                              referenceSoftmax(*x, axis, op == OpKind::LogSoftmax),
-                              tolerance, tolerance) == "");
+        CHECK(closeDifference(
+                  *outcome.outputs[0].toData(),
+                  referenceSoftmax(*x, axis, op == OpKind::LogSoftmax),
+                  tolerance, tolerance) == "");
       }
 }
 
@@ -1136,7 +1168,8 @@ TEST_CASE("LayerNormalization matches ONNX's function body") {
       }
       float epsilon = 1e-3f;
       auto one = build(OpKind::LayerNormalization, operands, c.results,
-                       attrs({{"axis", c.axis}, {"epsilon", epsilon},
+                       attrs({{"axis", c.axis},
+                              {"epsilon", epsilon},
                               {"stash_type", c.stashType}}));
       INFO("seed " << seed << " " << x->getType().str() << " axis " << c.axis);
       Outcome outcome = runNode(*one);
@@ -1237,7 +1270,8 @@ LossReference referenceLoss(const TensorData &scores, const TensorData &labels,
     if (reduction == "sum")
       ref.loss = {total};
     else
-      ref.loss = {total / std::accumulate(gathered.begin(), gathered.end(), 0.0)};
+      ref.loss = {total /
+                  std::accumulate(gathered.begin(), gathered.end(), 0.0)};
   }
   return ref;
 }
@@ -1277,7 +1311,8 @@ TEST_CASE("SoftmaxCrossEntropyLoss matches ONNX's reference implementation") {
       if (c.ignoreIndex)
         for (int64_t i = 0; i < labels->getNumElements(); ++i)
           if (rng() % 3 == 0)
-            std::const_pointer_cast<TensorData>(labels)->setInt(i, *c.ignoreIndex);
+            std::const_pointer_cast<TensorData>(labels)->setInt(i,
+                                                                *c.ignoreIndex);
       std::vector<Operand> operands = {input(scores), input(labels)};
       TensorDataPtr weights;
       if (c.weights) {
@@ -1308,12 +1343,14 @@ TEST_CASE("SoftmaxCrossEntropyLoss with every label ignored") {
   auto scores = doubles(TensorType(DType::F32, {2, 3}), {1, 2, 3, 4, 5, 6});
   auto labels = ints({-100, -100});
   // mean: 0 / 0 is NaN, as in ONNX's reference and PyTorch; sum: 0.
-  auto mean = build(OpKind::SoftmaxCrossEntropyLoss, {input(scores), input(labels)},
-                    1, attrs({{"ignore_index", int64_t(-100)}}));
+  auto mean =
+      build(OpKind::SoftmaxCrossEntropyLoss, {input(scores), input(labels)}, 1,
+            attrs({{"ignore_index", int64_t(-100)}}));
   CHECK(std::isnan(runNode(*mean).outputs[0].toData()->getDouble(0)));
-  auto sum = build(OpKind::SoftmaxCrossEntropyLoss, {input(scores), input(labels)},
-                   1, attrs({{"ignore_index", int64_t(-100)},
-                             {"reduction", std::string("sum")}}));
+  auto sum =
+      build(OpKind::SoftmaxCrossEntropyLoss, {input(scores), input(labels)}, 1,
+            attrs({{"ignore_index", int64_t(-100)},
+                   {"reduction", std::string("sum")}}));
   CHECK(runNode(*sum).outputs[0].toData()->getDouble(0) == 0);
 }
 
@@ -1340,9 +1377,9 @@ TEST_CASE("ScatterElements applies updates in row-major order") {
         auto updates = randomData(TensorType(dtype, indexDims), rng, -3, 3);
         AttrList attributes = attrs({{"reduction", std::string(reduction)}});
         attributes.set("axis", rng() % 2 ? axis : axis - rank);
-        auto one = build(OpKind::ScatterElements,
-                         {input(data), input(indices), input(updates)}, 1,
-                         attributes);
+        auto one =
+            build(OpKind::ScatterElements,
+                  {input(data), input(indices), input(updates)}, 1, attributes);
         // The reference: a sequential walk in the element type.
         auto want = std::make_shared<TensorData>(*data);
         std::vector<int64_t> indexStrides(rank, 1), dataStrides(rank, 1);
@@ -1365,17 +1402,17 @@ TEST_CASE("ScatterElements applies updates in row-major order") {
           if (dtype == DType::F32) {
             float old = float(want->getDouble(target));
             float value = float(updates->getDouble(u));
-            want->setDouble(target, r == "none" ? value
+            want->setDouble(target, r == "none"  ? value
                                     : r == "add" ? old + value
                                                  : old * value);
           } else if (dtype == DType::F64) {
             double old = want->getDouble(target), value = updates->getDouble(u);
-            want->setDouble(target, r == "none" ? value
+            want->setDouble(target, r == "none"  ? value
                                     : r == "add" ? old + value
                                                  : old * value);
           } else {
             int64_t old = want->getInt(target), value = updates->getInt(u);
-            want->setInt(target, r == "none" ? value
+            want->setInt(target, r == "none"  ? value
                                  : r == "add" ? old + value
                                               : old * value);
           }
@@ -1396,22 +1433,21 @@ TEST_CASE("OneHot writes on values at indices and off values elsewhere") {
   auto values = doubles(TensorType(DType::F32, {2}), {-1, 5});
   // indices [2, 2]: -1 means depth - 1; 4 is out of range (all off).
   auto indices = ints({0, -1, 4, 2});
-  auto indexData = std::make_shared<TensorData>(TensorType(DType::I64, {2, 2}),
-                                                std::vector<uint8_t>(
-                                                    indices->getBytes().begin(),
-                                                    indices->getBytes().end()));
-  auto last = build(OpKind::OneHot,
-                    {input(indexData), constant(scalarOf(DType::I64, 3)),
-                     input(values)},
-                    1);
+  auto indexData = std::make_shared<TensorData>(
+      TensorType(DType::I64, {2, 2}),
+      std::vector<uint8_t>(indices->getBytes().begin(),
+                           indices->getBytes().end()));
+  auto last = build(
+      OpKind::OneHot,
+      {input(indexData), constant(scalarOf(DType::I64, 3)), input(values)}, 1);
   REQUIRE(last->node->getResult(0)->getType().str() == "f32[2,2,3]");
   CHECK(closeDifference(*runNode(*last).outputs[0].toData(),
                         {5, -1, -1, -1, -1, 5, -1, -1, -1, -1, -1, 5}, 0,
                         0) == "");
-  auto first = build(OpKind::OneHot,
-                     {input(indexData), constant(scalarOf(DType::F32, 3.7)),
-                      input(values)},
-                     1, attrs({{"axis", int64_t(0)}}));
+  auto first = build(
+      OpKind::OneHot,
+      {input(indexData), constant(scalarOf(DType::F32, 3.7)), input(values)}, 1,
+      attrs({{"axis", int64_t(0)}}));
   REQUIRE(first->node->getResult(0)->getType().str() == "f32[3,2,2]");
   // out[c, i, j] = on where indices[i, j] == c.
   CHECK(closeDifference(*runNode(*first).outputs[0].toData(),
@@ -1421,8 +1457,8 @@ TEST_CASE("OneHot writes on values at indices and off values elsewhere") {
   auto floatIndices = doubles(TensorType(DType::F64, {3}), {1.9, -0.5, -1.2});
   auto intValues = TensorData::fromInts(TensorType(DType::I32, {2}), {0, 1});
   auto truncated = build(OpKind::OneHot,
-                         {input(floatIndices), constant(scalarOf(DType::I64, 2)),
-                          input(intValues)},
+                         {input(floatIndices),
+                          constant(scalarOf(DType::I64, 2)), input(intValues)},
                          1);
   CHECK(runNode(*truncated).outputs[0].toData()->getInts() ==
         std::vector<int64_t>{0, 1, 1, 0, 0, 1});
@@ -1431,7 +1467,8 @@ TEST_CASE("OneHot writes on values at indices and off values elsewhere") {
 TEST_CASE("Split evenly and by the split operand") {
   Rng rng(34000);
   auto x = randomData(TensorType(DType::F32, {4, 6, 3}), rng, -1, 1);
-  auto even = build(OpKind::Split, {input(x)}, 3, attrs({{"axis", int64_t(1)}}));
+  auto even =
+      build(OpKind::Split, {input(x)}, 3, attrs({{"axis", int64_t(1)}}));
   Outcome outcome = runNode(*even);
   REQUIRE(outcome.error == "");
   auto sliceOf = [&](int64_t begin, int64_t size) {
@@ -1451,9 +1488,11 @@ TEST_CASE("Split evenly and by the split operand") {
                        attrs({{"axis", int64_t(-2)}}));
   outcome = runNode(*bySizes);
   REQUIRE(outcome.error == "");
-  CHECK(closeDifference(*outcome.outputs[0].toData(), sliceOf(0, 1), 0, 0) == "");
+  CHECK(closeDifference(*outcome.outputs[0].toData(), sliceOf(0, 1), 0, 0) ==
+        "");
   CHECK(outcome.outputs[1].getType().str() == "f32[4,0,3]");
-  CHECK(closeDifference(*outcome.outputs[2].toData(), sliceOf(1, 5), 0, 0) == "");
+  CHECK(closeDifference(*outcome.outputs[2].toData(), sliceOf(1, 5), 0, 0) ==
+        "");
 }
 
 //===----------------------------------------------------------------------===//
@@ -1491,8 +1530,10 @@ TEST_CASE("Dropout masks are a pure function of seed and element index") {
   REQUIRE(a.error == "");
   REQUIRE(b.error == "");
   // Same seed: the same mask and output, bit for bit, on any thread count.
-  CHECK(bitwiseDifference(*a.outputs[1].toData(), *b.outputs[1].toData()) == "");
-  CHECK(bitwiseDifference(*a.outputs[0].toData(), *b.outputs[0].toData()) == "");
+  CHECK(bitwiseDifference(*a.outputs[1].toData(), *b.outputs[1].toData()) ==
+        "");
+  CHECK(bitwiseDifference(*a.outputs[0].toData(), *b.outputs[0].toData()) ==
+        "");
   // A second node with the same seed (a recomputed Dropout) too.
   auto again = dropoutNode(x, ratio, true, 1234);
   CHECK(bitwiseDifference(*runNode(*again).outputs[1].toData(),
@@ -1548,6 +1589,15 @@ TEST_CASE("Dropout's generator is pinned") {
   // ratio 0 keeps everything; the threshold test is u >= ratio.
   for (uint64_t i = 0; i < 1000; ++i)
     CHECK(dropoutKeep(7, i, 0.0f));
+  // The kernels' integer threshold decides exactly like u >= ratio.
+  uint64_t key = dropoutKey(7);
+  for (float ratio : {1e-8f, 0.1f, 0.3f, 0.5f, 0.9f, 0.99999994f}) {
+    uint32_t threshold = dropoutThreshold(ratio);
+    for (uint64_t i = 0; i < 20000; ++i)
+      CHECK_MESSAGE(dropoutKeep(7, i, ratio) ==
+                        (dropoutBits24(key, i) >= threshold),
+                    "ratio " << ratio << " index " << i);
+  }
 }
 
 TEST_CASE("Dropout outside training mode is the identity") {
@@ -1566,10 +1616,11 @@ TEST_CASE("Dropout outside training mode is the identity") {
       CHECK(outcome.outputs[1].toData()->getInt(i) == 1);
   }
   // Training with the default ratio 0.5 and without a mask result.
-  auto noMask = build(OpKind::Dropout,
-                      {input(x), input(scalarOf(DType::F64, 0.5)),
-                       input(TensorData::fromInts(TensorType(DType::Bool, {}), {1}))},
-                      1, attrs({{"seed", int64_t(3)}}));
+  auto noMask =
+      build(OpKind::Dropout,
+            {input(x), input(scalarOf(DType::F64, 0.5)),
+             input(TensorData::fromInts(TensorType(DType::Bool, {}), {1}))},
+            1, attrs({{"seed", int64_t(3)}}));
   Outcome outcome = runNode(*noMask);
   REQUIRE(outcome.error == "");
   auto y = outcome.outputs[0].toData();
@@ -1593,18 +1644,22 @@ TEST_CASE("kernels give the same bits on 1 and 4 threads") {
   auto f32 = [&](Dims dims) {
     return randomData(TensorType(DType::F32, dims), rng, -2, 2);
   };
-  cases.push_back({"MatMul", build(OpKind::MatMul,
-                                   {input(f32({300, 200})), input(f32({200, 700}))}, 1)});
-  cases.push_back({"batched MatMul",
-                   build(OpKind::MatMul,
-                         {input(f32({8, 64, 96})), input(f32({8, 96, 64}))}, 1)});
+  cases.push_back(
+      {"MatMul", build(OpKind::MatMul,
+                       {input(f32({300, 200})), input(f32({200, 700}))}, 1)});
+  cases.push_back(
+      {"batched MatMul",
+       build(OpKind::MatMul, {input(f32({8, 64, 96})), input(f32({8, 96, 64}))},
+             1)});
   cases.push_back({"MatMul with N = 1",
-                   build(OpKind::MatMul, {input(f32({1000, 1000})), input(f32({1000}))}, 1)});
+                   build(OpKind::MatMul,
+                         {input(f32({1000, 1000})), input(f32({1000}))}, 1)});
   cases.push_back({"Gemm", build(OpKind::Gemm,
-                                 {input(f32({500, 300})), input(f32({400, 300})),
-                                  input(f32({400}))},
+                                 {input(f32({500, 300})),
+                                  input(f32({400, 300})), input(f32({400}))},
                                  1, attrs({{"transB", int64_t(1)}}))});
-  cases.push_back({"Softmax", build(OpKind::Softmax, {input(f32({256, 1000}))}, 1)});
+  cases.push_back(
+      {"Softmax", build(OpKind::Softmax, {input(f32({256, 1000}))}, 1)});
   cases.push_back({"Softmax on a middle axis",
                    build(OpKind::Softmax, {input(f32({64, 50, 40}))}, 1,
                          attrs({{"axis", int64_t(1)}}))});
@@ -1613,19 +1668,22 @@ TEST_CASE("kernels give the same bits on 1 and 4 threads") {
                          {input(f32({2000, 500})), constant(ints({1}))}, 1)});
   cases.push_back({"ReduceSum over leading dims",
                    build(OpKind::ReduceSum,
-                         {input(f32({50, 40, 3000})), constant(ints({0, 1}))}, 1,
-                         attrs({{"keepdims", int64_t(0)}}))});
-  cases.push_back({"ReduceMean", build(OpKind::ReduceMean, {input(f32({300, 777}))}, 1,
-                                       attrs({{"axes", std::vector<int64_t>{-1}}}))});
-  cases.push_back({"LayerNormalization",
-                   build(OpKind::LayerNormalization,
-                         {input(f32({256, 768})), input(f32({768})), input(f32({768}))},
-                         3)});
-  cases.push_back({"SoftmaxCrossEntropyLoss",
-                   build(OpKind::SoftmaxCrossEntropyLoss,
-                         {input(f32({512, 300})),
-                          input(randomData(TensorType(DType::I64, {512}), rng, 0, 299))},
-                         2)});
+                         {input(f32({50, 40, 3000})), constant(ints({0, 1}))},
+                         1, attrs({{"keepdims", int64_t(0)}}))});
+  cases.push_back(
+      {"ReduceMean", build(OpKind::ReduceMean, {input(f32({300, 777}))}, 1,
+                           attrs({{"axes", std::vector<int64_t>{-1}}}))});
+  cases.push_back(
+      {"LayerNormalization",
+       build(OpKind::LayerNormalization,
+             {input(f32({256, 768})), input(f32({768})), input(f32({768}))},
+             3)});
+  cases.push_back(
+      {"SoftmaxCrossEntropyLoss",
+       build(OpKind::SoftmaxCrossEntropyLoss,
+             {input(f32({512, 300})),
+              input(randomData(TensorType(DType::I64, {512}), rng, 0, 299))},
+             2)});
   for (Case &c : cases) {
     INFO(c.name);
     REQUIRE(c.node->error == "");
@@ -1640,6 +1698,20 @@ TEST_CASE("kernels give the same bits on 1 and 4 threads") {
       CHECK(bitwiseDifference(*parallel.outputs[i].toData(),
                               *serial.outputs[i].toData()) == "");
   }
+}
+
+extern "C" int openblas_get_num_threads(void);
+
+TEST_CASE("selecting a MatMul pins OpenBLAS to one thread") {
+  // Note [OpenBLAS threads] in runtime/cpu/Linalg.cpp: OpenBLAS's own
+  // threading changes bits, so remat splits GEMMs itself.
+  Rng rng(41000);
+  auto a = randomData(TensorType(DType::F32, {4, 4}), rng, -1, 1);
+  auto one = build(OpKind::MatMul, {input(a), input(a)}, 1);
+  auto kernel = selectKernel(*one->node);
+  if (!kernel)
+    FAIL(errorToString(kernel.takeError()));
+  CHECK(openblas_get_num_threads() == 1);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1661,13 +1733,12 @@ TEST_CASE("unsupported combinations are refused at selection, naming them") {
 
   auto data = randomData(TensorType(DType::F32, {3, 3}), rng, -1, 1);
   auto indices = ints({0, 1, 2, 0, 1, 2, 0, 1, 2});
-  auto indexData = TensorData::fromInts(TensorType(DType::I64, {3, 3}),
-                                        indices->getInts());
+  auto indexData =
+      TensorData::fromInts(TensorType(DType::I64, {3, 3}), indices->getInts());
   for (const char *reduction : {"max", "min"}) {
-    auto one = buildDeclared(OpKind::ScatterElements,
-                             {input(data), input(indexData), input(data)},
-                             {data->getType()},
-                             attrs({{"reduction", std::string(reduction)}}));
+    auto one = buildDeclared(
+        OpKind::ScatterElements, {input(data), input(indexData), input(data)},
+        {data->getType()}, attrs({{"reduction", std::string(reduction)}}));
     CHECK(errorOf(*one) ==
           std::string("select: ScatterElements '%y': attribute 'reduction' is "
                       "\"") +
@@ -1698,7 +1769,8 @@ TEST_CASE("unsupported combinations are refused at selection, naming them") {
 TEST_CASE("value-dependent errors are reported when the kernel runs") {
   Rng rng(51000);
   auto data = randomData(TensorType(DType::F32, {5, 2}), rng, -1, 1);
-  CHECK(errorOf(*build(OpKind::Gather, {input(data), input(ints({0, 5, 1}))}, 1)) ==
+  CHECK(errorOf(
+            *build(OpKind::Gather, {input(data), input(ints({0, 5, 1}))}, 1)) ==
         "run: Gather '%y': index 5 at position 1 of the indices is out of "
         "range [-5, 5) for axis 0");
   CHECK(errorOf(*build(OpKind::Gather,
@@ -1707,10 +1779,13 @@ TEST_CASE("value-dependent errors are reported when the kernel runs") {
         "range [-5, 5) for axis 0");
 
   auto numerators = ints({7, 8, 9});
-  CHECK(errorOf(*build(OpKind::Div, {input(numerators), input(ints({1, 0, 2}))}, 1)) ==
-        "run: Div '%y': integer division by zero (element 1 of operand 1 is 0)");
-  CHECK(errorOf(*build(OpKind::Mod, {input(numerators), input(ints({0}))}, 1)) ==
-        "run: Mod '%y': integer division by zero (element 0 of operand 1 is 0)");
+  CHECK(
+      errorOf(*build(OpKind::Div, {input(numerators), input(ints({1, 0, 2}))},
+                     1)) ==
+      "run: Div '%y': integer division by zero (element 1 of operand 1 is 0)");
+  CHECK(
+      errorOf(*build(OpKind::Mod, {input(numerators), input(ints({0}))}, 1)) ==
+      "run: Mod '%y': integer division by zero (element 0 of operand 1 is 0)");
 
   auto scores = randomData(TensorType(DType::F32, {2, 3}), rng, -1, 1);
   CHECK(errorOf(*build(OpKind::SoftmaxCrossEntropyLoss,
@@ -1724,8 +1799,9 @@ TEST_CASE("value-dependent errors are reported when the kernel runs") {
         "[0, 3) and is not ignore_index -100");
 
   // A runtime shape operand that contradicts the declared result.
-  auto reshape = buildDeclared(OpKind::Reshape, {input(data), input(ints({5, 2}))},
-                               {TensorType(DType::F32, {2, 5})});
+  auto reshape =
+      buildDeclared(OpKind::Reshape, {input(data), input(ints({5, 2}))},
+                    {TensorType(DType::F32, {2, 5})});
   CHECK(errorOf(*reshape) ==
         "run: Reshape '%y': shape [5, 2] gives dims [5, 2], but the node "
         "declares [2, 5]");

@@ -1,5 +1,5 @@
-//===- driver/OutputFile.cpp - Writing outputs atomically -----------------===//
-#include "driver/OutputFile.h"
+//===- ir/OutputFile.cpp - Writing outputs atomically -----------------===//
+#include "ir/OutputFile.h"
 
 #include "ir/Support.h"
 
@@ -7,7 +7,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
-namespace remat::driver {
+namespace remat {
 
 llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef contents) {
   if (path == "-") {
@@ -43,4 +43,4 @@ llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef contents) {
   return llvm::Error::success();
 }
 
-} // namespace remat::driver
+} // namespace remat

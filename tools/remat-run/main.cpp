@@ -1,0 +1,15 @@
+//===- tools/remat-run/main.cpp - Run and time training steps -------------===//
+//
+// remat-run MODEL [--bind ...] [--input NAME=FILE.pb ...] [--steps N]
+//           [--threads N] [--dump DIR]
+// Everything lives in the driver library so that tests can call it.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/RunDriver.h"
+
+#include "llvm/Support/InitLLVM.h"
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  return remat::driver::runMain(argc, argv);
+}
