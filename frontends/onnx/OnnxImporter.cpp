@@ -686,6 +686,31 @@ Error Importer::importInputs() {
     Value *value = graph_->addInput(info.name(), *type);
     values_[info.name()] = value;
   }
+  // A binding that names no symbolic dim of the model is a typo or a model
+  // other than the user thinks: say so rather than ignore it.
+  llvm::SmallVector<std::string, 4> known;
+  auto collect = [&](const auto &infos) {
+    for (const onnx::ValueInfoProto &info : infos)
+      for (const auto &dim : info.type().tensor_type().shape().dim())
+        if (dim.has_dim_param() && !dim.dim_param().empty() &&
+            !llvm::is_contained(known, dim.dim_param()))
+          known.push_back(dim.dim_param());
+  };
+  collect(graphProto_.input());
+  collect(graphProto_.output());
+  collect(graphProto_.value_info());
+  for (const auto &binding : options_.bindings) {
+    if (llvm::is_contained(known, binding.getKey()))
+      continue;
+    std::string names;
+    for (const std::string &name : known)
+      names += (names.empty() ? "'" : ", '") + name + "'";
+    return fileError("--bind names '" + binding.getKey() +
+                     "', which is no symbolic dim of the model (" +
+                     (names.empty() ? std::string("it has none")
+                                    : "its symbolic dims: " + names) +
+                     ")");
+  }
   return Error::success();
 }
 
