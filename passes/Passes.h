@@ -51,6 +51,18 @@ private:
   int64_t maxElements_ = 1024;
 };
 
+/// Turns every Dropout into the identity (training_mode false), as a model
+/// in inference mode computes it: for comparing with references that were
+/// computed without dropout. Unused training-mode constants are left to dce.
+class DisableDropoutPass : public Pass {
+public:
+  llvm::StringRef getName() const override { return "disable-dropout"; }
+  llvm::StringRef getSummary() const override {
+    return "make every Dropout the identity (training_mode false)";
+  }
+  llvm::Expected<bool> run(ir::Graph &graph) override;
+};
+
 /// Runs fold-constants, cse and dce until none changes the graph (or
 /// max-iterations rounds), then checks every type against shape inference.
 /// With dims bound at import, every shape chain of a transformer export

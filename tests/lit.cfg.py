@@ -10,6 +10,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.remat_obj_root, "tests")
 
 config.substitutions.append(("%remat-opt", os.path.join(config.remat_tools_dir, "remat-opt")))
+config.substitutions.append(("%remat-run", os.path.join(config.remat_tools_dir, "remat-run")))
 config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("%not", config.not_tool))
 config.substitutions.append(("%python", config.python))
@@ -19,10 +20,11 @@ config.substitutions.append(("%test-python", config.test_python))
 # it in .venv) declare `REQUIRES: onnx`; without it lit reports them
 # UNSUPPORTED, visibly, instead of passing.
 import subprocess
-if subprocess.run([config.test_python, "-c", "import onnx"],
-                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
-    config.available_features.add("onnx")
-else:
-    lit_config.note("the onnx Python package is missing: ONNX checker tests are unsupported")
+for package in ["onnx", "onnxruntime"]:
+    if subprocess.run([config.test_python, "-c", "import " + package],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+        config.available_features.add(package)
+    else:
+        lit_config.note("the %s Python package is missing: tests that need it are unsupported" % package)
 config.environment["PATH"] = os.pathsep.join(
     [config.remat_tools_dir, os.path.dirname(config.filecheck), config.environment.get("PATH", "")])

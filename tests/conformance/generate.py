@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Writes ONNX's backend node test cases for the ops remat supports.
+
+For every case of onnx.backend.test.case.node.collect_testcases() whose nodes
+are all default-domain ops that remat imports (the OP(Name, "", ...) entries
+of ir/Ops.def, plus the ops the importer converts), this writes what
+`python -m onnx.backend.test.cmd_tools generate-data` writes:
+
+    OUT/<test_name>/model.onnx
+    OUT/<test_name>/test_data_set_0/input_<i>.pb, output_<i>.pb
+
+and OUT/cases.txt, one case name a line. Cases left out are counted by reason
+on stderr, so that nothing is dropped unseen.
+
+ONNX generates each case at the newest opset of its op (Cast at 28, Reshape
+at 25, ...), while remat imports opsets 13-20. Where every op of a case only
+gained types (int4, float8, ...) or an attribute the case leaves at its
+default after opset 20 (RETARGET below), the case is written with opset 20
+and IR version 9 instead: the semantics the case checks are those of opset
+20. So are cases above opset 20 whose ops did not change since opset 20 (an
+expanded function at opset 21 that uses Div). Other cases above opset 20 are
+left out.
+
+Takes about 20 s (most of it ONNX computing the expected outputs with numpy).
+"""
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import sys
+import time
+
+MAX_OPSET = 20
+# The IR version that opset 20 came with.
+RETARGET_IR_VERSION = 9
+
+# Ops the importer accepts although Ops.def does not list them under the
+# default domain: it converts them (OnnxImporter.cpp, convertNode).
+IMPORTER_CONVERSIONS = {
+    "Flatten": "converted to Reshape",
+    "GatherND": "converted to Reshape + Gather (constant indices only)",
+    "Gelu": "imported as remat.Gelu (opset 20)",
+}
+
+# Ops whose versions after opset 20 change nothing a case at opset 20 could
+# not express: new element types, or a new attribute the case must leave
+# unset (checked per node against the opset-20 schema). Such cases are
+# retargeted to opset 20.
+RETARGET = {
+    "Cast": "21-25 add 4-bit, 2-bit and float8e8m0 types; 'round_mode' (25) "
+            "only affects float8/float4",
+    "Constant": "21-25 add types",
+    "ConstantOfShape": "21-25 add types",
+    "Dropout": "22 adds bfloat16 and float8 types",
+    "Flatten": "21-25 add types",
+    "Identity": "21-25 add types",
+    "Mod": "28 allows floating-point inputs with fmod=0 (A - floor(A/B)*B)",
+    "OneHot": "28 adds bfloat16 values",
+    "Range": "27 adds float16/bfloat16 and 'stash_type'",
+    "Reshape": "21-25 add types",
+    "Shape": "21-25 add types",
+    "Squeeze": "21-25 add types",
+    "Transpose": "21-25 add types",
+    "Unsqueeze": "21-25 add types",
+}
+
+
+def read_ops(ops_def):
+    ops = set()
+    with open(ops_def) as f:
+        for line in f:
+            m = re.match(r'\s*OP\((\w+),\s*"",', line)
+            if m:
+                ops.add(m.group(1))
+    if not ops:
+        sys.exit(f"error: no default-domain ops found in '{ops_def}'")
+    return ops
+
+
+def default_opset(model):
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx"):
+            return opset.version
+    return None
+
+
+def retarget(model, onnx):
+    """Sets the model's default opset to MAX_OPSET if every node allows it.
+    \returns None on success, else why not."""
+    version = default_opset(model)
+    for node in model.graph.node:
+        schema = onnx.defs.get_schema(node.op_type, MAX_OPSET)
+        unchanged = onnx.defs.get_schema(
+            node.op_type, version).since_version == schema.since_version
+        if not unchanged and node.op_type not in RETARGET:
+            return f"{node.op_type} changed after opset {MAX_OPSET}"
+        for attr in node.attribute:
+            if attr.name not in schema.attributes:
+                return (f"attribute '{attr.name}' of {node.op_type} is new "
+                        f"after opset {MAX_OPSET}")
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx"):
+            opset.version = MAX_OPSET
+    model.ir_version = RETARGET_IR_VERSION
+    return None
+
+
+def select(case, ops, onnx):
+    """\returns None if the case is written (retargeted if needed), else the
+    reason it is left out."""
+    model = case.model
+    if model is None:
+        return "no model"
+    for opset in model.opset_import:
+        if opset.domain not in ("", "ai.onnx"):
+            return f"domain '{opset.domain}'"
+    unsupported = sorted({n.op_type for n in model.graph.node
+                          if n.domain not in ("", "ai.onnx") or
+                          (n.op_type not in ops and
+                           n.op_type not in IMPORTER_CONVERSIONS)})
+    if unsupported:
+        return "ops not in remat: " + ", ".join(unsupported)
+    for value in list(model.graph.input) + list(model.graph.output):
+        if not value.type.HasField("tensor_type"):
+            return "a non-tensor graph input or output"
+    if default_opset(model) > MAX_OPSET:
+        why = retarget(model, onnx)
+        if why is not None:
+            return why
+    return None
+
+
+def write_case(case, out_dir, numpy_helper, TensorProto):
+    case_dir = os.path.join(out_dir, case.name)
+    os.makedirs(case_dir)
+    with open(os.path.join(case_dir, "model.onnx"), "wb") as f:
+        f.write(case.model.SerializeToString())
+    for i, (inputs, outputs) in enumerate(case.data_sets):
+        data_dir = os.path.join(case_dir, f"test_data_set_{i}")
+        os.makedirs(data_dir)
+        graph = case.model.graph
+        for kind, values, infos in (("input", inputs, graph.input),
+                                    ("output", outputs, graph.output)):
+            for j, value in enumerate(values):
+                if isinstance(value, TensorProto):
+                    proto = value
+                else:
+                    proto = numpy_helper.from_array(value, infos[j].name)
+                with open(os.path.join(data_dir, f"{kind}_{j}.pb"), "wb") as f:
+                    f.write(proto.SerializeToString())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops-def", required=True, help="ir/Ops.def")
+    parser.add_argument("-o", "--output", required=True,
+                        help="directory to write (replaced)")
+    args = parser.parse_args()
+
+    start = time.time()
+    try:
+        import warnings
+        import onnx
+        from onnx import TensorProto, numpy_helper
+        from onnx.backend.test.case import node as node_cases
+    except ImportError:
+        print("SKIPPED: onnx Python package not installed", file=sys.stderr)
+        return 77
+
+    ops = read_ops(args.ops_def)
+    with warnings.catch_warnings():
+        # The generators overflow casts and divide by zero on purpose.
+        warnings.simplefilter("ignore")
+        cases = node_cases.collect_testcases()
+
+    if os.path.exists(args.output):
+        shutil.rmtree(args.output)
+    os.makedirs(args.output)
+    written = []
+    left_out = collections.Counter()
+    retargeted = 0
+    for case in sorted(cases, key=lambda c: c.name):
+        before = default_opset(case.model) if case.model else None
+        why = select(case, ops, onnx)
+        if why is not None:
+            # Ops remat lacks are the bulk; count them as one reason.
+            left_out["ops not in remat" if why.startswith("ops not") else why] += 1
+            continue
+        if default_opset(case.model) != before:
+            retargeted += 1
+        write_case(case, args.output, numpy_helper, TensorProto)
+        written.append(case.name)
+    with open(os.path.join(args.output, "cases.txt"), "w") as f:
+        f.write("".join(name + "\n" for name in written))
+
+    print(f"generate.py: wrote {len(written)} of {len(cases)} ONNX node test "
+          f"cases to {args.output} ({retargeted} retargeted to opset "
+          f"{MAX_OPSET}) in {time.time() - start:.1f} s; left out:",
+          file=sys.stderr)
+    for why, count in sorted(left_out.items()):
+        print(f"  {count:5d}  {why}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
