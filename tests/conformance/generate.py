@@ -12,6 +12,11 @@ of ir/Ops.def, plus the ops the importer converts), this writes what
 and OUT/cases.txt, one case name a line. Cases left out are counted by reason
 on stderr, so that nothing is dropped unseen.
 
+remat compiles static shapes: inputs that decide a result's shape (Reshape's
+shape, Slice's starts, the axes of Squeeze, ...; STATIC_OPERANDS below) are
+written as initializers holding the case's data, as --bind fixes symbolic
+dims; the other inputs stay inputs.
+
 ONNX generates each case at the newest opset of its op (Cast at 28, Reshape
 at 25, ...), while remat imports opsets 13-20. Where every op of a case only
 gained types (int4, float8, ...) or an attribute the case leaves at its
@@ -19,7 +24,9 @@ default after opset 20 (RETARGET below), the case is written with opset 20
 and IR version 9 instead: the semantics the case checks are those of opset
 20. So are cases above opset 20 whose ops did not change since opset 20 (an
 expanded function at opset 21 that uses Div). Other cases above opset 20 are
-left out.
+left out. Cases below opset 13 (And at opset 7) move up to opset 13 when
+their ops did not change in between; otherwise they stay as they are, and
+the importer's error lists them in unsupported.txt.
 
 Takes about 20 s (most of it ONNX computing the expected outputs with numpy).
 """
@@ -32,9 +39,33 @@ import shutil
 import sys
 import time
 
+MIN_OPSET = 13
 MAX_OPSET = 20
-# The IR version that opset 20 came with.
+# The IR versions that opsets 13 and 20 came with.
+MIN_IR_VERSION = 7
 RETARGET_IR_VERSION = 9
+
+# Operands that decide the shape of a result (or, for GatherND, that the
+# importer rewrites): remat compiles static shapes, so these must be
+# constants. ONNX's cases feed them as graph inputs; such inputs (and
+# anything computing these operands from inputs) are turned into
+# initializers holding the case's input data, as --bind does for symbolic
+# dims. {op: operand indices}
+STATIC_OPERANDS = {
+    "ConstantOfShape": (0,),
+    "Expand": (1,),
+    "GatherND": (1,),
+    "OneHot": (1,),
+    "Range": (0, 1, 2),
+    "ReduceMax": (1,),
+    "ReduceMean": (1,),
+    "ReduceSum": (1,),
+    "Reshape": (1,),
+    "Slice": (1, 2, 3, 4),
+    "Split": (1,),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+}
 
 # Ops the importer accepts although Ops.def does not list them under the
 # default domain: it converts them (OnnxImporter.cpp, convertNode).
@@ -88,7 +119,7 @@ def default_opset(model):
 
 def retarget(model, onnx):
     """Sets the model's default opset to MAX_OPSET if every node allows it.
-    \returns None on success, else why not."""
+    Returns None on success, else why not."""
     version = default_opset(model)
     for node in model.graph.node:
         schema = onnx.defs.get_schema(node.op_type, MAX_OPSET)
@@ -107,8 +138,68 @@ def retarget(model, onnx):
     return None
 
 
+def retarget_up(model, onnx):
+    """Sets an opset below MIN_OPSET to MIN_OPSET when no op of the model
+    changed in between (And at opset 7 is And at opset 13)."""
+    version = default_opset(model)
+    for node in model.graph.node:
+        if onnx.defs.get_schema(node.op_type, version).since_version != \
+                onnx.defs.get_schema(node.op_type, MIN_OPSET).since_version:
+            return False
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx"):
+            opset.version = MIN_OPSET
+    model.ir_version = max(model.ir_version, MIN_IR_VERSION)
+    return True
+
+
+def bind_static_inputs(case, numpy_helper, TensorProto):
+    """Turns the graph inputs that STATIC_OPERANDS reach (through the nodes
+    that compute them) into initializers with the case's data. Returns
+    their names."""
+    graph = case.model.graph
+    producer = {out: node for node in graph.node for out in node.output}
+    static = set()
+    work = [node.input[i] for node in graph.node
+            for i in STATIC_OPERANDS.get(node.op_type, ())
+            if i < len(node.input) and node.input[i]]
+    while work:
+        name = work.pop()
+        if name in static:
+            continue
+        static.add(name)
+        if name in producer:
+            work.extend(x for x in producer[name].input if x)
+    input_names = [info.name for info in graph.input]
+    bound = [name for name in input_names if name in static]
+    if not bound:
+        return bound
+    data_sets = []
+    for inputs, outputs in case.data_sets:
+        kept = []
+        for name, value in zip(input_names, inputs):
+            if name not in static:
+                kept.append(value)
+                continue
+            if isinstance(value, TensorProto):
+                proto = TensorProto()
+                proto.CopyFrom(value)
+                proto.name = name
+            else:
+                proto = numpy_helper.from_array(value, name)
+            # One data set per case: the first one's values are bound.
+            if len(data_sets) == 0:
+                graph.initializer.append(proto)
+        data_sets.append((kept, outputs))
+    kept_infos = [info for info in graph.input if info.name not in static]
+    del graph.input[:]
+    graph.input.extend(kept_infos)
+    case.data_sets[:] = data_sets[:1]
+    return bound
+
+
 def select(case, ops, onnx):
-    """\returns None if the case is written (retargeted if needed), else the
+    """Returns None if the case is written (retargeted if needed), else the
     reason it is left out."""
     model = case.model
     if model is None:
@@ -129,6 +220,9 @@ def select(case, ops, onnx):
         why = retarget(model, onnx)
         if why is not None:
             return why
+    # Below MIN_OPSET the importer says why it refuses the case.
+    if default_opset(model) < MIN_OPSET:
+        retarget_up(model, onnx)
     return None
 
 
@@ -181,6 +275,7 @@ def main():
     written = []
     left_out = collections.Counter()
     retargeted = 0
+    bound = 0
     for case in sorted(cases, key=lambda c: c.name):
         before = default_opset(case.model) if case.model else None
         why = select(case, ops, onnx)
@@ -190,6 +285,8 @@ def main():
             continue
         if default_opset(case.model) != before:
             retargeted += 1
+        if bind_static_inputs(case, numpy_helper, TensorProto):
+            bound += 1
         write_case(case, args.output, numpy_helper, TensorProto)
         written.append(case.name)
     with open(os.path.join(args.output, "cases.txt"), "w") as f:
@@ -197,7 +294,8 @@ def main():
 
     print(f"generate.py: wrote {len(written)} of {len(cases)} ONNX node test "
           f"cases to {args.output} ({retargeted} retargeted to opset "
-          f"{MAX_OPSET}) in {time.time() - start:.1f} s; left out:",
+          f"{MIN_OPSET}-{MAX_OPSET}, {bound} with shape operands bound) in "
+          f"{time.time() - start:.1f} s; left out:",
           file=sys.stderr)
     for why, count in sorted(left_out.items()):
         print(f"  {count:5d}  {why}", file=sys.stderr)
