@@ -1,6 +1,7 @@
 //===- driver/OptDriver.cpp - The library behind remat-opt ----------------===//
 #include "driver/OptDriver.h"
 
+#include "driver/MemoryReport.h"
 #include "driver/ModelLoader.h"
 #include "ir/OutputFile.h"
 #include "frontends/onnx/OnnxExporter.h"
@@ -11,6 +12,7 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
 #include <chrono>
@@ -95,6 +97,23 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
   if (!errors.empty())
     return makeError(errors);
 
+  if (options.printMemory)
+    for (const std::unique_ptr<ir::Graph> &graph : *graphs)
+      printMemoryReport(*graph, diag);
+  if (!options.reportPath.empty()) {
+    llvm::json::Array reports;
+    for (const std::unique_ptr<ir::Graph> &graph : *graphs)
+      reports.push_back(getMemoryReport(*graph));
+    llvm::json::Object root{{"version", 1}, {"graphs", std::move(reports)}};
+    std::string text;
+    llvm::raw_string_ostream stream(text);
+    stream << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)))
+           << '\n';
+    stream.flush();
+    if (auto err = writeOutputFile(options.reportPath, text))
+      return err;
+  }
+
   if (*outFormat == OutputFormat::Onnx) {
     if (graphs->size() != 1)
       return makeError("cannot write " + llvm::Twine(graphs->size()) +
@@ -162,6 +181,13 @@ int optMain(int argc, char **argv) {
       "external-data",
       cl::desc("Write the weights of an .onnx output to <output>.data"),
       cl::cat(category));
+  cl::opt<bool> printMemory(
+      "print-memory",
+      cl::desc("Print each graph's peak memory breakdown to stderr after the pipeline"),
+      cl::cat(category));
+  cl::opt<std::string> report(
+      "report", cl::desc("Write the memory report as JSON (docs/memory-report.md)"),
+      cl::value_desc("file.json"), cl::cat(category));
   cl::opt<bool> listPasses("list-passes",
                            cl::desc("List the passes and their options, then exit"),
                            cl::cat(category));
@@ -209,6 +235,8 @@ int optMain(int argc, char **argv) {
   options.timing = timing;
   options.bind = bind;
   options.externalData = externalData;
+  options.printMemory = printMemory;
+  options.reportPath = report;
   if (auto err = runOpt(options, llvm::errs())) {
     llvm::outs().flush();
     std::string message = errorToString(std::move(err));

@@ -27,6 +27,10 @@ struct OptOptions {
   std::string bind;
   /// Weights of an .onnx output go to a side file `<output>.data`.
   bool externalData = false;
+  /// Print the peak memory breakdown of each graph after the pipeline.
+  bool printMemory = false;
+  /// Write the same as JSON here (docs/memory-report.md); "" for none.
+  std::string reportPath;
 };
 
 /// Reads the input (.rir, .onnx or a BERT config .json, by extension), runs the pipeline on each

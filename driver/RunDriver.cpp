@@ -5,6 +5,7 @@
 #include "frontends/bert/BertBuilder.h"
 #include "frontends/onnx/TensorFile.h"
 #include "ir/Support.h"
+#include "passes/PassManager.h"
 #include "runtime/Backend.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -15,10 +16,14 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <sys/resource.h>
 #include <cstring>
 
 namespace remat::driver {
 namespace {
+
+/// What remat-run does to a model that is not yet a training step.
+constexpr const char *kTrainingPipeline = "canonicalize,autodiff,dce";
 
 /// splitmix64: a small, well-mixed, platform-independent generator.
 uint64_t mix(uint64_t x) {
@@ -146,6 +151,10 @@ int runMain(int argc, char **argv) {
   cl::list<std::string> inputFiles(
       "input", cl::desc("Input from a TensorProto file (repeatable); others are generated"),
       cl::value_desc("NAME=FILE.pb"), cl::cat(category));
+  cl::opt<bool> planMemoryFlag(
+      "plan-memory",
+      cl::desc("Run schedule and plan-memory first and execute in the planned arena"),
+      cl::cat(category));
   cl::opt<unsigned> steps("steps", cl::desc("Steps to run"), cl::init(1),
                           cl::cat(category));
   cl::opt<unsigned> threads("threads",
@@ -153,6 +162,13 @@ int runMain(int argc, char **argv) {
                             cl::init(0), cl::cat(category));
   cl::opt<uint64_t> seed("seed", cl::desc("Seed of generated inputs"),
                          cl::init(0), cl::cat(category));
+  cl::opt<std::string> pipeline(
+      "p", cl::desc("Passes to run before the steps (default: canonicalize,autodiff,dce "
+                    "for a model with weights and no gradient outputs)"),
+      cl::value_desc("pipeline"), cl::cat(category));
+  cl::opt<bool> forward("forward",
+                        cl::desc("Run the model as loaded (no autodiff): a forward step"),
+                        cl::cat(category));
   cl::opt<std::string> dumpDir("dump",
                                cl::desc("Write every graph output as DIR/<name>.pb"),
                                cl::value_desc("DIR"), cl::cat(category));
@@ -188,6 +204,31 @@ int runMain(int argc, char **argv) {
   if (!graph)
     return fail(graph.takeError());
 
+  // A model with weights that is not yet a training step (no gradient
+  // outputs) becomes one, unless --forward asks for the graph as it is.
+  bool isTrainingStep =
+      llvm::any_of((*graph)->getOutputs(), [](const ir::Value *value) {
+        return value->getName().endswith("_grad");
+      });
+  bool hasWeights =
+      llvm::any_of((*graph)->getInputs(),
+                   [](const ir::Value *value) { return value->isWeight(); });
+  std::string pipelineText;
+  if (pipeline.getNumOccurrences())
+    pipelineText = pipeline;
+  else if (!forward && !isTrainingStep && hasWeights)
+    pipelineText = kTrainingPipeline;
+  {
+    passes::PassRegistry registry;
+    passes::registerAllPasses(registry);
+    passes::PassManager pm;
+    if (auto err = passes::parsePassPipeline(pipelineText, registry, pm))
+      return fail(std::move(err));
+    if (pm.size() != 0)
+      if (auto changed = pm.run(**graph); !changed)
+        return fail(changed.takeError());
+  }
+
   llvm::StringMap<ir::TensorDataPtr> given;
   for (llvm::StringRef entry : inputFiles) {
     auto [name, path] = entry.split('=');
@@ -211,6 +252,16 @@ int runMain(int argc, char **argv) {
   auto backend = runtime::createBackend(backendName);
   if (!backend)
     return fail(backend.takeError());
+  if (planMemoryFlag) {
+    passes::PassRegistry registry;
+    passes::registerAllPasses(registry);
+    passes::PassManager pm;
+    if (auto err = passes::parsePassPipeline("schedule,plan-memory", registry,
+                                             pm))
+      return fail(std::move(err));
+    if (auto changed = pm.run(**graph); !changed)
+      return fail(changed.takeError());
+  }
   runtime::CompileOptions compileOptions;
   compileOptions.numThreads = threads;
   auto executable = (*backend)->compile(**graph, compileOptions);
@@ -235,7 +286,10 @@ int runMain(int argc, char **argv) {
   }
 
   llvm::outs() << "remat-run: " << model << ": " << g.getNumNodes()
-               << " nodes on " << (*backend)->getName() << '\n';
+               << " nodes on " << (*backend)->getName();
+  if (!pipelineText.empty())
+    llvm::outs() << " after -p " << pipelineText;
+  llvm::outs() << '\n';
   std::vector<double> times;
   runtime::RunResult last;
   for (unsigned step = 1; step <= steps; ++step) {
@@ -251,7 +305,19 @@ int runMain(int argc, char **argv) {
     llvm::outs() << "  time " << llvm::format("%.1f", result->seconds * 1e3)
                  << " ms  peak intermediates "
                  << llvm::format("%.1f", double(result->peakBytes) / (1 << 20))
-                 << " MiB\n";
+                 << " MiB";
+    if (result->plannedBytes) {
+      // A plan exists: the arena's planned size, the high-water mark the
+      // step touched in it, and the process's max RSS so far.
+      struct rusage usage;
+      getrusage(RUSAGE_SELF, &usage);
+      llvm::outs() << "  planned peak " << result->plannedBytes
+                   << " B  measured peak " << result->peakBytes
+                   << " B  max RSS "
+                   << llvm::format("%.1f", double(usage.ru_maxrss) / 1024)
+                   << " MiB";
+    }
+    llvm::outs() << '\n';
     llvm::outs().flush();
     last = std::move(*result);
   }

@@ -35,6 +35,7 @@ void Value::setName(llvm::StringRef name) {
 }
 
 void Value::addUse(Use use) {
+  graph_->clearMemoryPlan();
   Node *user = use.user;
   if (user->useSlots_.size() <= use.operandIndex)
     user->useSlots_.resize(use.operandIndex + 1);
@@ -43,6 +44,7 @@ void Value::addUse(Use use) {
 }
 
 void Value::removeUse(Use use) {
+  graph_->clearMemoryPlan();
   unsigned slot = use.user->useSlots_[use.operandIndex];
   assert(slot < uses_.size() && uses_[slot] == use &&
          "removing a use that is not in the use list");
@@ -125,6 +127,7 @@ bool Node::hasUsedResults() const {
 }
 
 void Node::moveBefore(Node *other) {
+  graph_->clearMemoryPlan();
   assert(other->graph_ == graph_ && "nodes of different graphs");
   if (other == this)
     return;
@@ -132,6 +135,7 @@ void Node::moveBefore(Node *other) {
 }
 
 void Node::moveAfter(Node *other) {
+  graph_->clearMemoryPlan();
   assert(other->graph_ == graph_ && "nodes of different graphs");
   if (other == this)
     return;
@@ -171,6 +175,7 @@ std::string Graph::formatLoc(Loc loc) const {
 }
 
 Value *Graph::newValue(std::string name, TensorType type) {
+  clearMemoryPlan();
   Value *value = new Value(this, std::move(name), std::move(type));
   registerName(value);
   return value;
@@ -239,18 +244,21 @@ Value *Graph::addResult(Node *node, llvm::StringRef name, TensorType type) {
 }
 
 void Graph::eraseNode(Node *node) {
+  clearMemoryPlan();
   assert(node->graph_ == this && "node of another graph");
   assert(!node->hasUsedResults() && "erasing a node whose results are used");
   nodes_.erase(node->getIterator());
 }
 
 void Graph::addOutput(Value *value) {
+  clearMemoryPlan();
   assert(value->graph_ == this && "output of another graph");
   outputs_.push_back(value);
   ++value->numOutputUses_;
 }
 
 void Graph::setOutput(unsigned i, Value *value) {
+  clearMemoryPlan();
   assert(i < outputs_.size() && "output index out of range");
   --outputs_[i]->numOutputUses_;
   outputs_[i] = value;
@@ -258,6 +266,7 @@ void Graph::setOutput(unsigned i, Value *value) {
 }
 
 void Graph::removeOutput(unsigned i) {
+  clearMemoryPlan();
   assert(i < outputs_.size() && "output index out of range");
   --outputs_[i]->numOutputUses_;
   outputs_.erase(outputs_.begin() + i);
@@ -321,6 +330,16 @@ std::unique_ptr<Graph> Graph::clone() const {
   for (Value *output : outputs_)
     copy->addOutput(map[output]);
   copy->nextFreshName_ = nextFreshName_;
+  if (memoryPlan_) {
+    MemoryPlan plan;
+    plan.arenaBytes = memoryPlan_->arenaBytes;
+    plan.peakLiveBytes = memoryPlan_->peakLiveBytes;
+    for (const Node &node : nodes_)
+      for (const auto &result : node.results_)
+        if (auto offset = memoryPlan_->lookup(result.get()))
+          plan.offsets[map[result.get()]] = *offset;
+    copy->memoryPlan_ = std::move(plan);
+  }
   return copy;
 }
 

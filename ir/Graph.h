@@ -17,6 +17,7 @@
 #include "ir/Types.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -24,7 +25,9 @@
 #include "llvm/ADT/ilist_node.h"
 #include "llvm/ADT/iterator_range.h"
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,31 @@ namespace remat::ir {
 
 class Graph;
 class Node;
+class Value;
+
+/// Where every arena value lives during a step: one allocation of
+/// arenaBytes, each node result (graph inputs are persistent and not in it)
+/// at its offset. Set by the plan-memory pass; any later change to the graph
+/// (a new or erased node, a move, a rewired operand or output) drops it, so a
+/// plan present is a plan of this exact schedule.
+struct MemoryPlan {
+  /// Bytes the arena needs: the largest offset + byte size of any value.
+  uint64_t arenaBytes = 0;
+  /// The most bytes of arena values live at once (Liveness), for reports.
+  uint64_t peakLiveBytes = 0;
+  /// Every value placed at 256-byte alignment.
+  static constexpr uint64_t kAlignment = 256;
+  /// Offset of each node result. Never iterated for output order.
+  llvm::DenseMap<const Value *, uint64_t> offsets;
+
+  /// \returns the offset of \p value, or std::nullopt if it has none.
+  std::optional<uint64_t> lookup(const Value *value) const {
+    auto it = offsets.find(value);
+    if (it == offsets.end())
+      return std::nullopt;
+    return it->second;
+  }
+};
 
 /// Which part of the training step a node belongs to.
 enum class Stage : uint8_t { Forward, Backward, Recompute };
@@ -295,8 +323,20 @@ public:
 
   //===--- Whole graph ----------------------------------------------------===//
 
-  /// \returns a deep copy with the same names, types, data and schedule.
+  /// \returns a deep copy with the same names, types, data and schedule
+  /// (and memory plan, when there is one).
   std::unique_ptr<Graph> clone() const;
+
+  //===--- Memory plan ----------------------------------------------------===//
+
+  /// \returns the plan of the current schedule, or null if there is none.
+  const MemoryPlan *getMemoryPlan() const {
+    return memoryPlan_ ? &*memoryPlan_ : nullptr;
+  }
+  /// Stores \p plan (plan-memory does this).
+  void setMemoryPlan(MemoryPlan plan) { memoryPlan_ = std::move(plan); }
+  /// Drops the plan; every mutator that changes liveness calls this.
+  void clearMemoryPlan() { memoryPlan_.reset(); }
 
 private:
   friend class Value;
@@ -312,6 +352,7 @@ private:
   std::vector<Value *> outputs_;
   llvm::StringMap<Value *> names_;
   mutable unsigned nextFreshName_ = 0;
+  std::optional<MemoryPlan> memoryPlan_;
 };
 
 /// \returns true if \p a and \p b have the same name, inputs (names, types,

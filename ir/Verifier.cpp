@@ -25,7 +25,9 @@ public:
       return err;
     if (auto err = verifyTypes())
       return err;
-    return verifyOutputs();
+    if (auto err = verifyOutputs())
+      return err;
+    return verifyMemoryPlan();
   }
 
 private:
@@ -200,6 +202,30 @@ private:
       if (!owned_.count(output))
         return makeError(prefix() + "output %" + output->getName() +
                          " is not defined in this graph");
+    return llvm::Error::success();
+  }
+
+  /// A memory plan, when present, places every node result aligned and
+  /// inside the arena.
+  llvm::Error verifyMemoryPlan() {
+    const MemoryPlan *plan = graph_.getMemoryPlan();
+    if (!plan)
+      return llvm::Error::success();
+    for (const Node &node : graph_.getNodes())
+      for (const Value *result : node.getResults()) {
+        std::optional<uint64_t> offset = plan->lookup(result);
+        if (!offset)
+          return makeError(prefix() + "memory plan has no offset for %" +
+                           result->getName());
+        uint64_t bytes = uint64_t(result->getType().getByteSize());
+        if (*offset % MemoryPlan::kAlignment != 0 ||
+            *offset + bytes > plan->arenaBytes)
+          return makeError(prefix() + "memory plan places %" +
+                           result->getName() + " (" + llvm::Twine(bytes) +
+                           " bytes) at offset " + llvm::Twine(*offset) +
+                           ", not aligned or outside the arena of " +
+                           llvm::Twine(plan->arenaBytes) + " bytes");
+      }
     return llvm::Error::success();
   }
 

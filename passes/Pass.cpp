@@ -9,6 +9,18 @@ namespace remat::passes {
 
 Pass::~Pass() = default;
 
+void Pass::emitWarning(const llvm::Twine &message) {
+  llvm::raw_ostream &os = diagnostics_ ? *diagnostics_ : llvm::errs();
+  os << "warning: " << message << '\n';
+  os.flush();
+}
+
+void Pass::emitNote(const llvm::Twine &message) {
+  llvm::raw_ostream &os = diagnostics_ ? *diagnostics_ : llvm::errs();
+  os << "note: " << message << '\n';
+  os.flush();
+}
+
 llvm::StringRef PassOption::kindName() const {
   switch (storage.index()) {
   case 0:

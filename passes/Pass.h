@@ -8,6 +8,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <string>
@@ -46,7 +47,17 @@ public:
   /// lists the options this pass has.
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value);
 
+  /// Sets where warnings and notes go (llvm::errs() by default; the
+  /// PassManager passes its own stream on when it has one).
+  void setDiagnosticStream(llvm::raw_ostream *os) { diagnostics_ = os; }
+
 protected:
+  /// Prints "warning: <message>" on the diagnostic stream: for what a user
+  /// should know but that does not stop the pass.
+  void emitWarning(const llvm::Twine &message);
+  /// Prints "note: <message>" on the diagnostic stream.
+  void emitNote(const llvm::Twine &message);
+
   /// Declares an option stored in \p storage (a member of the pass that
   /// already holds its default).
   template <typename T>
@@ -57,6 +68,7 @@ protected:
 
 private:
   llvm::SmallVector<PassOption, 2> options_;
+  llvm::raw_ostream *diagnostics_ = nullptr;
 };
 
 } // namespace remat::passes

@@ -69,6 +69,8 @@ llvm::Expected<bool> PassManager::run(ir::Graph &graph) {
   double verifySeconds = 0;
   bool changed = false;
   for (const std::unique_ptr<Pass> &pass : passes_) {
+    if (diagnostics_)
+      pass->setDiagnosticStream(diagnostics_);
     auto start = Clock::now();
     llvm::Expected<bool> passChanged = pass->run(graph);
     auto ran = Clock::now();

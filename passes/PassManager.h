@@ -43,6 +43,9 @@ void registerAllPasses(PassRegistry &registry);
 class PassManager {
 public:
   void addPass(std::unique_ptr<Pass> pass) { passes_.push_back(std::move(pass)); }
+  /// Sends the warnings and notes of every pass to \p os (default
+  /// llvm::errs()).
+  void setDiagnosticStream(llvm::raw_ostream *os) { diagnostics_ = os; }
   size_t size() const { return passes_.size(); }
 
   /// Prints the IR to \p os after every pass (--print-ir-after-all).
@@ -59,6 +62,7 @@ private:
   std::vector<std::unique_ptr<Pass>> passes_;
   llvm::raw_ostream *printAfterAll_ = nullptr;
   llvm::raw_ostream *timing_ = nullptr;
+  llvm::raw_ostream *diagnostics_ = nullptr;
 };
 
 /// Parses a textual pipeline, e.g. `dce,cse,fold-constants{max-elements=64}`

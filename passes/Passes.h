@@ -5,6 +5,7 @@
 #include "passes/Pass.h"
 
 #include <memory>
+#include <vector>
 
 namespace remat::passes {
 
@@ -80,6 +81,66 @@ public:
 private:
   int64_t maxIterations_ = 16;
 };
+
+/// Reverse-mode differentiation: appends the backward of the loss
+/// (Stage::Backward nodes, standard ONNX ops only) and makes the graph's
+/// outputs the loss followed by `<weight>_grad` for every weight that reaches
+/// it, in weight-input order. Every other forward output is removed (so dce
+/// can drop what only it needed). Weights that do not reach the loss are
+/// reported as unused-weights says: warn (default), error, or drop (remove
+/// them and the dead nodes, with a note). See DESIGN.md "Training step".
+class AutodiffPass : public Pass {
+public:
+  AutodiffPass();
+  llvm::StringRef getName() const override { return "autodiff"; }
+  llvm::StringRef getSummary() const override {
+    return "append the backward pass and output the gradient of every weight";
+  }
+  llvm::Expected<bool> run(ir::Graph &graph) override;
+
+private:
+  std::string loss_;
+  std::string unusedWeights_ = "warn";
+};
+
+/// Reorders the schedule to lower the peak of live arena bytes: greedy list
+/// scheduling that runs, of the ready nodes, the one that grows the arena
+/// least (ties to the given order). The new order is kept only if its peak
+/// (Liveness) is lower, so the peak never grows.
+class SchedulePass : public Pass {
+public:
+  llvm::StringRef getName() const override { return "schedule"; }
+  llvm::StringRef getSummary() const override {
+    return "reorder nodes to lower peak memory (never raises it)";
+  }
+  llvm::Expected<bool> run(ir::Graph &graph) override;
+};
+
+/// \returns the greedy memory-aware topological order of \p graph's nodes
+/// that SchedulePass considers (without applying it).
+std::vector<ir::Node *> computeMemoryAwareOrder(ir::Graph &graph);
+
+/// Places every node result at an offset in one arena and stores the
+/// MemoryPlan on the graph (DESIGN.md "Memory model"): 256-byte alignment,
+/// largest buffers first at the lowest free offset, an elementwise result
+/// reusing a same-typed operand that dies at its node when in-place is set.
+class PlanMemoryPass : public Pass {
+public:
+  PlanMemoryPass();
+  llvm::StringRef getName() const override { return "plan-memory"; }
+  llvm::StringRef getSummary() const override {
+    return "assign every value an offset in one arena";
+  }
+  llvm::Expected<bool> run(ir::Graph &graph) override;
+
+private:
+  bool inPlace_ = true;
+};
+
+/// \returns the plan PlanMemoryPass stores for \p graph's schedule, or an
+/// error if the arena would not be addressable (over 2^62 bytes).
+llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
+                                          bool inPlace = true);
 
 } // namespace remat::passes
 

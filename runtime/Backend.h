@@ -35,6 +35,9 @@ struct RunResult {
   /// The most bytes of intermediate tensors live at once during the step
   /// (graph inputs excluded; graph outputs included while live).
   uint64_t peakBytes = 0;
+  /// The planned arena bytes when the graph has a MemoryPlan (then the
+  /// arena allocator ran and peakBytes is its high-water mark), else 0.
+  uint64_t plannedBytes = 0;
   /// Per node in schedule order, when CompileOptions::profile is set.
   std::vector<double> nodeSeconds;
 };

@@ -51,6 +51,34 @@ void HeapAllocator::release(const ir::Value &value, void *data) {
   std::free(data);
 }
 
+ArenaAllocator::ArenaAllocator(const ir::MemoryPlan &plan) : plan_(plan) {}
+
+ArenaAllocator::~ArenaAllocator() { std::free(base_); }
+
+llvm::Expected<void *> ArenaAllocator::allocate(const ir::Value &value) {
+  std::optional<uint64_t> offset = plan_.lookup(&value);
+  if (!offset)
+    return makeError("memory plan has no offset for %" + value.getName());
+  if (!base_) {
+    // One allocation for the whole step; at least one aligned block so that
+    // zero-sized values still get a valid pointer.
+    const uint64_t align = ir::MemoryPlan::kAlignment;
+    uint64_t rounded =
+        std::max<uint64_t>(align, (plan_.arenaBytes + align - 1) / align * align);
+    if (rounded > uint64_t(SIZE_MAX))
+      return makeError("arena of " + llvm::Twine(plan_.arenaBytes) +
+                       " bytes does not fit in this process");
+    base_ = static_cast<char *>(std::aligned_alloc(align, size_t(rounded)));
+    if (!base_)
+      return makeError("out of memory allocating the arena of " +
+                       llvm::Twine(plan_.arenaBytes) + " bytes");
+  }
+  uint64_t bytes = uint64_t(value.getType().getByteSize());
+  assert(*offset + bytes <= plan_.arenaBytes && "value outside the arena");
+  highWaterBytes_ = std::max(highWaterBytes_, *offset + bytes);
+  return base_ + *offset;
+}
+
 Executor::Executor(const ir::Graph &graph, std::vector<NodeRunner> runners,
                    Allocator &allocator, bool profile)
     : graph_(graph), runners_(std::move(runners)), allocator_(allocator),
@@ -138,6 +166,8 @@ llvm::Expected<RunResult> Executor::run(llvm::ArrayRef<Tensor> inputs) {
   }
   releaseAll();
   result.peakBytes = allocator_.getPeakBytes();
+  if (const ir::MemoryPlan *plan = graph_.getMemoryPlan())
+    result.plannedBytes = plan->arenaBytes;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return std::move(result);
 }

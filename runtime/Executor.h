@@ -43,6 +43,32 @@ private:
   uint64_t peakBytes_ = 0;
 };
 
+/// Places every tensor at its offset in one arena of exactly the planned
+/// size (DESIGN.md "Memory model": the plan is the truth the runtime obeys).
+/// The peak it reports is the high-water mark actually touched: the largest
+/// offset + byte size of a value allocated since resetPeak().
+class ArenaAllocator : public Allocator {
+public:
+  /// \p plan must outlive the allocator.
+  explicit ArenaAllocator(const ir::MemoryPlan &plan);
+  ~ArenaAllocator() override;
+  ArenaAllocator(const ArenaAllocator &) = delete;
+  ArenaAllocator &operator=(const ArenaAllocator &) = delete;
+
+  /// \returns an error for a value the plan does not place, or when the
+  /// arena could not be allocated.
+  llvm::Expected<void *> allocate(const ir::Value &value) override;
+  void release(const ir::Value &, void *) override {}
+  uint64_t getPeakBytes() const override { return highWaterBytes_; }
+  void resetPeak() override { highWaterBytes_ = 0; }
+  uint64_t getArenaBytes() const { return plan_.arenaBytes; }
+
+private:
+  const ir::MemoryPlan &plan_;
+  char *base_ = nullptr;
+  uint64_t highWaterBytes_ = 0;
+};
+
 /// Runs a node's computation: operands in, results (already allocated) out.
 using NodeRunner = std::function<llvm::Error(
     const ir::Node &node, llvm::ArrayRef<Tensor> inputs,

@@ -19,6 +19,11 @@ public:
   CpuExecutable(std::unique_ptr<ir::Graph> graph, unsigned numThreads,
                 bool profile, std::vector<Kernel> kernels)
       : graph_(std::move(graph)), parallel_(numThreads) {
+    // A planned graph runs in its arena; others take tensors from the heap.
+    if (const ir::MemoryPlan *plan = graph_->getMemoryPlan())
+      allocator_ = std::make_unique<ArenaAllocator>(*plan);
+    else
+      allocator_ = std::make_unique<HeapAllocator>();
     std::vector<NodeRunner> runners;
     for (Kernel &kernel : kernels)
       runners.push_back([this, kernel = std::move(kernel)](
@@ -27,7 +32,7 @@ public:
         return kernel(KernelContext{node, inputs, outputs, parallel_});
       });
     executor_ = std::make_unique<Executor>(*graph_, std::move(runners),
-                                           allocator_, profile);
+                                           *allocator_, profile);
   }
 
   llvm::Expected<RunResult> run(llvm::ArrayRef<Tensor> inputs) override {
@@ -38,7 +43,7 @@ public:
 private:
   std::unique_ptr<ir::Graph> graph_;
   ThreadPoolParallelFor parallel_;
-  HeapAllocator allocator_;
+  std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<Executor> executor_;
 };
 

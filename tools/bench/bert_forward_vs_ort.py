@@ -38,7 +38,7 @@ def main():
                         "-o", model], check=True)
 
         run = subprocess.run(
-            [build / "remat-run", args.config, "--bind", args.bind,
+            [build / "remat-run", args.config, "--bind", args.bind, "--forward",
              "--steps", str(args.steps), "--threads", str(args.threads)],
             check=True, capture_output=True, text=True)
         remat_times = [float(m) for m in re.findall(r"time ([0-9.]+) ms", run.stdout)]

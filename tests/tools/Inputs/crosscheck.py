@@ -45,7 +45,7 @@ def fixtures(remat_opt, remat_run, root, work, names):
         for pb in sorted((fixture / "inputs").glob("*.pb")):
             inputs += ["--input", f"{pb.stem}={pb}"]
         out = work / f"{name}.out"
-        run(remat_run, graph, *inputs, "--threads", "2", "--dump", out)
+        run(remat_run, graph, *inputs, "--forward", "--threads", "2", "--dump", out)
         ok &= compare(f"{name} vs torch", load(fixture / "loss.pb"),
                       load(out / "loss.pb"))
     return ok
@@ -77,7 +77,7 @@ def bert_tiny(remat_opt, remat_run, config, work):
     names = [o.name for o in session.get_outputs()]
     expected = session.run(None, feeds)[names.index("loss")]
     out = work / "tiny.out"
-    run(remat_run, config, "--bind", "batch=2,seq=16", *args, "--threads", "2",
+    run(remat_run, config, "--bind", "batch=2,seq=16", *args, "--forward", "--threads", "2",
         "--dump", out)
     return compare("bert-tiny vs onnxruntime", expected, load(out / "loss.pb"))
 

@@ -1,0 +1,23 @@
+//===- driver/MemoryReport.h - Peak memory reports --------------*- C++ -*-===//
+#ifndef REMAT_DRIVER_MEMORYREPORT_H
+#define REMAT_DRIVER_MEMORYREPORT_H
+
+#include "ir/Graph.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace remat::driver {
+
+/// Prints the peak breakdown of \p graph's schedule (Liveness) as a table:
+/// weights, inputs, activations kept for backward, gradients, recompute
+/// temporaries, temporaries, fragmentation (arena - peak live, only with a
+/// MemoryPlan), and the node at which the peak occurs.
+void printMemoryReport(const ir::Graph &graph, llvm::raw_ostream &os);
+
+/// The same as JSON; the fields are documented in docs/memory-report.md.
+llvm::json::Object getMemoryReport(const ir::Graph &graph);
+
+} // namespace remat::driver
+
+#endif // REMAT_DRIVER_MEMORYREPORT_H

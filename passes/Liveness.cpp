@@ -1,0 +1,130 @@
+//===- passes/Liveness.cpp - Live ranges and peak memory ------------------===//
+#include "passes/Liveness.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace remat::passes {
+
+llvm::StringRef memoryCategoryName(MemoryCategory category) {
+  switch (category) {
+  case MemoryCategory::Weights:
+    return "weights";
+  case MemoryCategory::Inputs:
+    return "inputs";
+  case MemoryCategory::Activations:
+    return "activations";
+  case MemoryCategory::Gradients:
+    return "gradients";
+  case MemoryCategory::Recompute:
+    return "recompute";
+  case MemoryCategory::Temporaries:
+    return "temporaries";
+  }
+  llvm_unreachable("unknown memory category");
+}
+
+Liveness::Liveness(const ir::Graph &graph) {
+  for (const ir::Node &node : graph.getNodes())
+    schedule_.push_back(&node);
+  analyse(graph);
+}
+
+Liveness::Liveness(const ir::Graph &graph,
+                   llvm::ArrayRef<const ir::Node *> order)
+    : schedule_(order.begin(), order.end()) {
+  assert(schedule_.size() == graph.getNumNodes() &&
+         "an order must hold every node");
+  analyse(graph);
+}
+
+uint64_t Liveness::getBytes(const ir::Value *value) {
+  return uint64_t(value->getType().getByteSize());
+}
+
+void Liveness::analyse(const ir::Graph &graph) {
+  for (const ir::Value *input : graph.getInputs())
+    (input->isWeight() ? weightBytes_ : inputBytes_) += getBytes(input);
+
+  size_t n = schedule_.size();
+  llvm::DenseMap<const ir::Node *, size_t> position;
+  position.reserve(n);
+  for (size_t i = 0; i < n; ++i)
+    position[schedule_[i]] = i;
+
+  // Difference array: +bytes at def, -bytes after the last use.
+  std::vector<int64_t> delta(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (const ir::Value *result : schedule_[i]->getResults()) {
+      LiveRange range{i, i};
+      if (result->isGraphOutput())
+        range.lastUse = n - 1;
+      for (const ir::Use &use : result->getUses()) {
+        auto it = position.find(use.user);
+        assert(it != position.end() && "a use outside the schedule");
+        assert(it->second >= i && "the order is not topological");
+        range.lastUse = std::max(range.lastUse, it->second);
+      }
+      valueIndex_[result] = values_.size();
+      values_.push_back(result);
+      ranges_.push_back(range);
+      int64_t bytes = int64_t(getBytes(result));
+      delta[range.def] += bytes;
+      delta[range.lastUse + 1] -= bytes;
+    }
+  }
+  liveBytes_.resize(n);
+  int64_t live = 0;
+  for (size_t i = 0; i < n; ++i) {
+    live += delta[i];
+    liveBytes_[i] = uint64_t(live);
+    if (liveBytes_[i] > peakBytes_) {
+      peakBytes_ = liveBytes_[i];
+      peakIndex_ = i;
+    }
+  }
+}
+
+LiveRange Liveness::getRange(const ir::Value *value) const {
+  auto it = valueIndex_.find(value);
+  assert(it != valueIndex_.end() && "not a node result of this schedule");
+  return ranges_[it->second];
+}
+
+MemoryCategory Liveness::classify(const ir::Value *value) const {
+  if (value->isGraphInput())
+    return value->isWeight() ? MemoryCategory::Weights
+                             : MemoryCategory::Inputs;
+  ir::Stage stage = value->getDefiningNode()->getStage();
+  if (stage == ir::Stage::Recompute)
+    return MemoryCategory::Recompute;
+  if (value->isGraphOutput() && (stage == ir::Stage::Backward ||
+                                 value->getName().endswith("_grad")))
+    return MemoryCategory::Gradients;
+  if (stage == ir::Stage::Forward &&
+      llvm::any_of(value->getUses(), [](const ir::Use &use) {
+        return use.user->getStage() == ir::Stage::Backward;
+      }))
+    return MemoryCategory::Activations;
+  return MemoryCategory::Temporaries;
+}
+
+std::vector<const ir::Value *> Liveness::getLiveValuesAt(size_t index) const {
+  std::vector<const ir::Value *> live;
+  for (size_t v = 0; v < values_.size(); ++v)
+    if (ranges_[v].def <= index && index <= ranges_[v].lastUse)
+      live.push_back(values_[v]);
+  return live;
+}
+
+MemoryBreakdown Liveness::getPeakBreakdown() const {
+  MemoryBreakdown breakdown;
+  breakdown[MemoryCategory::Weights] = weightBytes_;
+  breakdown[MemoryCategory::Inputs] = inputBytes_;
+  if (schedule_.empty())
+    return breakdown;
+  for (const ir::Value *value : getLiveValuesAt(peakIndex_))
+    breakdown[classify(value)] += getBytes(value);
+  return breakdown;
+}
+
+} // namespace remat::passes

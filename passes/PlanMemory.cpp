@@ -1,0 +1,217 @@
+//===- passes/PlanMemory.cpp - Offsets of every value in one arena ---------===//
+//
+// Every node result gets an offset in one arena (DESIGN.md "Memory model").
+// Values are first grouped into buffers: an elementwise result takes the
+// buffer of an operand of its type that dies at its node (in-place reuse).
+// Buffers are then placed largest first, each at the lowest 256-byte-aligned
+// offset where it overlaps no placed buffer whose live range overlaps its
+// own. The placed buffers that conflict with a new one are found through a
+// segment tree over schedule positions (those live at its first position)
+// and a set ordered by first position (those that start inside its range),
+// so the work is O((n + k) log n) for n values and k conflicts.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Support.h"
+#include "passes/Liveness.h"
+#include "passes/Passes.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <set>
+
+namespace remat::passes {
+
+namespace {
+
+constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 62;
+
+/// Ops whose kernel reads operand element i only to write result element i,
+/// so that the result may overwrite an operand of the same type.
+bool allowsInPlace(ir::OpKind op) {
+  switch (op) {
+  case ir::OpKind::Add:
+  case ir::OpKind::Sub:
+  case ir::OpKind::Mul:
+  case ir::OpKind::Div:
+  case ir::OpKind::Sqrt:
+  case ir::OpKind::Erf:
+  case ir::OpKind::Tanh:
+  case ir::OpKind::Relu:
+  case ir::OpKind::Sigmoid:
+  case ir::OpKind::Exp:
+  case ir::OpKind::Log:
+  case ir::OpKind::Neg:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Values that share one placement.
+struct Buffer {
+  uint64_t bytes = 0;   // rounded up to the alignment
+  size_t start = 0;     // first schedule position
+  size_t end = 0;       // last schedule position
+  const ir::Value *tail = nullptr; // the member defined last
+  uint64_t offset = 0;
+};
+
+/// Segment tree of buffer ids over schedule positions, for "which placed
+/// buffers are live at position p".
+class StabbingTree {
+public:
+  explicit StabbingTree(size_t positions)
+      : size_(std::max<size_t>(positions, 1)), ids_(4 * size_) {}
+  void insert(size_t lo, size_t hi, unsigned id) { insert(1, 0, size_ - 1, lo, hi, id); }
+  void stab(size_t p, llvm::SmallVectorImpl<unsigned> &out) const {
+    size_t node = 1, lo = 0, hi = size_ - 1;
+    while (true) {
+      out.append(ids_[node].begin(), ids_[node].end());
+      if (lo == hi)
+        return;
+      size_t mid = (lo + hi) / 2;
+      if (p <= mid) {
+        node = 2 * node;
+        hi = mid;
+      } else {
+        node = 2 * node + 1;
+        lo = mid + 1;
+      }
+    }
+  }
+
+private:
+  void insert(size_t node, size_t lo, size_t hi, size_t qlo, size_t qhi,
+              unsigned id) {
+    if (qhi < lo || hi < qlo)
+      return;
+    if (qlo <= lo && hi <= qhi) {
+      ids_[node].push_back(id);
+      return;
+    }
+    size_t mid = (lo + hi) / 2;
+    insert(2 * node, lo, mid, qlo, qhi, id);
+    insert(2 * node + 1, mid + 1, hi, qlo, qhi, id);
+  }
+  size_t size_;
+  std::vector<llvm::SmallVector<unsigned, 2>> ids_;
+};
+
+} // namespace
+
+PlanMemoryPass::PlanMemoryPass() {
+  declareOption("in-place", "let elementwise results reuse a dying operand",
+                &inPlace_);
+}
+
+llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
+                                          bool inPlace) {
+  Liveness liveness(graph);
+  llvm::ArrayRef<const ir::Value *> values = liveness.getValues();
+  std::vector<Buffer> buffers;
+  llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
+  const uint64_t align = ir::MemoryPlan::kAlignment;
+  for (const ir::Value *value : values) {
+    uint64_t bytes = Liveness::getBytes(value);
+    if (bytes > kMaxArenaBytes)
+      return makeError("cannot plan memory: %" + value->getName() + " (" +
+                       value->getType().str() + ") needs " +
+                       llvm::Twine(bytes) +
+                       " bytes, more than the 2^62 bytes addressable");
+    LiveRange range = liveness.getRange(value);
+    const ir::Node *node = value->getDefiningNode();
+    if (inPlace && bytes != 0 && node->getNumResults() == 1 &&
+        allowsInPlace(node->getOp())) {
+      bool reused = false;
+      for (const ir::Value *operand : node->getOperands()) {
+        if (operand->isGraphInput() || operand->isGraphOutput() ||
+            operand->getType() != value->getType())
+          continue;
+        auto it = bufferOf.find(operand);
+        if (it == bufferOf.end())
+          continue;
+        Buffer &buffer = buffers[it->second];
+        if (buffer.tail != operand || buffer.end != range.def)
+          continue;
+        buffer.end = range.lastUse;
+        buffer.tail = value;
+        bufferOf[value] = it->second;
+        reused = true;
+        break;
+      }
+      if (reused)
+        continue;
+    }
+    Buffer buffer;
+    buffer.bytes = (bytes + align - 1) / align * align;
+    buffer.start = range.def;
+    buffer.end = range.lastUse;
+    buffer.tail = value;
+    bufferOf[value] = buffers.size();
+    buffers.push_back(buffer);
+  }
+
+  std::vector<unsigned> bySize(buffers.size());
+  for (unsigned i = 0; i < buffers.size(); ++i)
+    bySize[i] = i;
+  std::stable_sort(bySize.begin(), bySize.end(), [&](unsigned a, unsigned b) {
+    return buffers[a].bytes > buffers[b].bytes;
+  });
+
+  StabbingTree liveAt(liveness.getSchedule().size());
+  std::set<std::pair<size_t, unsigned>> byStart;
+  llvm::SmallVector<unsigned, 32> conflicts;
+  std::vector<std::pair<uint64_t, uint64_t>> taken;
+  for (unsigned id : bySize) {
+    Buffer &buffer = buffers[id];
+    if (buffer.bytes == 0)
+      continue; // zero-sized: offset 0, overlaps nothing
+    conflicts.clear();
+    liveAt.stab(buffer.start, conflicts);
+    for (auto it = byStart.upper_bound({buffer.start, ~0u});
+         it != byStart.end() && it->first <= buffer.end; ++it)
+      conflicts.push_back(it->second);
+    taken.clear();
+    for (unsigned other : conflicts)
+      taken.push_back({buffers[other].offset,
+                       buffers[other].offset + buffers[other].bytes});
+    llvm::sort(taken);
+    uint64_t offset = 0;
+    for (const auto &[begin, end] : taken) {
+      if (begin >= offset + buffer.bytes)
+        break;
+      offset = std::max(offset, end);
+    }
+    if (offset + buffer.bytes > kMaxArenaBytes)
+      return makeError("cannot plan memory: the arena would exceed the 2^62 "
+                       "bytes addressable (placing %" +
+                       buffer.tail->getName() + " of " +
+                       llvm::Twine(buffer.bytes) + " bytes at offset " +
+                       llvm::Twine(offset) + ")");
+    buffer.offset = offset;
+    liveAt.insert(buffer.start, buffer.end, id);
+    byStart.insert({buffer.start, id});
+  }
+
+  ir::MemoryPlan plan;
+  plan.peakLiveBytes = liveness.getPeakBytes();
+  plan.offsets.reserve(values.size());
+  for (const ir::Value *value : values) {
+    uint64_t offset = buffers[bufferOf[value]].offset;
+    plan.offsets[value] = offset;
+    plan.arenaBytes =
+        std::max(plan.arenaBytes, offset + Liveness::getBytes(value));
+  }
+  return plan;
+}
+
+llvm::Expected<bool> PlanMemoryPass::run(ir::Graph &graph) {
+  auto plan = planMemory(graph, inPlace_);
+  if (!plan)
+    return plan.takeError();
+  graph.setMemoryPlan(std::move(*plan));
+  return true;
+}
+
+} // namespace remat::passes

@@ -1,0 +1,651 @@
+//===- tests/unit/AutodiffTest.cpp - Gradients against finite differences ===//
+//
+// Every gradient rule is checked on a small f64 graph: the case's single
+// output y gets the loss ReduceSum(y * R) with R a fixed random tensor, so
+// every element of y matters; autodiff's weight gradients, run on the CPU
+// backend, are compared element by element with central differences
+// (step h = 1e-6 * max(1, |w|)). Tolerance: |fd - ad| <= 1e-6 * |ad| + 1e-8.
+// The absolute floor covers the difference quotient's roundoff, about
+// eps * |terms of the loss| / h ~ 1e-10 for these sizes, with margin.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/bert/BertBuilder.h"
+#include "frontends/bert/BertConfig.h"
+#include "driver/RunDriver.h"
+#include "ir/Builder.h"
+#include "ir/Parser.h"
+#include "ir/Support.h"
+#include "ir/Verifier.h"
+#include "passes/PassManager.h"
+#include "passes/Passes.h"
+#include "runtime/Backend.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace remat;
+using namespace remat::ir;
+
+namespace {
+
+constexpr uint64_t kSeed = 20240611;
+const std::string kModelsDir = std::string(REMAT_TEST_DIR) + "/../models";
+
+std::unique_ptr<Graph> parseOk(llvm::StringRef text) {
+  auto graph = parseGraph(text, "<test>");
+  REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  llvm::Error err = verify(**graph);
+  REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+  return std::move(*graph);
+}
+
+/// Replaces the outputs of \p graph with loss = ReduceSum(y * R).
+void addLoss(Graph &graph, uint64_t seed) {
+  REQUIRE(graph.getOutputs().size() == 1);
+  Value *y = graph.getOutputs()[0];
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<double> r(y->getType().getNumElements());
+  for (double &v : r)
+    v = dist(rng);
+  Builder builder(graph);
+  Value *rv = builder.createConstant(
+      TensorData::fromDoubles(y->getType(), r), "R");
+  auto prod = builder.createValue(OpKind::Mul, {y, rv});
+  REQUIRE(bool(prod));
+  AttrList attrs;
+  attrs.set("keepdims", int64_t(0));
+  auto loss = builder.createValue(OpKind::ReduceSum, {*prod}, attrs, "loss");
+  REQUIRE(bool(loss));
+  graph.removeOutput(0);
+  graph.addOutput(*loss);
+}
+
+llvm::Expected<bool> runAutodiff(Graph &graph, llvm::StringRef options = "",
+                                 llvm::raw_ostream *diag = nullptr) {
+  passes::PassRegistry registry;
+  passes::registerAllPasses(registry);
+  passes::PassManager pm;
+  if (diag)
+    pm.setDiagnosticStream(diag);
+  std::string pipeline = "autodiff";
+  if (!options.empty())
+    pipeline += "{" + options.str() + "}";
+  if (auto err = passes::parsePassPipeline(pipeline, registry, pm))
+    return std::move(err);
+  return pm.run(graph);
+}
+
+std::unique_ptr<runtime::Executable> compileOk(const Graph &graph) {
+  auto backend = runtime::createBackend("cpu");
+  REQUIRE(bool(backend));
+  runtime::CompileOptions options;
+  options.numThreads = 1;
+  auto exe = (*backend)->compile(graph, options);
+  REQUIRE_MESSAGE(bool(exe), errorToString(exe.takeError()));
+  return std::move(*exe);
+}
+
+std::vector<runtime::OwnedTensor> runOk(runtime::Executable &exe,
+                                        const std::vector<runtime::OwnedTensor> &in) {
+  std::vector<runtime::Tensor> views;
+  for (const auto &t : in)
+    views.push_back(t.view());
+  auto result = exe.run(views);
+  REQUIRE_MESSAGE(bool(result), errorToString(result.takeError()));
+  return std::move(result->outputs);
+}
+
+double lossOf(runtime::Executable &exe,
+              const std::vector<runtime::OwnedTensor> &in) {
+  auto out = runOk(exe, in);
+  return out[0].toData()->getDouble(0);
+}
+
+/// One weight element to check.
+struct Probe {
+  unsigned input;
+  int64_t element;
+};
+
+/// Runs autodiff on a copy of \p forward (whose output is the loss) and
+/// compares the gradients at \p probes (every weight element when empty)
+/// with central differences. \returns the number of elements compared.
+int checkAgainstFD(const Graph &forward, std::vector<runtime::OwnedTensor> inputs,
+                   const std::string &label, std::vector<Probe> probes = {},
+                   double rtol = 1e-6, double atol = 1e-8) {
+  std::unique_ptr<Graph> train = forward.clone();
+  auto changed = runAutodiff(*train);
+  REQUIRE_MESSAGE(bool(changed), label << ": "
+                                       << errorToString(changed.takeError()));
+  auto trainExe = compileOk(*train);
+  auto fwdExe = compileOk(forward);
+  auto grads = runOk(*trainExe, inputs);
+
+  // Outputs: the loss, then one gradient per weight in input order.
+  std::vector<int> gradIndex(forward.getNumInputs(), -1);
+  unsigned next = 1;
+  for (unsigned i = 0; i < forward.getNumInputs(); ++i) {
+    Value *in = forward.getInput(i);
+    if (!in->isWeight())
+      continue;
+    REQUIRE_MESSAGE(next < train->getOutputs().size(),
+                    label << ": no gradient for " << in->getName().str());
+    CHECK(train->getOutputs()[next]->getName() == in->getName().str() + "_grad");
+    gradIndex[i] = next++;
+  }
+  CHECK(train->getOutputs().size() == next);
+  CHECK(std::abs(grads[0].toData()->getDouble(0) - lossOf(*fwdExe, inputs)) <=
+        1e-12 * std::max(1.0, std::abs(grads[0].toData()->getDouble(0))));
+
+  if (probes.empty())
+    for (unsigned i = 0; i < forward.getNumInputs(); ++i)
+      if (gradIndex[i] >= 0)
+        for (int64_t e = 0; e < inputs[i].getType().getNumElements(); ++e)
+          probes.push_back({i, e});
+  int compared = 0;
+  for (const Probe &p : probes) {
+    auto *data = static_cast<double *>(inputs[p.input].getData());
+    double saved = data[p.element];
+    double h = 1e-6 * std::max(1.0, std::abs(saved));
+    data[p.element] = saved + h;
+    double plus = lossOf(*fwdExe, inputs);
+    data[p.element] = saved - h;
+    double minus = lossOf(*fwdExe, inputs);
+    data[p.element] = saved;
+    double fd = (plus - minus) / (2 * h);
+    double ad = grads[gradIndex[p.input]].toData()->getDouble(p.element);
+    CHECK_MESSAGE(std::abs(fd - ad) <= rtol * std::abs(ad) + atol,
+                  label << " (seed " << kSeed << "): d loss / d "
+                        << forward.getInput(p.input)->getName().str() << "["
+                        << p.element << "] autodiff " << ad << " fd " << fd);
+    ++compared;
+  }
+  return compared;
+}
+
+/// Uniform inputs in [lo, hi] for every f64 input of \p graph.
+std::vector<runtime::OwnedTensor> uniformInputs(const Graph &graph,
+                                                uint64_t seed, double lo,
+                                                double hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<runtime::OwnedTensor> inputs;
+  for (Value *input : graph.getInputs()) {
+    REQUIRE(input->getType().getDType() == DType::F64);
+    runtime::OwnedTensor t(input->getType());
+    auto *d = static_cast<double *>(t.getData());
+    for (int64_t i = 0; i < input->getType().getNumElements(); ++i)
+      d[i] = dist(rng);
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+struct RuleCase {
+  const char *name;
+  const char *rir;
+  /// Inputs are uniform in [lo, hi].
+  double lo = -1, hi = 1;
+};
+
+// clang-format off
+const RuleCase kCases[] = {
+  {"add", R"(graph @g(%a: f64[2,3] weight, %b: f64[2,3] weight) {
+    %y = Add(%a, %b) : f64[2,3]
+    return %y })"},
+  {"add broadcast both", R"(graph @g(%a: f64[2,1,3] weight, %b: f64[4,1] weight) {
+    %y = Add(%a, %b) : f64[2,4,3]
+    return %y })"},
+  {"sub broadcast", R"(graph @g(%a: f64[2,3] weight, %b: f64[1,3] weight) {
+    %y = Sub(%a, %b) : f64[2,3]
+    return %y })"},
+  {"mul broadcast", R"(graph @g(%a: f64[2,3] weight, %b: f64[2,1] weight) {
+    %y = Mul(%a, %b) : f64[2,3]
+    return %y })"},
+  {"mul scalar", R"(graph @g(%a: f64[2,3] weight, %b: f64[] weight) {
+    %y = Mul(%a, %b) : f64[2,3]
+    return %y })"},
+  {"div broadcast", R"(graph @g(%a: f64[2,3] weight, %b: f64[3] weight) {
+    %y = Div(%a, %b) : f64[2,3]
+    return %y })", 0.5, 2},
+  {"pow broadcast", R"(graph @g(%a: f64[2,3] weight, %b: f64[3] weight) {
+    %y = Pow(%a, %b) : f64[2,3]
+    return %y })", 0.5, 2},
+  {"pow constant exponent", R"(graph @g(%a: f64[2,3] weight) {
+    %two = Constant() {value = dense<f64[]: 2.0>} : f64[]
+    %y = Pow(%a, %two) : f64[2,3]
+    return %y })"},
+  {"sqrt", R"(graph @g(%a: f64[2,3] weight) {
+    %y = Sqrt(%a) : f64[2,3]
+    return %y })", 0.5, 2},
+  {"erf", R"(graph @g(%a: f64[2,3] weight) {
+    %y = Erf(%a) : f64[2,3]
+    return %y })"},
+  {"tanh", R"(graph @g(%a: f64[2,3] weight) {
+    %y = Tanh(%a) : f64[2,3]
+    return %y })"},
+  {"relu", R"(graph @g(%a: f64[2,3] weight) {
+    %y = Relu(%a) : f64[2,3]
+    return %y })"},
+  {"sigmoid", R"(graph @g(%a: f64[2,3] weight) {
+    %y = Sigmoid(%a) : f64[2,3]
+    return %y })"},
+  {"exp", R"(graph @g(%a: f64[2,3] weight) {
+    %y = Exp(%a) : f64[2,3]
+    return %y })"},
+  {"log", R"(graph @g(%a: f64[2,3] weight) {
+    %y = Log(%a) : f64[2,3]
+    return %y })", 0.5, 2},
+  {"neg", R"(graph @g(%a: f64[2,3] weight) {
+    %y = Neg(%a) : f64[2,3]
+    return %y })"},
+  {"identity and cast", R"(graph @g(%a: f64[2,3] weight) {
+    %i = Identity(%a) : f64[2,3]
+    %y = Cast(%i) {to = 11} : f64[2,3]
+    return %y })"},
+  {"where broadcast", R"(graph @g(%a: f64[2,3] weight, %b: f64[3] weight) {
+    %c = Constant() {value = dense<bool[2,3]: [true, false, true, false, false, true]>} : bool[2,3]
+    %y = Where(%c, %a, %b) : f64[2,3]
+    return %y })"},
+  {"max broadcast", R"(graph @g(%a: f64[2,3] weight, %b: f64[3] weight, %c: f64[2,1] weight) {
+    %y = Max(%a, %b, %c) : f64[2,3]
+    return %y })"},
+  {"several uses", R"(graph @g(%a: f64[2,3] weight) {
+    %m = Mul(%a, %a) : f64[2,3]
+    %e = Exp(%a) : f64[2,3]
+    %y = Add(%m, %e) : f64[2,3]
+    return %y })"},
+  {"matmul", R"(graph @g(%a: f64[2,3] weight, %b: f64[3,4] weight) {
+    %y = MatMul(%a, %b) : f64[2,4]
+    return %y })"},
+  {"matmul batched broadcast", R"(graph @g(%a: f64[2,1,2,3] weight, %b: f64[3,3,2] weight) {
+    %y = MatMul(%a, %b) : f64[2,3,2,2]
+    return %y })"},
+  {"matmul vector left", R"(graph @g(%a: f64[3] weight, %b: f64[2,3,4] weight) {
+    %y = MatMul(%a, %b) : f64[2,4]
+    return %y })"},
+  {"matmul vector right", R"(graph @g(%a: f64[2,3] weight, %b: f64[3] weight) {
+    %y = MatMul(%a, %b) : f64[2]
+    return %y })"},
+  {"gemm", R"(graph @g(%a: f64[2,3] weight, %b: f64[3,4] weight, %c: f64[4] weight) {
+    %y = Gemm(%a, %b, %c) : f64[2,4]
+    return %y })"},
+  {"gemm transA transB alpha beta", R"(graph @g(%a: f64[3,2] weight, %b: f64[4,3] weight, %c: f64[2,1] weight) {
+    %y = Gemm(%a, %b, %c) {alpha = 0.5, beta = 2.0, transA = 1, transB = 1} : f64[2,4]
+    return %y })"},
+  {"gemm transB no C", R"(graph @g(%a: f64[2,3] weight, %b: f64[4,3] weight) {
+    %y = Gemm(%a, %b) {transB = 1} : f64[2,4]
+    return %y })"},
+  {"gemm transA scalar C", R"(graph @g(%a: f64[3,2] weight, %b: f64[3,4] weight, %c: f64[] weight) {
+    %y = Gemm(%a, %b, %c) {transA = 1, alpha = 1.5} : f64[2,4]
+    return %y })"},
+  {"softmax", R"(graph @g(%a: f64[2,3,4] weight) {
+    %y = Softmax(%a) {axis = 1} : f64[2,3,4]
+    return %y })"},
+  {"logsoftmax", R"(graph @g(%a: f64[2,3,4] weight) {
+    %y = LogSoftmax(%a) : f64[2,3,4]
+    return %y })"},
+  {"layernorm", R"(graph @g(%x: f64[2,3,4] weight, %s: f64[4] weight, %b: f64[4] weight) {
+    %y = LayerNormalization(%x, %s, %b) {epsilon = 0.001, stash_type = 11} : f64[2,3,4]
+    return %y })"},
+  {"layernorm axis 1 with stats", R"(graph @g(%x: f64[2,3,4] weight, %s: f64[3,4] weight) {
+    %y, %mean = LayerNormalization(%x, %s) {axis = 1, epsilon = 0.001, stash_type = 11} : f64[2,3,4], f64[2,1,1]
+    return %y })"},
+  {"dropout", R"(graph @g(%x: f64[4,5] weight) {
+    %ratio = Constant() {value = dense<f64[]: 0.3>} : f64[]
+    %t = Constant() {value = dense<bool[]: true>} : bool[]
+    %y, %mask = Dropout(%x, %ratio, %t) {seed = 5} : f64[4,5], bool[4,5]
+    return %y })"},
+  {"dropout no mask result", R"(graph @g(%x: f64[4,5] weight) {
+    %ratio = Constant() {value = dense<f32[]: 0.5>} : f32[]
+    %t = Constant() {value = dense<bool[]: true>} : bool[]
+    %y = Dropout(%x, %ratio, %t) {seed = 9} : f64[4,5]
+    return %y })"},
+  {"dropout inference", R"(graph @g(%x: f64[4,5] weight) {
+    %y = Dropout(%x) : f64[4,5]
+    return %y })"},
+  {"reducemean", R"(graph @g(%x: f64[2,3,4] weight) {
+    %y = ReduceMean(%x) {axes = [1], keepdims = 0} : f64[2,4]
+    return %y })"},
+  {"reducemean all", R"(graph @g(%x: f64[2,3] weight) {
+    %y = ReduceMean(%x) : f64[1,1]
+    return %y })"},
+  {"reducesum", R"(graph @g(%x: f64[2,3,4] weight) {
+    %ax = Constant() {value = dense<i64[2]: [0, -1]>} : i64[2]
+    %y = ReduceSum(%x, %ax) : f64[1,3,1]
+    return %y })"},
+  {"reducesum all", R"(graph @g(%x: f64[2,3] weight) {
+    %y = ReduceSum(%x) {keepdims = 0} : f64[]
+    return %y })"},
+  {"reducemax", R"(graph @g(%x: f64[2,3,4] weight) {
+    %y = ReduceMax(%x) {axes = [2], keepdims = 0} : f64[2,3]
+    return %y })"},
+  {"reshape transpose", R"(graph @g(%x: f64[2,3,4] weight) {
+    %s = Constant() {value = dense<i64[2]: [6, -1]>} : i64[2]
+    %r = Reshape(%x, %s) : f64[6,4]
+    %y = Transpose(%r) {perm = [1, 0]} : f64[4,6]
+    return %y })"},
+  {"transpose 3d", R"(graph @g(%x: f64[2,3,4] weight) {
+    %y = Transpose(%x) {perm = [2, 0, 1]} : f64[4,2,3]
+    return %y })"},
+  {"unsqueeze squeeze", R"(graph @g(%x: f64[2,3] weight) {
+    %ax = Constant() {value = dense<i64[1]: [1]>} : i64[1]
+    %u = Unsqueeze(%x, %ax) : f64[2,1,3]
+    %e = Exp(%u) : f64[2,1,3]
+    %y = Squeeze(%e, %ax) : f64[2,3]
+    return %y })"},
+  {"concat", R"(graph @g(%a: f64[2,1] weight, %b: f64[2,3] weight, %c: f64[2,2] weight) {
+    %y = Concat(%a, %b, %c) {axis = 1} : f64[2,6]
+    return %y })"},
+  {"slice steps", R"(graph @g(%x: f64[4,6] weight) {
+    %st = Constant() {value = dense<i64[2]: [1, -1]>} : i64[2]
+    %en = Constant() {value = dense<i64[2]: [4, 0]>} : i64[2]
+    %ax = Constant() {value = dense<i64[2]: [0, 1]>} : i64[2]
+    %sp = Constant() {value = dense<i64[2]: [2, -2]>} : i64[2]
+    %y = Slice(%x, %st, %en, %ax, %sp) : f64[2,3]
+    return %y })"},
+  {"slice plain", R"(graph @g(%x: f64[4,6] weight) {
+    %st = Constant() {value = dense<i64[1]: [2]>} : i64[1]
+    %en = Constant() {value = dense<i64[1]: [5]>} : i64[1]
+    %y = Slice(%x, %st, %en) : f64[2,6]
+    return %y })"},
+  {"split one result unused", R"(graph @g(%x: f64[2,6] weight) {
+    %sz = Constant() {value = dense<i64[3]: [1, 2, 3]>} : i64[3]
+    %p, %q, %r = Split(%x, %sz) {axis = 1} : f64[2,1], f64[2,2], f64[2,3]
+    %t = Tanh(%r) : f64[2,3]
+    %y = Mul(%t, %p) : f64[2,3]
+    return %y })"},
+  {"expand", R"(graph @g(%x: f64[3,1] weight) {
+    %s = Constant() {value = dense<i64[3]: [2, 3, 4]>} : i64[3]
+    %y = Expand(%x, %s) : f64[2,3,4]
+    return %y })"},
+  {"gather axis 0 repeated", R"(graph @g(%x: f64[4,3] weight) {
+    %i = Constant() {value = dense<i64[2,2]: [0, 2, 2, -1]>} : i64[2,2]
+    %y = Gather(%x, %i) : f64[2,2,3]
+    return %y })"},
+  {"gather axis 1", R"(graph @g(%x: f64[2,4,3] weight) {
+    %i = Constant() {value = dense<i32[3]: [3, 1, 3]>} : i32[3]
+    %y = Gather(%x, %i) {axis = 1} : f64[2,3,3]
+    return %y })"},
+  {"sce mean ignore_index", R"(graph @g(%s: f64[5,4] weight) {
+    %l = Constant() {value = dense<i64[5]: [1, -100, 3, 0, 3]>} : i64[5]
+    %y = SoftmaxCrossEntropyLoss(%s, %l) {ignore_index = -100} : f64[]
+    return %y })"},
+  {"sce sum", R"(graph @g(%s: f64[5,4] weight) {
+    %l = Constant() {value = dense<i64[5]: [1, 2, 3, 0, 3]>} : i64[5]
+    %y = SoftmaxCrossEntropyLoss(%s, %l) {reduction = "sum"} : f64[]
+    return %y })"},
+  {"sce none 3d", R"(graph @g(%s: f64[2,4,3] weight) {
+    %l = Constant() {value = dense<i64[2,3]: [1, 2, 3, 0, 3, 2]>} : i64[2,3]
+    %y, %lp = SoftmaxCrossEntropyLoss(%s, %l) {reduction = "none"} : f64[2,3], f64[2,4,3]
+    return %y })"},
+  {"sce mean weights ignore_index", R"(graph @g(%s: f64[5,4] weight) {
+    %l = Constant() {value = dense<i64[5]: [1, 2, 3, 2, 0]>} : i64[5]
+    %w = Constant() {value = dense<f64[4]: [0.5, 1.0, 2.0, 1.5]>} : f64[4]
+    %y = SoftmaxCrossEntropyLoss(%s, %l, %w) {ignore_index = 2} : f64[]
+    return %y })"},
+  {"gelu", R"(graph @g(%x: f64[2,3] weight) {
+    %y = remat.Gelu(%x) : f64[2,3]
+    return %y })", -2, 2},
+  {"gelu tanh", R"(graph @g(%x: f64[2,3] weight) {
+    %y = remat.Gelu(%x) {approximate = "tanh"} : f64[2,3]
+    return %y })", -2, 2},
+};
+// clang-format on
+
+} // namespace
+
+TEST_CASE("autodiff: every gradient rule matches central differences") {
+  int total = 0;
+  for (const RuleCase &c : kCases) {
+    INFO("case '" << std::string(c.name) << "', seed " << kSeed);
+    auto graph = parseOk(c.rir);
+    addLoss(*graph, kSeed);
+    auto inputs = uniformInputs(*graph, kSeed, c.lo, c.hi);
+    total += checkAgainstFD(*graph, std::move(inputs), c.name);
+  }
+  CHECK(total > 400);
+}
+
+TEST_CASE("autodiff: outputs are the loss then gradients in weight order") {
+  auto graph = parseOk(R"(graph @g(%x: f64[2] , %b: f64[2] weight, %a: f64[2] weight) {
+    %m = Mul(%x, %a) : f64[2]
+    %y = Add(%m, %b) : f64[2]
+    %loss = ReduceSum(%y) {keepdims = 0} : f64[]
+    %e = Exp(%y) : f64[2]
+    return %e, %loss })");
+  auto changed = runAutodiff(*graph);
+  REQUIRE_MESSAGE(bool(changed), errorToString(changed.takeError()));
+  auto outs = graph->getOutputs();
+  REQUIRE(outs.size() == 3);
+  CHECK(outs[0]->getName() == "loss");
+  CHECK(outs[1]->getName() == "b_grad");
+  CHECK(outs[2]->getName() == "a_grad");
+  for (const Node &node : graph->getNodes())
+    if (node.getStage() == Stage::Backward)
+      CHECK(node.getOpInfo().domain.empty());
+}
+
+TEST_CASE("autodiff: errors") {
+  auto expectError = [](llvm::StringRef rir, llvm::StringRef options,
+                        llvm::StringRef message) {
+    auto graph = parseOk(rir);
+    auto changed = runAutodiff(*graph, options);
+    REQUIRE(!changed);
+    std::string text = errorToString(changed.takeError());
+    INFO(text);
+    CHECK(text.find(message.str()) != std::string::npos);
+  };
+  const char *noScalar = R"(graph @g(%a: f64[2] weight) {
+    %y = Exp(%a) : f64[2]
+    return %y })";
+  expectError(noScalar, "", "graph has no scalar float output to use as the "
+                            "loss; name one with autodiff{loss=NAME}");
+  const char *two = R"(graph @g(%a: f64[2] weight) {
+    %l1 = ReduceSum(%a) {keepdims = 0} : f64[]
+    %l2 = ReduceMax(%a) {keepdims = 0} : f64[]
+    return %l1, %l2 })";
+  expectError(two, "", "graph has several scalar float outputs ('l1', 'l2'); "
+                       "choose the loss with autodiff{loss=NAME}");
+  expectError(two, "loss=l3", "loss 'l3' is not an output of the graph");
+  {
+    auto graph = parseOk(two);
+    auto changed = runAutodiff(*graph, "loss=l2");
+    REQUIRE_MESSAGE(bool(changed), errorToString(changed.takeError()));
+    CHECK(graph->getOutputs()[0]->getName() == "l2");
+  }
+  expectError(R"(graph @g(%a: f64[2] weight, %x: f64[2]) {
+    %l = ReduceSum(%x) {keepdims = 0} : f64[]
+    %z = Exp(%a) : f64[2]
+    return %l, %z })",
+              "", "no weight reaches the loss 'l'");
+  expectError(R"(graph @g(%a: f64[4] weight) {
+    %i = Constant() {value = dense<i64[2]: [0, 1]>} : i64[2]
+    %u = Constant() {value = dense<f64[2]: [1.0, 2.0]>} : f64[2]
+    %s = ScatterElements(%a, %i, %u) : f64[4]
+    %l = ReduceSum(%s) {keepdims = 0} : f64[]
+    return %l })",
+              "", "op ScatterElements has no gradient rule, but it is on a "
+                  "path from a weight to the loss 'l'");
+  expectError(noScalar, "unused-weights=maybe",
+              "autodiff option 'unused-weights' is 'maybe', expected warn, "
+              "error or drop");
+  expectError(R"(graph @g(%a: f64[2] weight) {
+    %l = ReduceSum(%a) {keepdims = 0} : f64[]
+    %a_grad = Exp(%a) : f64[2]
+    return %l, %a_grad })",
+              "", "graph already has gradient outputs ('a_grad')");
+}
+
+TEST_CASE("autodiff: a Dropout mask depends only on the seed") {
+  const char *rir = R"(graph @g(%x: f64[64]) {
+    %ratio = Constant() {value = dense<f64[]: 0.5>} : f64[]
+    %t = Constant() {value = dense<bool[]: true>} : bool[]
+    %y1, %m1 = Dropout(%x, %ratio, %t) {seed = 7} : f64[64], bool[64]
+    %y2, %m2 = Dropout(%x, %ratio, %t) {seed = 7} : f64[64], bool[64]
+    %y3, %m3 = Dropout(%x, %ratio, %t) {seed = 8} : f64[64], bool[64]
+    return %m1, %m2, %m3 })";
+  auto graph = parseOk(rir);
+  auto exe = compileOk(*graph);
+  auto inputs = uniformInputs(*graph, kSeed, -1, 1);
+  auto first = runOk(*exe, inputs);
+  auto second = runOk(*exe, inputs);
+  auto bytes = [](const runtime::OwnedTensor &t) {
+    std::shared_ptr<TensorData> data = t.toData();
+    return std::vector<uint8_t>(data->getBytes().begin(),
+                                data->getBytes().end());
+  };
+  CHECK(bytes(first[0]) == bytes(first[1]));  // Same seed, same node shape.
+  CHECK(bytes(first[0]) == bytes(second[0])); // Two runs.
+  CHECK(bytes(first[0]) != bytes(first[2]));  // Another seed.
+}
+
+namespace {
+
+/// Changes every f32 in \p graph to f64: value types, constants, weight
+/// data, Cast targets and LayerNormalization stash types.
+void convertToF64(Graph &graph) {
+  auto convertType = [](Value *v) {
+    if (v->getType().getDType() == DType::F32)
+      v->setType(v->getType().withDType(DType::F64));
+  };
+  auto convertData = [](const TensorDataPtr &data) -> TensorDataPtr {
+    if (!data || data->getType().getDType() != DType::F32)
+      return data;
+    std::vector<double> values(data->getNumElements());
+    for (int64_t i = 0; i < data->getNumElements(); ++i)
+      values[i] = data->getDouble(i);
+    return TensorData::fromDoubles(data->getType().withDType(DType::F64),
+                                   values);
+  };
+  for (Value *input : graph.getInputs()) {
+    convertType(input);
+    input->setData(convertData(input->getData()));
+  }
+  for (Node &node : graph.getNodes()) {
+    for (Value *result : node.getResults())
+      convertType(result);
+    AttrList attrs = node.getAttrs();
+    for (const auto &[name, value] : node.getAttrs().entries())
+      if (auto *tensor = std::get_if<TensorDataPtr>(&value))
+        attrs.set(name, convertData(*tensor));
+    if (node.getOp() == OpKind::Cast &&
+        attrs.getInt("to") == onnxCode(DType::F32))
+      attrs.set("to", int64_t(onnxCode(DType::F64)));
+    if (node.getOp() == OpKind::LayerNormalization)
+      attrs.set("stash_type", int64_t(onnxCode(DType::F64)));
+    node.setAttrs(attrs);
+  }
+}
+
+std::unique_ptr<Graph> bertTinyF64() {
+  auto config = bert::loadBertConfig(kModelsDir + "/bert-tiny.json");
+  REQUIRE_MESSAGE(bool(config), errorToString(config.takeError()));
+  config->batch = 2;
+  config->seq = 8;
+  auto graph = bert::buildBert(*config);
+  REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  convertToF64(**graph);
+  llvm::Error err = verify(**graph);
+  REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+  return std::move(*graph);
+}
+
+} // namespace
+
+TEST_CASE("autodiff: bert-tiny in f64 matches central differences") {
+  auto graph = bertTinyF64();
+  // Keep only the loss as output (the pooler is checked below).
+  while (graph->getOutputs().size() > 1)
+    graph->removeOutput(1);
+  auto made = driver::makeInputs(*graph, {}, kSeed);
+  REQUIRE_MESSAGE(bool(made), errorToString(made.takeError()));
+  std::vector<runtime::OwnedTensor> inputs = std::move(*made);
+  // Probe 24 weight elements, seeded, spread over all weights.
+  std::mt19937_64 rng(kSeed);
+  std::vector<unsigned> weights;
+  for (unsigned i = 0; i < graph->getNumInputs(); ++i)
+    if (graph->getInput(i)->isWeight() &&
+        !graph->getInput(i)->getName().startswith("bert.pooler"))
+      weights.push_back(i);
+  std::vector<Probe> probes;
+  for (int k = 0; k < 24; ++k) {
+    unsigned input = weights[rng() % weights.size()];
+    int64_t n = graph->getInput(input)->getType().getNumElements();
+    probes.push_back({input, int64_t(rng() % n)});
+  }
+  // Rebuild the forward graph without the pooler inputs.
+  std::vector<runtime::OwnedTensor> kept;
+  std::vector<Probe> keptProbes;
+  std::vector<int> newIndex(graph->getNumInputs(), -1);
+  std::vector<Value *> pooler;
+  for (unsigned i = 0; i < graph->getNumInputs(); ++i) {
+    if (graph->getInput(i)->getName().startswith("bert.pooler")) {
+      pooler.push_back(graph->getInput(i));
+      continue;
+    }
+    newIndex[i] = kept.size();
+    kept.push_back(std::move(inputs[i]));
+  }
+  // Remove the pooler nodes and inputs from the forward graph.
+  std::vector<Node *> nodes;
+  for (Node &node : graph->getNodes())
+    nodes.push_back(&node);
+  for (Node *node : llvm::reverse(nodes))
+    if (!node->hasUsedResults())
+      graph->eraseNode(node);
+  for (Value *v : pooler)
+    graph->eraseInput(v);
+  for (Probe p : probes)
+    keptProbes.push_back({unsigned(newIndex[p.input]), p.element});
+  int compared = checkAgainstFD(*graph, std::move(kept), "bert-tiny f64",
+                                keptProbes, 1e-6, 1e-8);
+  CHECK(compared == 24);
+}
+
+TEST_CASE("autodiff: unused weights on bert-tiny (pooler)") {
+  const std::string warnW =
+      "warning: weight 'bert.pooler.dense.weight' does not reach the loss "
+      "'loss' and gets no gradient";
+  {
+    auto graph = bertTinyF64();
+    std::string diag;
+    llvm::raw_string_ostream os(diag);
+    auto changed = runAutodiff(*graph, "", &os);
+    REQUIRE_MESSAGE(bool(changed), errorToString(changed.takeError()));
+    os.flush();
+    CHECK(diag.find(warnW) != std::string::npos);
+    CHECK(diag.find("'bert.pooler.dense.bias'") != std::string::npos);
+    CHECK(graph->lookup("bert.pooler.dense.weight") != nullptr);
+    CHECK(graph->lookup("bert.pooler.dense.weight_grad") == nullptr);
+    CHECK(graph->getOutputs()[0]->getName() == "loss");
+    CHECK(graph->lookup("bert.embeddings.word_embeddings.weight_grad") != nullptr);
+  }
+  {
+    auto graph = bertTinyF64();
+    auto changed = runAutodiff(*graph, "unused-weights=error");
+    REQUIRE(!changed);
+    std::string text = errorToString(changed.takeError());
+    CHECK(text.find("weights that do not reach the loss 'loss': "
+                    "'bert.pooler.dense.weight', 'bert.pooler.dense.bias'") !=
+          std::string::npos);
+  }
+  {
+    auto graph = bertTinyF64();
+    std::string diag;
+    llvm::raw_string_ostream os(diag);
+    auto changed = runAutodiff(*graph, "unused-weights=drop", &os);
+    REQUIRE_MESSAGE(bool(changed), errorToString(changed.takeError()));
+    os.flush();
+    CHECK(diag.find("note: dropped weight 'bert.pooler.dense.weight'") !=
+          std::string::npos);
+    CHECK(graph->lookup("bert.pooler.dense.weight") == nullptr);
+    CHECK(graph->lookup("bert.pooler.dense.bias") == nullptr);
+    CHECK(graph->lookup("pooled_output") == nullptr);
+  }
+}

@@ -1,0 +1,505 @@
+//===- tests/unit/MemoryTest.cpp - Liveness, schedule, plan-memory, arena -===//
+#include "driver/ModelLoader.h"
+#include "driver/RunDriver.h"
+#include "ir/Parser.h"
+#include "ir/Support.h"
+#include "ir/Verifier.h"
+#include "passes/Liveness.h"
+#include "passes/PassManager.h"
+#include "passes/Passes.h"
+#include "runtime/Backend.h"
+#include "runtime/Executor.h"
+
+
+#include <doctest/doctest.h>
+
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <random>
+
+using namespace remat;
+using namespace remat::ir;
+using namespace remat::passes;
+
+namespace {
+
+std::unique_ptr<Graph> parse(llvm::StringRef text) {
+  auto graph = parseGraph(text, "test");
+  REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  llvm::Error err = verify(**graph);
+  REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+  return std::move(*graph);
+}
+
+/// Five nodes over f32[16] (64 bytes each); the backward reads %a.
+///   pos  node                live after it runs      live bytes
+///   0    %a = Mul(x, w)      a                       64
+///   1    %b = Relu(a)        a b                     128
+///   2    %l = Exp(b)         a b l                   192  <- peak
+///   3    %g = Mul(l, a) bwd  a l g                   192
+///   4    %w_grad = Neg(g)    l g w_grad              192
+const char *kSmall = R"(graph @small(%x: f32[16], %w: f32[16] weight) {
+  %a = Mul(%x, %w) : f32[16]
+  %b = Relu(%a) : f32[16]
+  %l = Exp(%b) : f32[16]
+  %g = Mul(%l, %a) : f32[16] bwd
+  %w_grad = Neg(%g) : f32[16] bwd
+  return %l, %w_grad
+}
+)";
+
+/// True if \p a and \p b may share memory while both live: \p b is an
+/// in-place result over \p a (defined at the node where \p a dies), at the
+/// same offset.
+bool isInPlacePair(const Liveness &liveness, const MemoryPlan &plan,
+                   const Value *a, const Value *b) {
+  if (*plan.lookup(a) != *plan.lookup(b))
+    return false;
+  auto pair = [&](const Value *from, const Value *to) {
+    return liveness.getRange(from).lastUse == liveness.getRange(to).def &&
+           llvm::is_contained(to->getDefiningNode()->getOperands(), from);
+  };
+  return pair(a, b) || pair(b, a);
+}
+
+/// Checks every plan invariant: alignment, inside the arena, arena >= peak,
+/// and no two simultaneously live values overlap (all pairs when \p allPairs,
+/// else a sweep over the schedule with an offset-ordered active set).
+void checkPlan(const Graph &graph, bool allPairs) {
+  const MemoryPlan *plan = graph.getMemoryPlan();
+  REQUIRE(plan);
+  Liveness liveness(graph);
+  llvm::ArrayRef<const Value *> values = liveness.getValues();
+  // The arena holds at least the peak, where an in-place result and the
+  // operand it overwrites (both counted live at their node) count once.
+  {
+    std::vector<int64_t> shared(liveness.getSchedule().size(), 0);
+    for (const Value *value : values)
+      for (const Value *operand :
+           llvm::SmallPtrSet<const Value *, 4>(
+               value->getDefiningNode()->getOperands().begin(),
+               value->getDefiningNode()->getOperands().end()))
+        if (!operand->isGraphInput() &&
+            isInPlacePair(liveness, *plan, operand, value))
+          shared[liveness.getRange(value).def] +=
+              int64_t(Liveness::getBytes(operand));
+    uint64_t peak = 0;
+    for (size_t i = 0; i < shared.size(); ++i)
+      peak = std::max<uint64_t>(peak,
+                                liveness.getLiveBytes()[i] - shared[i]);
+    CHECK(plan->arenaBytes >= peak);
+  }
+  for (const Value *value : values) {
+    auto offset = plan->lookup(value);
+    REQUIRE(offset);
+    CHECK(*offset % MemoryPlan::kAlignment == 0);
+    CHECK(*offset + Liveness::getBytes(value) <= plan->arenaBytes);
+  }
+  auto overlapMemory = [&](const Value *a, const Value *b) {
+    uint64_t ao = *plan->lookup(a), bo = *plan->lookup(b);
+    uint64_t ab = Liveness::getBytes(a), bb = Liveness::getBytes(b);
+    return ab != 0 && bb != 0 && ao < bo + bb && bo < ao + ab;
+  };
+  if (allPairs) {
+    for (size_t i = 0; i < values.size(); ++i)
+      for (size_t j = i + 1; j < values.size(); ++j) {
+        const Value *a = values[i], *b = values[j];
+        if (!liveness.getRange(a).overlaps(liveness.getRange(b)) ||
+            !overlapMemory(a, b))
+          continue;
+        CHECK_MESSAGE(isInPlacePair(liveness, *plan, a, b),
+                      "%" << a->getName().str() << " and %"
+                          << b->getName().str() << " overlap");
+      }
+    return;
+  }
+  // Sweep: values in definition order; the active set holds the values live
+  // at the current position by offset. Disjointness of the active set means
+  // only the neighbours of a new value can overlap it.
+  std::multimap<uint64_t, const Value *> active;
+  std::multimap<size_t, const Value *> byEnd;
+  size_t errors = 0;
+  for (const Value *value : values) {
+    if (Liveness::getBytes(value) == 0)
+      continue;
+    LiveRange range = liveness.getRange(value);
+    while (!byEnd.empty() && byEnd.begin()->first < range.def) {
+      const Value *dead = byEnd.begin()->second;
+      auto [lo, hi] = active.equal_range(*plan->lookup(dead));
+      for (auto it = lo; it != hi; ++it)
+        if (it->second == dead) {
+          active.erase(it);
+          break;
+        }
+      byEnd.erase(byEnd.begin());
+    }
+    uint64_t offset = *plan->lookup(value);
+    uint64_t end = offset + Liveness::getBytes(value);
+    auto it = active.upper_bound(offset);
+    for (auto next = it; next != active.end() && next->first < end; ++next)
+      if (next->second != value && overlapMemory(value, next->second) &&
+          !isInPlacePair(liveness, *plan, value, next->second))
+        ++errors;
+    for (auto prev = it; prev != active.begin();) {
+      --prev;
+      if (overlapMemory(value, prev->second)) {
+        if (!isInPlacePair(liveness, *plan, value, prev->second))
+          ++errors;
+        continue; // in-place partners share an offset; look further back
+      }
+      break;
+    }
+    active.insert({offset, value});
+    byEnd.insert({range.lastUse, value});
+  }
+  CHECK_MESSAGE(errors == 0, errors << " overlapping live values");
+}
+
+/// A seeded random DAG over 1-D f32 values: unary ops, same-size binary
+/// ops and Concats (which grow sizes), several inputs, several outputs.
+std::string randomGraphText(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t n) { return size_t(rng() % n); };
+  std::vector<std::pair<std::string, int64_t>> values;
+  std::string text = "graph @random(";
+  size_t numInputs = 1 + pick(3);
+  for (size_t i = 0; i < numInputs; ++i) {
+    int64_t size = 1 + int64_t(pick(64));
+    std::string name = "in" + std::to_string(i);
+    text += (i ? ", %" : "%") + name + ": f32[" + std::to_string(size) + "]";
+    values.push_back({name, size});
+  }
+  text += ") {\n";
+  size_t numNodes = 1 + pick(seed % 4 == 0 ? 300 : 40);
+  // Recent values are likelier operands, so graphs have both long and short
+  // lived values.
+  auto operand = [&]() {
+    size_t n = values.size();
+    return pick(2) ? n - 1 - pick(std::min<size_t>(n, 4)) : pick(n);
+  };
+  const char *unary[] = {"Relu", "Neg", "Exp", "Tanh"};
+  const char *binary[] = {"Add", "Mul", "Sub"};
+  std::vector<bool> used;
+  used.resize(values.size(), false);
+  for (size_t i = 0; i < numNodes; ++i) {
+    std::string name = "v" + std::to_string(i);
+    size_t a = operand();
+    size_t kind = pick(3);
+    std::string line;
+    int64_t size = values[a].second;
+    if (kind == 1) {
+      // A same-size partner, if there is one.
+      size_t b = operand();
+      if (values[b].second == size) {
+        line = std::string(binary[pick(3)]) + "(%" + values[a].first + ", %" +
+               values[b].first + ")";
+        used[b] = true;
+      }
+    } else if (kind == 2) {
+      size_t b = operand();
+      size += values[b].second;
+      line = "Concat(%" + values[a].first + ", %" + values[b].first +
+             ") {axis = 0}";
+      used[b] = true;
+    }
+    if (line.empty()) {
+      size = values[a].second;
+      line = std::string(unary[pick(4)]) + "(%" + values[a].first + ")";
+    }
+    used[a] = true;
+    text += "  %" + name + " = " + line + " : f32[" + std::to_string(size) +
+            "]\n";
+    values.push_back({name, size});
+    used.push_back(false);
+  }
+  // Outputs: every unused node result, plus a random one.
+  std::vector<std::string> outputs;
+  for (size_t v = numInputs; v < values.size(); ++v)
+    if (!used[v])
+      outputs.push_back("%" + values[v].first);
+  outputs.push_back("%" + values[numInputs + pick(numNodes)].first);
+  std::sort(outputs.begin(), outputs.end());
+  outputs.erase(std::unique(outputs.begin(), outputs.end()), outputs.end());
+  text += "  return " + llvm::join(outputs, ", ") + "\n}\n";
+  return text;
+}
+
+llvm::Error runPipeline(Graph &graph, llvm::StringRef pipeline) {
+  PassRegistry registry;
+  registerAllPasses(registry);
+  PassManager pm;
+  if (auto err = parsePassPipeline(pipeline, registry, pm))
+    return err;
+  return pm.run(graph).takeError();
+}
+
+/// Runs \p graph on the CPU and \returns its result; inputs from seed 1.
+runtime::RunResult runCpu(const Graph &graph,
+                          const std::vector<runtime::OwnedTensor> &inputs) {
+  auto backend = runtime::createBackend("cpu");
+  REQUIRE(bool(backend));
+  runtime::CompileOptions options;
+  options.numThreads = 2;
+  auto executable = (*backend)->compile(graph, options);
+  REQUIRE_MESSAGE(bool(executable), errorToString(executable.takeError()));
+  std::vector<runtime::Tensor> views;
+  for (const runtime::OwnedTensor &input : inputs)
+    views.push_back(input.view());
+  auto result = (*executable)->run(views);
+  REQUIRE_MESSAGE(bool(result), errorToString(result.takeError()));
+  return std::move(*result);
+}
+
+/// Heap run vs arena run of the same graph: outputs bitwise equal, measured
+/// arena high-water == planned arena.
+void checkArenaRun(std::unique_ptr<Graph> graph) {
+  auto inputs = driver::makeInputs(*graph, {}, /*seed=*/1);
+  REQUIRE(bool(inputs));
+  runtime::RunResult heap = runCpu(*graph, *inputs);
+  llvm::Error err = runPipeline(*graph, "plan-memory");
+  REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+  runtime::RunResult arena = runCpu(*graph, *inputs);
+  const MemoryPlan *plan = graph->getMemoryPlan();
+  REQUIRE(plan);
+  CHECK(arena.plannedBytes == plan->arenaBytes);
+  CHECK(arena.peakBytes == plan->arenaBytes);
+  CHECK(heap.plannedBytes == 0);
+  MESSAGE(graph->getName().str()
+          << ": heap peak " << heap.peakBytes << " B, planned arena "
+          << plan->arenaBytes << " B, measured arena " << arena.peakBytes
+          << " B");
+  REQUIRE(heap.outputs.size() == arena.outputs.size());
+  for (size_t i = 0; i < heap.outputs.size(); ++i) {
+    const runtime::OwnedTensor &a = heap.outputs[i], &b = arena.outputs[i];
+    REQUIRE(a.getType() == b.getType());
+    size_t bytes = size_t(a.getType().getByteSize());
+    CHECK_MESSAGE(
+        (bytes == 0 || std::memcmp(a.getData(), b.getData(), bytes) == 0),
+        "output " << i << " differs");
+  }
+}
+
+} // namespace
+
+TEST_CASE("liveness: ranges, peak and breakdown by hand") {
+  auto graph = parse(kSmall);
+  Liveness liveness(*graph);
+  CHECK(liveness.getLiveBytes().vec() ==
+        std::vector<uint64_t>{64, 128, 192, 192, 192});
+  CHECK(liveness.getPeakBytes() == 192);
+  CHECK(liveness.getPeakIndex() == 2);
+  CHECK(liveness.getPeakNode()->getResult(0)->getName() == "l");
+  auto range = [&](llvm::StringRef name) {
+    LiveRange r = liveness.getRange(graph->lookup(name));
+    return std::make_pair(r.def, r.lastUse);
+  };
+  CHECK(range("a") == std::make_pair<size_t, size_t>(0, 3));
+  CHECK(range("b") == std::make_pair<size_t, size_t>(1, 2));
+  CHECK(range("l") == std::make_pair<size_t, size_t>(2, 4)); // output
+  CHECK(range("w_grad") == std::make_pair<size_t, size_t>(4, 4));
+  // At position 2: %a and %l (64 B each, read by the backward: kept for
+  // it), %b (64 B, a forward temporary); persistent: %w 64 B weight, %x 64 B
+  // input.
+  MemoryBreakdown breakdown = liveness.getPeakBreakdown();
+  CHECK(breakdown[MemoryCategory::Weights] == 64);
+  CHECK(breakdown[MemoryCategory::Inputs] == 64);
+  CHECK(breakdown[MemoryCategory::Activations] == 128);
+  CHECK(breakdown[MemoryCategory::Temporaries] == 64);
+  CHECK(breakdown[MemoryCategory::Gradients] == 0);
+  CHECK(breakdown[MemoryCategory::Recompute] == 0);
+  CHECK(liveness.classify(graph->lookup("w_grad")) ==
+        MemoryCategory::Gradients);
+  CHECK(liveness.classify(graph->lookup("g")) == MemoryCategory::Temporaries);
+}
+
+TEST_CASE("liveness: recompute values and unused results") {
+  // f32[2] is 8 B. %r (remat) is a recompute temporary; %u has no use and
+  // lives only at its own node.
+  auto graph = parse(R"(graph @g(%x: f32[2]) {
+  %a = Relu(%x) : f32[2]
+  %u = Neg(%a) : f32[2]
+  %r = Exp(%a) : f32[2] remat
+  %y = Add(%r, %a) : f32[2] bwd
+  return %y
+}
+)");
+  Liveness liveness(*graph);
+  // pos0: a; pos1: a u; pos2: a r; pos3: a r y.
+  CHECK(liveness.getLiveBytes().vec() == std::vector<uint64_t>{8, 16, 16, 24});
+  CHECK(liveness.getPeakIndex() == 3);
+  MemoryBreakdown breakdown = liveness.getPeakBreakdown();
+  CHECK(breakdown[MemoryCategory::Recompute] == 8);
+  CHECK(breakdown[MemoryCategory::Activations] == 8);
+  CHECK(breakdown[MemoryCategory::Gradients] == 8);
+}
+
+TEST_CASE("plan-memory: hand-computed offsets with and without in-place") {
+  auto graph = parse(kSmall);
+  // In place: {a, g, w_grad} share 256 B at 0 (g overwrites a where a dies,
+  // w_grad overwrites g); {b, l} share 256 B at 256. Arena 256 + 64 = 320 B
+  // for a peak of 192 B live.
+  auto plan = planMemory(*graph, /*inPlace=*/true);
+  REQUIRE(bool(plan));
+  auto offset = [&](const MemoryPlan &p, llvm::StringRef name) {
+    return *p.lookup(graph->lookup(name));
+  };
+  CHECK(offset(*plan, "a") == 0);
+  CHECK(offset(*plan, "g") == 0);
+  CHECK(offset(*plan, "w_grad") == 0);
+  CHECK(offset(*plan, "b") == 256);
+  CHECK(offset(*plan, "l") == 256);
+  CHECK(plan->arenaBytes == 320);
+  CHECK(plan->peakLiveBytes == 192);
+  graph->setMemoryPlan(std::move(*plan));
+  checkPlan(*graph, /*allPairs=*/true);
+
+  // Without: a@0 [0,3], b@256 [1,2], l@512 [2,4], g@256 [3,4] (b is dead),
+  // w_grad@0 [4,4] (a is dead): 512 + 64 = 576 B.
+  auto plain = planMemory(*graph, /*inPlace=*/false);
+  REQUIRE(bool(plain));
+  CHECK(offset(*plain, "l") == 512);
+  CHECK(offset(*plain, "g") == 256);
+  CHECK(offset(*plain, "w_grad") == 0);
+  CHECK(plain->arenaBytes == 576);
+  graph->setMemoryPlan(std::move(*plain));
+  checkPlan(*graph, /*allPairs=*/true);
+}
+
+TEST_CASE("plan-memory: zero-sized tensors and scalars") {
+  auto graph = parse(R"(graph @z(%x: f32[0], %s: f32[]) {
+  %a = Relu(%x) : f32[0]
+  %b = Neg(%s) : f32[]
+  %c = Exp(%b) : f32[]
+  return %a, %c
+}
+)");
+  llvm::Error err = runPipeline(*graph, "plan-memory");
+  REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+  checkPlan(*graph, /*allPairs=*/true);
+  CHECK(graph->getMemoryPlan()->arenaBytes == 4);
+  CHECK(!verify(*graph));
+}
+
+TEST_CASE("plan-memory: an arena over 2^62 bytes is an error") {
+  // Three outputs of f32[2^59] (2^61 bytes each) live at once: 3 * 2^61
+  // bytes exceed the 2^62 addressable.
+  auto graph = parse(R"(graph @huge(%x: f32[576460752303423488]) {
+  %a = Relu(%x) : f32[576460752303423488]
+  %b = Neg(%x) : f32[576460752303423488]
+  %c = Add(%a, %b) : f32[576460752303423488]
+  return %a, %b, %c
+}
+)");
+  auto plan = planMemory(*graph);
+  REQUIRE(!plan);
+  std::string message = errorToString(plan.takeError());
+  CHECK(llvm::StringRef(message).contains("2^62 bytes addressable"));
+}
+
+TEST_CASE("plan-memory: the plan is dropped when the graph changes") {
+  auto graph = parse(kSmall);
+  llvm::Error err = runPipeline(*graph, "plan-memory");
+  REQUIRE(!err);
+  REQUIRE(graph->getMemoryPlan());
+  CHECK(graph->clone()->getMemoryPlan());
+  Node &last = graph->getNodes().back();
+  graph->createNode(OpKind::Relu, {last.getResult(0)},
+                    {last.getResult(0)->getType()}, {"extra"});
+  CHECK(!graph->getMemoryPlan());
+}
+
+TEST_CASE("schedule: a wide graph gets a lower peak") {
+  // f32[1024] is 4096 B. The given order computes all three branches before
+  // reducing any: peak 3 * 4096 + 4 B (at %s1). The greedy order reduces
+  // each branch right after computing it: 4096 + 2 * 4 B.
+  auto graph = parse(R"(graph @wide(%x: f32[1024]) {
+  %a1 = Exp(%x) : f32[1024]
+  %a2 = Exp(%x) : f32[1024]
+  %a3 = Exp(%x) : f32[1024]
+  %s1 = ReduceSum(%a1) {keepdims = 0} : f32[]
+  %s2 = ReduceSum(%a2) {keepdims = 0} : f32[]
+  %s3 = ReduceSum(%a3) {keepdims = 0} : f32[]
+  %t = Add(%s1, %s2) : f32[]
+  %u = Add(%t, %s3) : f32[]
+  return %u
+}
+)");
+  uint64_t before = Liveness(*graph).getPeakBytes();
+  llvm::Error err = runPipeline(*graph, "schedule");
+  REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+  uint64_t after = Liveness(*graph).getPeakBytes();
+  CHECK(before == 3 * 4096 + 4);
+  CHECK(after == 4096 + 8);
+}
+
+TEST_CASE("schedule + plan-memory: 200 random DAGs") {
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    CAPTURE(seed);
+    std::string text = randomGraphText(seed);
+    auto parsed = parseGraph(text, "random");
+    REQUIRE_MESSAGE(bool(parsed), errorToString(parsed.takeError()) << "\n"
+                                                                    << text);
+    std::unique_ptr<Graph> graph = std::move(*parsed);
+    std::unique_ptr<Graph> original = graph->clone();
+    uint64_t before = Liveness(*graph).getPeakBytes();
+    llvm::Error err = runPipeline(*graph, "schedule,plan-memory");
+    REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+    CHECK(!verify(*graph));
+    CHECK(Liveness(*graph).getPeakBytes() <= before);
+    // Outputs unchanged: same names, in order.
+    REQUIRE(graph->getOutputs().size() == original->getOutputs().size());
+    for (size_t i = 0; i < graph->getOutputs().size(); ++i)
+      CHECK(graph->getOutputs()[i]->getName() ==
+            original->getOutputs()[i]->getName());
+    CHECK(graph->getNumNodes() == original->getNumNodes());
+    checkPlan(*graph, /*allPairs=*/graph->getNumNodes() < 100);
+  }
+}
+
+TEST_CASE("arena allocator: bert-tiny matches the heap bitwise") {
+  driver::LoadOptions options;
+  options.bind = "batch=2,seq=16";
+  auto graph = driver::loadModel(REMAT_TEST_DIR "/../models/bert-tiny.json",
+                                 options);
+  REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  checkArenaRun(std::move(*graph));
+}
+
+TEST_CASE("arena allocator: ONNX fixture matches the heap bitwise") {
+  driver::LoadOptions options;
+  options.bind = "batch=2,seq=16";
+  auto graph = driver::loadModel(
+      REMAT_TEST_DIR "/fixtures/bert_ts_op17_nodrop/model.onnx", options);
+  REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  checkArenaRun(std::move(*graph));
+}
+
+TEST_CASE("plan-memory: bert-base and bert-large, batch 8 seq 512") {
+  for (const char *model : {"bert-base", "bert-large"}) {
+    driver::LoadOptions options;
+    options.bind = "batch=8,seq=512";
+    options.initWeights = false;
+    auto graph = driver::loadModel(
+        std::string(REMAT_TEST_DIR "/../models/") + model + ".json", options);
+    REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+    using Clock = std::chrono::steady_clock;
+    uint64_t before = Liveness(**graph).getPeakBytes();
+    auto start = Clock::now();
+    llvm::Error err = runPipeline(**graph, "schedule,plan-memory");
+    double seconds =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+    checkPlan(**graph, /*allPairs=*/false);
+    const MemoryPlan *plan = (*graph)->getMemoryPlan();
+    MESSAGE(std::string(model) << " forward b8 s512: " << (*graph)->getNumNodes()
+                  << " nodes, peak " << before << " B before schedule, "
+                  << plan->peakLiveBytes << " B after, arena "
+                  << plan->arenaBytes << " B, arena/peak "
+                  << double(plan->arenaBytes) / double(plan->peakLiveBytes)
+                  << ", schedule+plan-memory+verify "
+                  << seconds << " s");
+  }
+}
