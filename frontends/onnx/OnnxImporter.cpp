@@ -172,7 +172,13 @@ public:
   Importer(onnx::ModelProto &model, StringRef sourceName, StringRef baseDir,
            const ImportOptions &options)
       : model_(model), graphProto_(*model.mutable_graph()),
-        source_(sourceName.str()), baseDir_(baseDir.str()), options_(options) {}
+        source_(sourceName.str()), baseDir_(baseDir.str()), options_(options) {
+    // Note [ONNX export conventions] (OnnxExporter.h): a model remat wrote
+    // keeps each node's stage in its doc_string.
+    for (const onnx::StringStringEntryProto &entry : model.metadata_props())
+      if (entry.key() == "remat.version")
+        writtenByRemat_ = true;
+  }
 
   Expected<std::unique_ptr<Graph>> run();
 
@@ -272,6 +278,8 @@ private:
   std::string formatDeclared(const onnx::TypeProto_Tensor &tensor) const;
 
   onnx::ModelProto &model_;
+  /// The model's metadata says remat wrote it (stages are in doc_strings).
+  bool writtenByRemat_ = false;
   onnx::GraphProto &graphProto_;
   std::string source_;
   std::string baseDir_;
@@ -1311,6 +1319,13 @@ Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
   SmallVector<TensorType, 2> placeholders(names.size());
   Node *node =
       graph_->createNode(op, operands, placeholders, names, std::move(attrs));
+  if (writtenByRemat_) {
+    const std::string &doc = flat.proto->doc_string();
+    if (doc == "stage=bwd")
+      node->setStage(Stage::Backward);
+    else if (doc == "stage=remat")
+      node->setStage(Stage::Recompute);
+  }
   auto inferred = inferTypes(*node);
   if (!inferred)
     return nodeError(flat, errorToString(inferred.takeError()));
