@@ -32,6 +32,10 @@ llvm::Error runPipeline(ir::Graph &graph, const OptOptions &options,
   passes::PassManager pm;
   if (auto err = passes::parsePassPipeline(options.pipeline, registry, pm))
     return err;
+  if (!options.unusedWeights.empty())
+    if (auto err = pm.setPassOption("autodiff", "unused-weights",
+                                    options.unusedWeights))
+      return err;
   if (pm.size() == 0)
     return llvm::Error::success();
   if (options.printIrAfterAll)
@@ -188,6 +192,10 @@ int optMain(int argc, char **argv) {
   cl::opt<std::string> report(
       "report", cl::desc("Write the memory report as JSON (docs/memory-report.md)"),
       cl::value_desc("file.json"), cl::cat(category));
+  cl::opt<std::string> unusedWeights(
+      "unused-weights",
+      cl::desc("Weights that do not reach the loss under autodiff: warn (default), error or drop"),
+      cl::value_desc("warn|error|drop"), cl::cat(category));
   cl::opt<bool> listPasses("list-passes",
                            cl::desc("List the passes and their options, then exit"),
                            cl::cat(category));
@@ -235,6 +243,7 @@ int optMain(int argc, char **argv) {
   options.timing = timing;
   options.bind = bind;
   options.externalData = externalData;
+  options.unusedWeights = unusedWeights;
   options.printMemory = printMemory;
   options.reportPath = report;
   if (auto err = runOpt(options, llvm::errs())) {

@@ -31,10 +31,13 @@ struct OptOptions {
   bool printMemory = false;
   /// Write the same as JSON here (docs/memory-report.md); "" for none.
   std::string reportPath;
+  /// What autodiff does with weights that do not reach the loss:
+  /// "warn", "error" or "drop" ("" = the pass's default, warn).
+  std::string unusedWeights;
 };
 
-/// Reads the input (.rir, .onnx or a BERT config .json, by extension), runs the pipeline on each
-/// graph (each `// -----` chunk with splitInputFile) and writes the result
+/// Reads the input (.rir, .onnx or a BERT config .json, by extension), runs
+/// the pipeline on each graph (each `// -----` chunk with splitInputFile) and writes the result
 /// (.rir text, or .onnx by the output's extension). Diagnostics that are not
 /// errors (timing, IR after each pass) go to \p diag. Nothing is written when
 /// an error is returned; with several failing chunks the error holds one

@@ -166,6 +166,10 @@ int runMain(int argc, char **argv) {
       "p", cl::desc("Passes to run before the steps (default: canonicalize,autodiff,dce "
                     "for a model with weights and no gradient outputs)"),
       cl::value_desc("pipeline"), cl::cat(category));
+  cl::opt<std::string> unusedWeights(
+      "unused-weights",
+      cl::desc("Weights that do not reach the loss under autodiff: warn (default), error or drop"),
+      cl::value_desc("warn|error|drop"), cl::cat(category));
   cl::opt<bool> forward("forward",
                         cl::desc("Run the model as loaded (no autodiff): a forward step"),
                         cl::cat(category));
@@ -224,6 +228,10 @@ int runMain(int argc, char **argv) {
     passes::PassManager pm;
     if (auto err = passes::parsePassPipeline(pipelineText, registry, pm))
       return fail(std::move(err));
+    if (unusedWeights.getNumOccurrences())
+      if (auto err = pm.setPassOption("autodiff", "unused-weights",
+                                      unusedWeights))
+        return fail(std::move(err));
     if (pm.size() != 0)
       if (auto changed = pm.run(**graph); !changed)
         return fail(changed.takeError());

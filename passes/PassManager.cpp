@@ -63,6 +63,16 @@ void registerAllPasses(PassRegistry &registry) {
 // PassManager
 //===----------------------------------------------------------------------===//
 
+llvm::Error PassManager::setPassOption(llvm::StringRef passName,
+                                       llvm::StringRef key,
+                                       llvm::StringRef value) {
+  for (const std::unique_ptr<Pass> &pass : passes_)
+    if (pass->getName() == passName)
+      if (auto err = pass->setOption(key, value))
+        return err;
+  return llvm::Error::success();
+}
+
 llvm::Expected<bool> PassManager::run(ir::Graph &graph) {
   using Clock = std::chrono::steady_clock;
   std::vector<std::pair<std::string, double>> times;

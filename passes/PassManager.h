@@ -47,6 +47,11 @@ public:
   /// llvm::errs()).
   void setDiagnosticStream(llvm::raw_ostream *os) { diagnostics_ = os; }
   size_t size() const { return passes_.size(); }
+  /// Sets option \p key to \p value on every pass named \p passName in the
+  /// pipeline (for command-line flags such as --unused-weights that stand
+  /// for a pass option).
+  llvm::Error setPassOption(llvm::StringRef passName, llvm::StringRef key,
+                            llvm::StringRef value);
 
   /// Prints the IR to \p os after every pass (--print-ir-after-all).
   void enablePrintAfterAll(llvm::raw_ostream *os) { printAfterAll_ = os; }
