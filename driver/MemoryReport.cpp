@@ -3,7 +3,12 @@
 
 #include "passes/Liveness.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
 
 namespace remat::driver {
 
@@ -28,7 +33,40 @@ std::string describePeak(const passes::Liveness &liveness) {
          ir::stageName(node->getStage()).str() + "]";
 }
 
+/// Rounds \p parts (which sum to \p total) to tenths of a percent that sum to
+/// exactly 1000 (largest remainder; ties go to the earlier part).
+std::vector<uint64_t> tenthsOfPercent(llvm::ArrayRef<uint64_t> parts,
+                                      uint64_t total) {
+  std::vector<uint64_t> tenths(parts.size(), 0);
+  if (total == 0)
+    return tenths;
+  std::vector<std::pair<long double, size_t>> remainders;
+  uint64_t assigned = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    long double exact = 1000.0L * (long double)parts[i] / (long double)total;
+    tenths[i] = uint64_t(exact);
+    assigned += tenths[i];
+    remainders.push_back({exact - (long double)tenths[i], i});
+  }
+  std::stable_sort(
+      remainders.begin(), remainders.end(),
+      [](const auto &a, const auto &b) { return a.first > b.first; });
+  for (size_t k = 0; assigned < 1000 && k < remainders.size(); ++k, ++assigned)
+    ++tenths[remainders[k].second];
+  return tenths;
+}
+
 } // namespace
+
+static uint64_t getFragmentationBytes(const ir::Graph &graph,
+                                      const passes::Liveness &liveness) {
+  const ir::MemoryPlan *plan = graph.getMemoryPlan();
+  if (!plan)
+    return 0;
+  assert(plan->arenaBytes >= liveness.getPeakBytes() &&
+         "a plan whose arena is below the peak live bytes");
+  return plan->arenaBytes - liveness.getPeakBytes();
+}
 
 void printMemoryReport(const ir::Graph &graph, llvm::raw_ostream &os) {
   passes::Liveness liveness(graph);
@@ -37,22 +75,28 @@ void printMemoryReport(const ir::Graph &graph, llvm::raw_ostream &os) {
   uint64_t persistent = liveness.getWeightBytes() + liveness.getInputBytes();
   uint64_t arena = plan ? plan->arenaBytes : liveness.getPeakBytes();
   uint64_t total = persistent + arena;
-  auto row = [&](llvm::StringRef name, uint64_t bytes) {
+  llvm::SmallVector<std::pair<llvm::StringRef, uint64_t>, 8> rows;
+  for (MemoryCategory category : kOrder)
+    rows.push_back({passes::memoryCategoryName(category), breakdown[category]});
+  if (plan)
+    rows.push_back({"fragmentation", getFragmentationBytes(graph, liveness)});
+  llvm::SmallVector<uint64_t, 8> bytes;
+  for (const auto &row : rows)
+    bytes.push_back(row.second);
+  std::vector<uint64_t> tenths = tenthsOfPercent(bytes, total);
+  auto row = [&](llvm::StringRef name, uint64_t bytes, uint64_t tenths) {
     os << "  " << llvm::left_justify(name, 14)
        << llvm::format("%16llu", (unsigned long long)bytes) << " B  "
        << llvm::format("%10.2f", double(bytes) / (1 << 20)) << " MiB  "
-       << llvm::format("%5.1f%%", total ? 100.0 * double(bytes) / total : 0.0)
+       << llvm::format("%3llu.%llu%%", (unsigned long long)(tenths / 10),
+                       (unsigned long long)(tenths % 10))
        << '\n';
   };
   os << "memory of @" << graph.getName() << " ("
      << (plan ? "planned" : "liveness only, no plan-memory") << "):\n";
-  for (MemoryCategory category : kOrder)
-    row(passes::memoryCategoryName(category), breakdown[category]);
-  if (plan)
-    row("fragmentation", plan->arenaBytes > liveness.getPeakBytes()
-                             ? plan->arenaBytes - liveness.getPeakBytes()
-                             : 0);
-  row("peak", total);
+  for (size_t i = 0; i < rows.size(); ++i)
+    row(rows[i].first, rows[i].second, tenths[i]);
+  row("peak", total, total ? 1000 : 0);
   os << "  peak live arena " << liveness.getPeakBytes() << " B at node "
      << liveness.getPeakIndex() << " of " << graph.getNumNodes() << ": "
      << describePeak(liveness) << '\n';
@@ -77,9 +121,7 @@ llvm::json::Object getMemoryReport(const ir::Graph &graph) {
         int64_t(breakdown[category]);
   if (plan)
     breakdownJson["fragmentation"] =
-        int64_t(plan->arenaBytes > liveness.getPeakBytes()
-                    ? plan->arenaBytes - liveness.getPeakBytes()
-                    : 0);
+        int64_t(getFragmentationBytes(graph, liveness));
   llvm::json::Object peakNode;
   if (const ir::Node *node = liveness.getPeakNode()) {
     peakNode["index"] = int64_t(liveness.getPeakIndex());
@@ -100,6 +142,249 @@ llvm::json::Object getMemoryReport(const ir::Graph &graph) {
       {"peak_node", std::move(peakNode)},
   };
   return report;
+}
+
+namespace {
+
+std::string escapeXml(llvm::StringRef text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// The smallest 1, 2 or 5 times a power of ten that cuts \p range into at
+/// most \p maxTicks steps.
+double niceStep(double range, unsigned maxTicks) {
+  if (range <= 0)
+    return 1;
+  double step = 1;
+  while (step * maxTicks < range)
+    step *= 10;
+  while (step / 10 * maxTicks >= range && step > 1e-9)
+    step /= 10;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (step * m * maxTicks >= range)
+      return step * m;
+  return step * 10;
+}
+
+/// A coordinate with one decimal.
+std::string fmt(double value) { return llvm::formatv("{0:F1}", value).str(); }
+
+/// A tick value: an integer without decimals, else up to 3 significant
+/// fractional digits.
+std::string fmtTick(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e15)
+    return std::to_string((long long)value);
+  return llvm::formatv("{0:G}", value).str();
+}
+
+} // namespace
+
+std::string getMemoryTimelineSvg(const ir::Graph &graph) {
+  passes::Liveness liveness(graph);
+  const ir::MemoryPlan *plan = graph.getMemoryPlan();
+  llvm::ArrayRef<const ir::Node *> schedule = liveness.getSchedule();
+  llvm::ArrayRef<uint64_t> live = liveness.getLiveBytes();
+  size_t n = schedule.size();
+  uint64_t persistent = liveness.getWeightBytes() + liveness.getInputBytes();
+  uint64_t livePeak = persistent + liveness.getPeakBytes();
+  uint64_t plannedPeak = plan ? persistent + plan->arenaBytes : livePeak;
+  constexpr double kMiB = 1 << 20;
+
+  // Plot area.
+  // Integers so that the stream prints them plainly; computed coordinates go
+  // through fmt().
+  const int width = 1000, height = 520;
+  const int left = 90, right = 30, top = 50, bottom = 110;
+  const int plotW = width - left - right, plotH = height - top - bottom;
+  double maxMiB = double(std::max(livePeak, plannedPeak)) / kMiB;
+  double yStep = niceStep(maxMiB > 0 ? maxMiB : 1, 8);
+  double yMax = yStep * std::max(1.0, std::ceil(maxMiB * 1.05 / yStep));
+  double positions = double(std::max<size_t>(n, 1));
+  // Node i spans [i, i + 1) on the x axis; its point is at i + 0.5.
+  auto x = [&](double position) {
+    return double(left) + position / positions * double(plotW);
+  };
+  auto y = [&](uint64_t bytes) {
+    return double(top + plotH) - double(bytes) / kMiB / yMax * double(plotH);
+  };
+
+  std::string svg;
+  llvm::raw_string_ostream os(svg);
+  std::string title = "@" + escapeXml(graph.getName());
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+     << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
+     << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << ' '
+     << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+     << "<title>" << title << " memory timeline</title>\n"
+     << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height
+     << "\" fill=\"white\"/>\n"
+     << "<text x=\"" << width / 2 << "\" y=\"28\" text-anchor=\"middle\" "
+     << "font-size=\"16\" font-weight=\"bold\">" << title << "</text>\n";
+
+  // Stage ranges: maximal runs of one stage.
+  struct StageStyle {
+    ir::Stage stage;
+    const char *label;
+    const char *colour;
+  };
+  const StageStyle styles[] = {{ir::Stage::Forward, "forward", "#dbe9f6"},
+                               {ir::Stage::Backward, "backward", "#fde3c8"},
+                               {ir::Stage::Recompute, "recompute", "#d7f0d0"}};
+  auto colourOf = [&](ir::Stage stage) {
+    for (const StageStyle &style : styles)
+      if (style.stage == stage)
+        return style.colour;
+    llvm_unreachable("unknown stage");
+  };
+  os << "<g class=\"stages\" stroke=\"none\">\n";
+  for (size_t begin = 0; begin < n;) {
+    size_t end = begin + 1;
+    while (end < n && schedule[end]->getStage() == schedule[begin]->getStage())
+      ++end;
+    os << "<rect class=\"" << ir::stageName(schedule[begin]->getStage())
+       << "\" x=\"" << fmt(x(double(begin))) << "\" y=\"" << top
+       << "\" width=\"" << fmt(x(double(end)) - x(double(begin)))
+       << "\" height=\"" << plotH << "\" fill=\""
+       << colourOf(schedule[begin]->getStage()) << "\"/>\n";
+    begin = end;
+  }
+  os << "</g>\n";
+
+  // Axes, ticks and grid.
+  os << "<g class=\"axes\" stroke=\"#888\" stroke-width=\"1\">\n";
+  for (double tick = 0; tick <= yMax + yStep / 2; tick += yStep) {
+    double ty = double(top + plotH) - tick / yMax * double(plotH);
+    os << "<line x1=\"" << left << "\" y1=\"" << fmt(ty) << "\" x2=\""
+       << left + plotW << "\" y2=\"" << fmt(ty) << "\" stroke=\"#ddd\"/>\n"
+       << "<text x=\"" << left - 6 << "\" y=\"" << fmt(ty + 4)
+       << "\" text-anchor=\"end\" stroke=\"none\" fill=\"black\">"
+       << fmtTick(tick) << " MiB</text>\n";
+  }
+  double xStep = niceStep(positions, 10);
+  for (double tick = 0; tick <= positions; tick += xStep)
+    os << "<line x1=\"" << fmt(x(tick)) << "\" y1=\"" << top + plotH
+       << "\" x2=\"" << fmt(x(tick)) << "\" y2=\"" << top + plotH + 5
+       << "\"/>\n"
+       << "<text x=\"" << fmt(x(tick)) << "\" y=\"" << top + plotH + 18
+       << "\" text-anchor=\"middle\" stroke=\"none\" fill=\"black\">"
+       << fmtTick(tick) << "</text>\n";
+  os << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << plotW
+     << "\" height=\"" << plotH << "\" fill=\"none\"/>\n"
+     << "</g>\n"
+     << "<text x=\"" << left + plotW / 2 << "\" y=\"" << top + plotH + 36
+     << "\" text-anchor=\"middle\">schedule position (node index)</text>\n"
+     << "<text x=\"18\" y=\"" << top + plotH / 2
+     << "\" text-anchor=\"middle\" transform=\"rotate(-90 18 "
+     << top + plotH / 2 << ")\">live bytes (MiB): persistent + "
+     << (plan ? "live arena" : "liveness") << "</text>\n";
+
+  // Live bytes: a filled area under a polyline, thinned to the minimum and
+  // maximum of each of at most 1000 buckets (in position order).
+  if (n != 0) {
+    size_t bucket = (n + 999) / 1000;
+    std::string points;
+    auto addPoint = [&](size_t i) {
+      points +=
+          fmt(x(double(i) + 0.5)) + "," + fmt(y(persistent + live[i])) + " ";
+    };
+    for (size_t begin = 0; begin < n; begin += bucket) {
+      size_t end = std::min(n, begin + bucket);
+      size_t lo = begin, hi = begin;
+      for (size_t i = begin; i < end; ++i) {
+        if (live[i] < live[lo])
+          lo = i;
+        if (live[i] > live[hi])
+          hi = i;
+      }
+      addPoint(std::min(lo, hi));
+      if (lo != hi)
+        addPoint(std::max(lo, hi));
+    }
+    std::string area = fmt(x(0.5)) + "," + fmt(y(0)) + " " + points +
+                       fmt(x(double(n) - 0.5)) + "," + fmt(y(0));
+    os << "<polygon class=\"live-area\" points=\"" << area
+       << "\" fill=\"#4a7ebb\" fill-opacity=\"0.25\" stroke=\"none\"/>\n"
+       << "<polyline class=\"live\" points=\""
+       << llvm::StringRef(points).rtrim()
+       << "\" fill=\"none\" stroke=\"#1f4e8c\" stroke-width=\"1.5\"/>\n";
+  }
+
+  // The persistent floor and, with a plan, the planned peak.
+  os << "<line class=\"persistent\" x1=\"" << left << "\" y1=\""
+     << fmt(y(persistent)) << "\" x2=\"" << left + plotW << "\" y2=\""
+     << fmt(y(persistent)) << "\" stroke=\"#777\" stroke-dasharray=\"2,3\"/>\n";
+  if (plan)
+    os << "<line class=\"planned-peak\" x1=\"" << left << "\" y1=\""
+       << fmt(y(plannedPeak)) << "\" x2=\"" << left + plotW << "\" y2=\""
+       << fmt(y(plannedPeak))
+       << "\" stroke=\"#7a3d9a\" stroke-dasharray=\"6,4\"/>\n"
+       << "<text x=\"" << left + 4 << "\" y=\"" << fmt(y(plannedPeak) - 4)
+       << "\" fill=\"#7a3d9a\">planned peak (persistent + arena) "
+       << fmt(double(plannedPeak) / kMiB) << " MiB (" << plannedPeak
+       << " B)</text>\n";
+
+  // The peak.
+  if (liveness.getPeakNode()) {
+    double px = x(double(liveness.getPeakIndex()) + 0.5);
+    bool labelLeft = px > left + plotW / 2;
+    os << "<line class=\"peak\" x1=\"" << fmt(px) << "\" y1=\"" << top
+       << "\" x2=\"" << fmt(px) << "\" y2=\"" << top + plotH
+       << "\" stroke=\"#c0392b\" stroke-width=\"1.5\"/>\n"
+       << "<text class=\"peak-label\" x=\"" << fmt(px + (labelLeft ? -6 : 6))
+       << "\" y=\"" << top + 16 << "\" text-anchor=\""
+       << (labelLeft ? "end" : "start") << "\" fill=\"#c0392b\">peak "
+       << fmt(double(livePeak) / kMiB) << " MiB (" << livePeak << " B) at node "
+       << liveness.getPeakIndex() << ": " << escapeXml(describePeak(liveness))
+       << "</text>\n";
+  }
+
+  // Legend, below the x axis label.
+  int ly = height - 40, lx = left;
+  os << "<g class=\"legend\">\n";
+  for (const StageStyle &style : styles) {
+    os << "<rect x=\"" << lx << "\" y=\"" << ly - 10
+       << "\" width=\"14\" height=\"14\" fill=\"" << style.colour
+       << "\" stroke=\"#888\"/>\n"
+       << "<text x=\"" << lx + 20 << "\" y=\"" << ly + 1 << "\">" << style.label
+       << "</text>\n";
+    lx += 110;
+  }
+  auto legendLine = [&](const char *colour, const char *dash,
+                        llvm::StringRef label) {
+    os << "<line x1=\"" << lx << "\" y1=\"" << ly - 3 << "\" x2=\"" << lx + 24
+       << "\" y2=\"" << ly - 3 << "\" stroke=\"" << colour
+       << "\" stroke-width=\"2\"" << dash << "/>\n"
+       << "<text x=\"" << lx + 30 << "\" y=\"" << ly + 1 << "\">" << label
+       << "</text>\n";
+    lx += 40 + 7 * int(label.size());
+  };
+  legendLine("#1f4e8c", "", "live bytes");
+  legendLine("#c0392b", "", "peak");
+  legendLine("#777", " stroke-dasharray=\"2,3\"", "persistent");
+  if (plan)
+    legendLine("#7a3d9a", " stroke-dasharray=\"6,4\"", "planned peak");
+  os << "</g>\n</svg>\n";
+  os.flush();
+  return svg;
 }
 
 } // namespace remat::driver

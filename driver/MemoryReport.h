@@ -18,6 +18,13 @@ void printMemoryReport(const ir::Graph &graph, llvm::raw_ostream &os);
 /// The same as JSON; the fields are documented in docs/memory-report.md.
 llvm::json::Object getMemoryReport(const ir::Graph &graph);
 
+/// An SVG plot of \p graph's live bytes (persistent + live arena, Liveness)
+/// over its schedule: forward / backward / recompute ranges shaded, the peak
+/// marked, MiB ticks, and with a MemoryPlan the planned peak (persistent +
+/// arena) as a dashed line. At most about 2000 points: each of up to 1000
+/// buckets of positions keeps its minimum and maximum, so the peak stays.
+std::string getMemoryTimelineSvg(const ir::Graph &graph);
+
 } // namespace remat::driver
 
 #endif // REMAT_DRIVER_MEMORYREPORT_H

@@ -118,6 +118,16 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
       return err;
   }
 
+  if (!options.memoryTimelinePath.empty()) {
+    if (graphs->size() != 1)
+      return makeError("cannot write the memory timelines of " +
+                       llvm::Twine(graphs->size()) + " graphs to one file '" +
+                       options.memoryTimelinePath + "'");
+    if (auto err = writeOutputFile(options.memoryTimelinePath,
+                                   getMemoryTimelineSvg(*graphs->front())))
+      return err;
+  }
+
   if (*outFormat == OutputFormat::Onnx) {
     if (graphs->size() != 1)
       return makeError("cannot write " + llvm::Twine(graphs->size()) +
@@ -192,6 +202,11 @@ int optMain(int argc, char **argv) {
   cl::opt<std::string> report(
       "report", cl::desc("Write the memory report as JSON (docs/memory-report.md)"),
       cl::value_desc("file.json"), cl::cat(category));
+  cl::opt<std::string> memoryTimeline(
+      "memory-timeline",
+      cl::desc("Write an SVG plot of live bytes over the schedule, with stages "
+               "shaded and the peak marked (docs/memory-report.md)"),
+      cl::value_desc("file.svg"), cl::cat(category));
   cl::opt<std::string> unusedWeights(
       "unused-weights",
       cl::desc("Weights that do not reach the loss under autodiff: warn (default), error or drop"),
@@ -246,6 +261,7 @@ int optMain(int argc, char **argv) {
   options.unusedWeights = unusedWeights;
   options.printMemory = printMemory;
   options.reportPath = report;
+  options.memoryTimelinePath = memoryTimeline;
   if (auto err = runOpt(options, llvm::errs())) {
     llvm::outs().flush();
     std::string message = errorToString(std::move(err));

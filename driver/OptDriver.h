@@ -31,6 +31,9 @@ struct OptOptions {
   bool printMemory = false;
   /// Write the same as JSON here (docs/memory-report.md); "" for none.
   std::string reportPath;
+  /// Write an SVG plot of live bytes over the schedule here
+  /// (docs/memory-report.md); "" for none. Needs exactly one graph.
+  std::string memoryTimelinePath;
   /// What autodiff does with weights that do not reach the loss:
   /// "warn", "error" or "drop" ("" = the pass's default, warn).
   std::string unusedWeights;

@@ -338,6 +338,8 @@ std::unique_ptr<Graph> Graph::clone() const {
       for (const auto &result : node.results_)
         if (auto offset = memoryPlan_->lookup(result.get()))
           plan.offsets[map[result.get()]] = *offset;
+    for (const auto &[result, operand] : memoryPlan_->inPlaceOf)
+      plan.inPlaceOf[map[result]] = map[operand];
     copy->memoryPlan_ = std::move(plan);
   }
   return copy;

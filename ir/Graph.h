@@ -45,12 +45,17 @@ class Value;
 struct MemoryPlan {
   /// Bytes the arena needs: the largest offset + byte size of any value.
   uint64_t arenaBytes = 0;
-  /// The most bytes of arena values live at once (Liveness), for reports.
+  /// The most bytes of arena values live at once (Liveness, counting the
+  /// storage an in-place result shares with its operand once), for reports.
   uint64_t peakLiveBytes = 0;
   /// Every value placed at 256-byte alignment.
   static constexpr uint64_t kAlignment = 256;
   /// Offset of each node result. Never iterated for output order.
   llvm::DenseMap<const Value *, uint64_t> offsets;
+  /// In-place reuse: each result written over an operand maps to that
+  /// operand. They share one offset, and the operand's last use is the
+  /// result's node. Never iterated for output order.
+  llvm::DenseMap<const Value *, const Value *> inPlaceOf;
 
   /// \returns the offset of \p value, or std::nullopt if it has none.
   std::optional<uint64_t> lookup(const Value *value) const {

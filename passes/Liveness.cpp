@@ -26,7 +26,13 @@ llvm::StringRef memoryCategoryName(MemoryCategory category) {
 Liveness::Liveness(const ir::Graph &graph) {
   for (const ir::Node &node : graph.getNodes())
     schedule_.push_back(&node);
-  analyse(graph);
+  analyse(graph, graph.getMemoryPlan());
+}
+
+Liveness::Liveness(const ir::Graph &graph, const ir::MemoryPlan &plan) {
+  for (const ir::Node &node : graph.getNodes())
+    schedule_.push_back(&node);
+  analyse(graph, &plan);
 }
 
 Liveness::Liveness(const ir::Graph &graph,
@@ -34,14 +40,14 @@ Liveness::Liveness(const ir::Graph &graph,
     : schedule_(order.begin(), order.end()) {
   assert(schedule_.size() == graph.getNumNodes() &&
          "an order must hold every node");
-  analyse(graph);
+  analyse(graph, nullptr);
 }
 
 uint64_t Liveness::getBytes(const ir::Value *value) {
   return uint64_t(value->getType().getByteSize());
 }
 
-void Liveness::analyse(const ir::Graph &graph) {
+void Liveness::analyse(const ir::Graph &graph, const ir::MemoryPlan *plan) {
   for (const ir::Value *input : graph.getInputs())
     (input->isWeight() ? weightBytes_ : inputBytes_) += getBytes(input);
 
@@ -51,8 +57,6 @@ void Liveness::analyse(const ir::Graph &graph) {
   for (size_t i = 0; i < n; ++i)
     position[schedule_[i]] = i;
 
-  // Difference array: +bytes at def, -bytes after the last use.
-  std::vector<int64_t> delta(n + 1, 0);
   for (size_t i = 0; i < n; ++i) {
     for (const ir::Value *result : schedule_[i]->getResults()) {
       LiveRange range{i, i};
@@ -67,10 +71,31 @@ void Liveness::analyse(const ir::Graph &graph) {
       valueIndex_[result] = values_.size();
       values_.push_back(result);
       ranges_.push_back(range);
-      int64_t bytes = int64_t(getBytes(result));
-      delta[range.def] += bytes;
-      delta[range.lastUse + 1] -= bytes;
     }
+  }
+  counted_ = ranges_;
+  // An in-place result counts from its node on; the operand it overwrites
+  // (dying there, defined earlier) stops counting one position before.
+  if (plan) {
+    for (size_t v = 0; v < values_.size(); ++v) {
+      auto it = plan->inPlaceOf.find(values_[v]);
+      if (it == plan->inPlaceOf.end())
+        continue;
+      auto operand = valueIndex_.find(it->second);
+      assert(operand != valueIndex_.end() && "in place over a non-result");
+      LiveRange &shared = counted_[operand->second];
+      assert(shared.def < ranges_[v].def &&
+             ranges_[operand->second].lastUse == ranges_[v].def &&
+             "an in-place pair that does not fit this schedule");
+      shared.lastUse = std::min(shared.lastUse, ranges_[v].def - 1);
+    }
+  }
+  // Difference array: +bytes at def, -bytes after the last counted position.
+  std::vector<int64_t> delta(n + 1, 0);
+  for (size_t v = 0; v < values_.size(); ++v) {
+    int64_t bytes = int64_t(getBytes(values_[v]));
+    delta[counted_[v].def] += bytes;
+    delta[counted_[v].lastUse + 1] -= bytes;
   }
   liveBytes_.resize(n);
   int64_t live = 0;
@@ -88,6 +113,12 @@ LiveRange Liveness::getRange(const ir::Value *value) const {
   auto it = valueIndex_.find(value);
   assert(it != valueIndex_.end() && "not a node result of this schedule");
   return ranges_[it->second];
+}
+
+LiveRange Liveness::getCountedRange(const ir::Value *value) const {
+  auto it = valueIndex_.find(value);
+  assert(it != valueIndex_.end() && "not a node result of this schedule");
+  return counted_[it->second];
 }
 
 MemoryCategory Liveness::classify(const ir::Value *value) const {
@@ -111,7 +142,7 @@ MemoryCategory Liveness::classify(const ir::Value *value) const {
 std::vector<const ir::Value *> Liveness::getLiveValuesAt(size_t index) const {
   std::vector<const ir::Value *> live;
   for (size_t v = 0; v < values_.size(); ++v)
-    if (ranges_[v].def <= index && index <= ranges_[v].lastUse)
+    if (counted_[v].def <= index && index <= counted_[v].lastUse)
       live.push_back(values_[v]);
   return live;
 }

@@ -4,7 +4,10 @@
 // the arena bytes live at each step. See DESIGN.md "Memory model": graph
 // inputs (weights among them) are persistent; everything a node produces is
 // arena memory, live from its node to its last use (graph outputs to the end
-// of the step, results nobody uses only at their own node).
+// of the step, results nobody uses only at their own node). With a
+// MemoryPlan, an in-place result and the operand it overwrites share storage,
+// so their bytes are counted once: the operand stops counting at the node
+// that overwrites it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_PASSES_LIVENESS_H
@@ -61,9 +64,14 @@ struct MemoryBreakdown {
 /// change while it is used.
 class Liveness {
 public:
-  /// Analyses \p graph's own schedule (Note [Schedule]).
+  /// Analyses \p graph's own schedule (Note [Schedule]), counting the
+  /// in-place sharing of its MemoryPlan, if it has one.
   explicit Liveness(const ir::Graph &graph);
-  /// Analyses \p order, a topological order of all of \p graph's nodes.
+  /// Analyses \p graph's own schedule, counting the in-place sharing of
+  /// \p plan (a plan for that schedule) instead of the graph's.
+  Liveness(const ir::Graph &graph, const ir::MemoryPlan &plan);
+  /// Analyses \p order, a topological order of all of \p graph's nodes,
+  /// without a plan (every value counts on its own).
   Liveness(const ir::Graph &graph, llvm::ArrayRef<const ir::Node *> order);
 
   /// The schedule analysed.
@@ -72,11 +80,16 @@ public:
   llvm::ArrayRef<const ir::Value *> getValues() const { return values_; }
   /// \returns the live range of node result \p value.
   LiveRange getRange(const ir::Value *value) const;
+  /// \returns the positions where \p value's bytes count: its live range,
+  /// except that an operand overwritten in place stops counting just before
+  /// the node that overwrites it (whose result counts there instead).
+  LiveRange getCountedRange(const ir::Value *value) const;
   /// \returns the byte size of \p value.
   static uint64_t getBytes(const ir::Value *value);
 
   /// Arena bytes live while schedule position i runs (its operands that die
-  /// there and its results both count).
+  /// there and its results both count, except that storage shared in place
+  /// counts once).
   llvm::ArrayRef<uint64_t> getLiveBytes() const { return liveBytes_; }
   /// The largest entry of getLiveBytes() (0 for a graph without nodes).
   uint64_t getPeakBytes() const { return peakBytes_; }
@@ -100,11 +113,12 @@ public:
   std::vector<const ir::Value *> getLiveValuesAt(size_t index) const;
 
 private:
-  void analyse(const ir::Graph &graph);
+  void analyse(const ir::Graph &graph, const ir::MemoryPlan *plan);
 
   std::vector<const ir::Node *> schedule_;
   std::vector<const ir::Value *> values_;
   std::vector<LiveRange> ranges_;
+  std::vector<LiveRange> counted_;
   llvm::DenseMap<const ir::Value *, unsigned> valueIndex_;
   std::vector<uint64_t> liveBytes_;
   uint64_t peakBytes_ = 0;

@@ -1,8 +1,10 @@
-//===- passes/PlanMemory.cpp - Offsets of every value in one arena ---------===//
+//===- passes/PlanMemory.cpp - Offsets of every value in one arena
+//---------===//
 //
 // Every node result gets an offset in one arena (DESIGN.md "Memory model").
 // Values are first grouped into buffers: an elementwise result takes the
-// buffer of an operand of its type that dies at its node (in-place reuse).
+// buffer of an operand of its type that dies at its node (in-place reuse,
+// recorded in MemoryPlan::inPlaceOf so that Liveness counts it once).
 // Buffers are then placed largest first, each at the lowest 256-byte-aligned
 // offset where it overlaps no placed buffer whose live range overlaps its
 // own. The placed buffers that conflict with a new one are found through a
@@ -111,6 +113,7 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
   llvm::ArrayRef<const ir::Value *> values = liveness.getValues();
   std::vector<Buffer> buffers;
   llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
+  ir::MemoryPlan plan;
   const uint64_t align = ir::MemoryPlan::kAlignment;
   for (const ir::Value *value : values) {
     uint64_t bytes = Liveness::getBytes(value);
@@ -137,6 +140,7 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
         buffer.end = range.lastUse;
         buffer.tail = value;
         bufferOf[value] = it->second;
+        plan.inPlaceOf[value] = operand;
         reused = true;
         break;
       }
@@ -194,8 +198,6 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
     byStart.insert({buffer.start, id});
   }
 
-  ir::MemoryPlan plan;
-  plan.peakLiveBytes = liveness.getPeakBytes();
   plan.offsets.reserve(values.size());
   for (const ir::Value *value : values) {
     uint64_t offset = buffers[bufferOf[value]].offset;
@@ -203,6 +205,9 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
     plan.arenaBytes =
         std::max(plan.arenaBytes, offset + Liveness::getBytes(value));
   }
+  // Storage shared in place counts once, so the arena holds this peak.
+  plan.peakLiveBytes = Liveness(graph, plan).getPeakBytes();
+  assert(plan.arenaBytes >= plan.peakLiveBytes && "overlapping placements");
   return plan;
 }
 

@@ -1,6 +1,8 @@
 //===- tests/unit/MemoryTest.cpp - Liveness, schedule, plan-memory, arena -===//
+#include "driver/MemoryReport.h"
 #include "driver/ModelLoader.h"
 #include "driver/RunDriver.h"
+#include "frontends/bert/BertBuilder.h"
 #include "ir/Parser.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
@@ -9,7 +11,6 @@
 #include "passes/Passes.h"
 #include "runtime/Backend.h"
 #include "runtime/Executor.h"
-
 
 #include <doctest/doctest.h>
 
@@ -74,23 +75,31 @@ void checkPlan(const Graph &graph, bool allPairs) {
   Liveness liveness(graph);
   llvm::ArrayRef<const Value *> values = liveness.getValues();
   // The arena holds at least the peak, where an in-place result and the
-  // operand it overwrites (both counted live at their node) count once.
+  // operand it overwrites count once: Liveness with the plan equals
+  // Liveness without it less the storage of every pair found by offsets,
+  // and the plan records exactly those pairs.
   {
+    Liveness plain(graph, liveness.getSchedule());
     std::vector<int64_t> shared(liveness.getSchedule().size(), 0);
+    size_t pairs = 0;
     for (const Value *value : values)
       for (const Value *operand :
            llvm::SmallPtrSet<const Value *, 4>(
                value->getDefiningNode()->getOperands().begin(),
                value->getDefiningNode()->getOperands().end()))
-        if (!operand->isGraphInput() &&
-            isInPlacePair(liveness, *plan, operand, value))
-          shared[liveness.getRange(value).def] +=
+        if (!operand->isGraphInput() && Liveness::getBytes(operand) != 0 &&
+            isInPlacePair(plain, *plan, operand, value)) {
+          shared[plain.getRange(value).def] +=
               int64_t(Liveness::getBytes(operand));
-    uint64_t peak = 0;
+          CHECK(plan->inPlaceOf.lookup(value) == operand);
+          ++pairs;
+        }
+    CHECK(pairs == plan->inPlaceOf.size());
     for (size_t i = 0; i < shared.size(); ++i)
-      peak = std::max<uint64_t>(peak,
-                                liveness.getLiveBytes()[i] - shared[i]);
-    CHECK(plan->arenaBytes >= peak);
+      CHECK(liveness.getLiveBytes()[i] ==
+            plain.getLiveBytes()[i] - uint64_t(shared[i]));
+    CHECK(plan->peakLiveBytes == liveness.getPeakBytes());
+    CHECK(plan->arenaBytes >= liveness.getPeakBytes());
   }
   for (const Value *value : values) {
     auto offset = plan->lookup(value);
@@ -236,6 +245,57 @@ llvm::Error runPipeline(Graph &graph, llvm::StringRef pipeline) {
   return pm.run(graph).takeError();
 }
 
+/// Checks that the memory report's rows (weights, inputs, activations,
+/// gradients, recompute, temporaries, fragmentation) sum exactly to its peak,
+/// which is persistent + arena (with a plan) and \p expectedPeak when it is
+/// not 0, that its percentages sum to 100.0, and arena / peak live >= 1.
+void checkReportSumsToPeak(const Graph &graph, uint64_t expectedPeak = 0) {
+  llvm::json::Object report = driver::getMemoryReport(graph);
+  const llvm::json::Object *breakdown = report.getObject("breakdown");
+  REQUIRE(breakdown);
+  uint64_t sum = 0;
+  for (const auto &entry : *breakdown)
+    sum += uint64_t(*entry.second.getAsInteger());
+  uint64_t peak = uint64_t(*report.getInteger("peak_bytes"));
+  uint64_t arena = uint64_t(*report.getInteger("arena_bytes"));
+  uint64_t peakLive = uint64_t(*report.getInteger("peak_live_arena_bytes"));
+  CHECK(sum == peak);
+  CHECK(peak == uint64_t(*report.getInteger("persistent_bytes")) + arena);
+  CHECK(arena >= peakLive);
+  if (const MemoryPlan *plan = graph.getMemoryPlan()) {
+    CHECK(arena == plan->arenaBytes);
+    CHECK(uint64_t(*breakdown->getInteger("fragmentation")) ==
+          arena - peakLive);
+  }
+  if (expectedPeak)
+    CHECK(peak == expectedPeak);
+
+  // The table: the percentages of the rows above "peak" sum to 100.0.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  driver::printMemoryReport(graph, os);
+  os.flush();
+  uint64_t tenths = 0, rows = 0, tableSum = 0;
+  for (llvm::StringRef line : llvm::split(text, '\n')) {
+    llvm::SmallVector<llvm::StringRef, 8> fields;
+    line.split(fields, ' ', -1, /*KeepEmpty=*/false);
+    if (fields.size() != 6 || fields[2] != "B" || fields[0] == "peak")
+      continue;
+    uint64_t bytes = 0, whole = 0, tenth = 0;
+    auto [intPart, fracPart] = fields[5].drop_back().split('.');
+    REQUIRE(!fields[1].getAsInteger(10, bytes));
+    REQUIRE(!intPart.getAsInteger(10, whole));
+    REQUIRE(!fracPart.getAsInteger(10, tenth));
+    tableSum += bytes;
+    tenths += whole * 10 + tenth;
+    ++rows;
+  }
+  CHECK(rows == (graph.getMemoryPlan() ? 7u : 6u));
+  CHECK(tableSum == peak);
+  if (peak)
+    CHECK(tenths == 1000);
+}
+
 /// Runs \p graph on the CPU and \returns its result; inputs from seed 1.
 runtime::RunResult runCpu(const Graph &graph,
                           const std::vector<runtime::OwnedTensor> &inputs) {
@@ -352,9 +412,29 @@ TEST_CASE("plan-memory: hand-computed offsets with and without in-place") {
   CHECK(offset(*plan, "b") == 256);
   CHECK(offset(*plan, "l") == 256);
   CHECK(plan->arenaBytes == 320);
-  CHECK(plan->peakLiveBytes == 192);
+  // %l over %b at node 2, %g over %a at node 3, %w_grad over %g at node 4.
+  CHECK(plan->inPlaceOf.size() == 3);
+  CHECK(plan->inPlaceOf.lookup(graph->lookup("l")) == graph->lookup("b"));
+  CHECK(plan->inPlaceOf.lookup(graph->lookup("g")) == graph->lookup("a"));
+  CHECK(plan->inPlaceOf.lookup(graph->lookup("w_grad")) == graph->lookup("g"));
+  // Shared storage counts once: 64, 128 (a b), 128 (a l), 128 (l g),
+  // 128 (l w_grad); 192 without the plan.
+  CHECK(plan->peakLiveBytes == 128);
   graph->setMemoryPlan(std::move(*plan));
   checkPlan(*graph, /*allPairs=*/true);
+  {
+    Liveness liveness(*graph);
+    CHECK(liveness.getLiveBytes().vec() ==
+          std::vector<uint64_t>{64, 128, 128, 128, 128});
+    CHECK(liveness.getPeakIndex() == 1);
+    // The true ranges are unchanged; %b stops counting before node 2.
+    CHECK(liveness.getRange(graph->lookup("b")).lastUse == 2);
+    CHECK(liveness.getCountedRange(graph->lookup("b")).lastUse == 1);
+    std::vector<const Value *> atTwo = liveness.getLiveValuesAt(2);
+    CHECK(atTwo ==
+          std::vector<const Value *>{graph->lookup("a"), graph->lookup("l")});
+    checkReportSumsToPeak(*graph, 320 + 128);
+  }
 
   // Without: a@0 [0,3], b@256 [1,2], l@512 [2,4], g@256 [3,4] (b is dead),
   // w_grad@0 [4,4] (a is dead): 512 + 64 = 576 B.
@@ -364,8 +444,18 @@ TEST_CASE("plan-memory: hand-computed offsets with and without in-place") {
   CHECK(offset(*plain, "g") == 256);
   CHECK(offset(*plain, "w_grad") == 0);
   CHECK(plain->arenaBytes == 576);
+  CHECK(plain->inPlaceOf.empty());
+  CHECK(plain->peakLiveBytes == 192);
   graph->setMemoryPlan(std::move(*plain));
   checkPlan(*graph, /*allPairs=*/true);
+  checkReportSumsToPeak(*graph, 576 + 128);
+  // A clone keeps the pairs, mapped to its own values.
+  graph->setMemoryPlan(std::move(*planMemory(*graph, /*inPlace=*/true)));
+  std::unique_ptr<Graph> copy = graph->clone();
+  REQUIRE(copy->getMemoryPlan());
+  CHECK(copy->getMemoryPlan()->inPlaceOf.lookup(copy->lookup("l")) ==
+        copy->lookup("b"));
+  CHECK(Liveness(*copy).getPeakBytes() == 128);
 }
 
 TEST_CASE("plan-memory: zero-sized tensors and scalars") {
@@ -435,6 +525,63 @@ TEST_CASE("schedule: a wide graph gets a lower peak") {
   CHECK(after == 4096 + 8);
 }
 
+TEST_CASE("memory report: the breakdown sums to the peak on bert-tiny "
+          "training") {
+  auto config =
+      bert::loadBertConfig(REMAT_TEST_DIR "/../models/bert-tiny.json");
+  REQUIRE_MESSAGE(bool(config), errorToString(config.takeError()));
+  auto graph =
+      bert::buildBert(*config, bert::BertBuildOptions{/*initWeights=*/false});
+  REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  checkReportSumsToPeak(**graph); // liveness only
+  llvm::Error err =
+      runPipeline(**graph, "canonicalize,autodiff,dce,schedule,plan-memory");
+  REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+  const MemoryPlan *plan = (*graph)->getMemoryPlan();
+  REQUIRE(plan);
+  // bert-tiny's training step overwrites many operands in place.
+  CHECK(!plan->inPlaceOf.empty());
+  Liveness liveness(**graph);
+  Liveness plain(**graph, liveness.getSchedule());
+  CHECK(liveness.getPeakBytes() < plain.getPeakBytes());
+  CHECK(plan->arenaBytes >= liveness.getPeakBytes());
+  checkPlan(**graph, /*allPairs=*/false);
+  checkReportSumsToPeak(**graph, liveness.getWeightBytes() +
+                                     liveness.getInputBytes() +
+                                     plan->arenaBytes);
+  MemoryBreakdown breakdown = liveness.getPeakBreakdown();
+  uint64_t arenaRows = 0;
+  for (MemoryCategory category :
+       {MemoryCategory::Activations, MemoryCategory::Gradients,
+        MemoryCategory::Recompute, MemoryCategory::Temporaries})
+    arenaRows += breakdown[category];
+  CHECK(arenaRows == liveness.getPeakBytes());
+}
+
+TEST_CASE("memory timeline: an SVG with stages, legend and peak") {
+  auto graph = parse(kSmall);
+  graph->setMemoryPlan(std::move(*planMemory(*graph, /*inPlace=*/true)));
+  std::string svg = driver::getMemoryTimelineSvg(*graph);
+  llvm::StringRef text(svg);
+  CHECK(text.startswith("<?xml"));
+  CHECK(text.contains("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  CHECK(text.contains(">@small</text>"));
+  CHECK(text.contains("<rect class=\"fwd\""));
+  CHECK(text.contains("<rect class=\"bwd\""));
+  CHECK(text.contains(">forward</text>"));
+  CHECK(text.contains(">backward</text>"));
+  CHECK(text.contains(">recompute</text>"));
+  CHECK(text.contains("(256 B) at node 1: %b = Relu [fwd]</text>"));
+  CHECK(text.contains("(448 B)</text>"));
+  CHECK(text.rtrim().endswith("</svg>"));
+  // Deterministic.
+  CHECK(svg == driver::getMemoryTimelineSvg(*graph));
+  // An empty graph still gives a well-formed plot.
+  auto empty = parse("graph @empty(%x: f32[2]) {\n  return %x\n}\n");
+  CHECK(
+      llvm::StringRef(driver::getMemoryTimelineSvg(*empty)).contains("</svg>"));
+}
+
 TEST_CASE("schedule + plan-memory: 200 random DAGs") {
   for (uint64_t seed = 0; seed < 200; ++seed) {
     CAPTURE(seed);
@@ -456,6 +603,7 @@ TEST_CASE("schedule + plan-memory: 200 random DAGs") {
             original->getOutputs()[i]->getName());
     CHECK(graph->getNumNodes() == original->getNumNodes());
     checkPlan(*graph, /*allPairs=*/graph->getNumNodes() < 100);
+    checkReportSumsToPeak(*graph);
   }
 }
 
