@@ -2,6 +2,7 @@
 #include "driver/RunDriver.h"
 
 #include "driver/ModelLoader.h"
+#include "driver/OptDriver.h"
 #include "frontends/bert/BertBuilder.h"
 #include "frontends/onnx/TensorFile.h"
 #include "ir/Support.h"
@@ -177,6 +178,9 @@ int runMain(int argc, char **argv) {
                                cl::desc("Write every graph output as DIR/<name>.pb"),
                                cl::value_desc("DIR"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "remat-run (" << getVersionString() << ")\n";
+  });
   std::string parseErrors;
   llvm::raw_string_ostream parseErrorStream(parseErrors);
   if (!cl::ParseCommandLineOptions(
