@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace remat::driver {
 
@@ -193,7 +194,9 @@ std::string fmt(double value) { return llvm::formatv("{0:F1}", value).str(); }
 std::string fmtTick(double value) {
   if (value == std::floor(value) && std::fabs(value) < 1e15)
     return std::to_string((long long)value);
-  return llvm::formatv("{0:G}", value).str();
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g", value);
+  return text;
 }
 
 } // namespace
