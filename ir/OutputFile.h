@@ -1,15 +1,49 @@
-//===- ir/OutputFile.h - Writing outputs atomically ---------*- C++ -*-===//
+//===- ir/OutputFile.h - Writing outputs atomically -------------*- C++ -*-===//
 #ifndef REMAT_IR_OUTPUTFILE_H
 #define REMAT_IR_OUTPUTFILE_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <memory>
+#include <string>
 
 namespace remat {
 
-/// Writes \p contents to \p path ("-" is stdout). A file is written to a
-/// temporary beside \p path and renamed over it only when complete, so an
-/// error never leaves a partial or clobbered file.
+/// A file written to a temporary beside its destination (so that the rename
+/// stays within one file system) and renamed into place by commit();
+/// destroyed uncommitted, it removes the temporary. Several pending files
+/// can be completed before any is committed (a model and its data file).
+class PendingFile {
+public:
+  /// Opens a temporary for \p path. Errors name \p path.
+  static llvm::Expected<std::unique_ptr<PendingFile>>
+  create(llvm::StringRef path);
+
+  PendingFile(const PendingFile &) = delete;
+  PendingFile &operator=(const PendingFile &) = delete;
+  ~PendingFile();
+
+  llvm::raw_fd_ostream &os() { return *os_; }
+
+  /// Closes the temporary, reporting any write error.
+  llvm::Error close();
+
+  /// Renames the closed temporary to the destination.
+  llvm::Error commit();
+
+private:
+  PendingFile(llvm::StringRef path, llvm::StringRef tempPath, int fd);
+
+  std::string path_;
+  std::string tempPath_;
+  std::unique_ptr<llvm::raw_fd_ostream> os_;
+  bool committed_ = false;
+};
+
+/// Writes \p contents to \p path ("-" is stdout) through a PendingFile, so
+/// an error never leaves a partial or clobbered file.
 llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef contents);
 
 } // namespace remat

@@ -377,6 +377,10 @@ private:
   Expected<TensorDataPtr> evalIdentity();
   Expected<TensorDataPtr> evalRange();
   Expected<TensorDataPtr> evalConstantOfShape();
+  /// Equal and GreaterOrEqual: \p compare on broadcast operands of one
+  /// dtype, computed in its compute type, giving bool.
+  template <typename Compare>
+  Expected<TensorDataPtr> evalComparison(Compare compare);
   Expected<TensorDataPtr> evalEqual();
   Expected<TensorDataPtr> evalWhere();
   Expected<TensorDataPtr> evalArithmetic();
@@ -1226,7 +1230,8 @@ Expected<TensorDataPtr> Evaluator::evalGelu() {
   });
 }
 
-Expected<TensorDataPtr> Evaluator::evalEqual() {
+template <typename Compare>
+Expected<TensorDataPtr> Evaluator::evalComparison(Compare compare) {
   const TensorType &aType = operandType(0), &bType = operandType(1);
   if (auto err = checkSameDType(0, 1))
     return std::move(err);
@@ -1239,32 +1244,22 @@ Expected<TensorDataPtr> Evaluator::evalEqual() {
   return withComputeType(aType.getDType(), [&](auto tag) -> TensorDataPtr {
     using C = decltype(tag);
     std::vector<C> a = loadAll<C>(operand(0)), b = loadAll<C>(operand(1));
-    return storeAll(type,
-                    mapBinary<bool>(a, aType.getDims(), b, bType.getDims(),
-                                    *dims, [](C x, C y) { return x == y; }));
+    return storeAll(type, mapBinary<bool>(a, aType.getDims(), b,
+                                          bType.getDims(), *dims, compare));
   });
 }
 
+Expected<TensorDataPtr> Evaluator::evalEqual() {
+  return evalComparison([](auto x, auto y) { return x == y; });
+}
+
 Expected<TensorDataPtr> Evaluator::evalGreaterOrEqual() {
-  const TensorType &aType = operandType(0), &bType = operandType(1);
-  if (auto err = checkSameDType(0, 1))
-    return std::move(err);
-  if (aType.getDType() == DType::Bool)
+  // Mixed dtypes are reported by evalComparison, as before this check.
+  if (operandType(0).getDType() == DType::Bool &&
+      operandType(1).getDType() == DType::Bool)
     return fail("GreaterOrEqual is not defined on bool");
-  auto dims = broadcast(aType.getDims(), bType.getDims());
-  if (!dims)
-    return dims.takeError();
-  TensorType type(DType::Bool, *dims);
-  if (auto err = checkResult(type))
-    return std::move(err);
-  return withComputeType(aType.getDType(), [&](auto tag) -> TensorDataPtr {
-    using C = decltype(tag);
-    std::vector<C> a = loadAll<C>(operand(0)), b = loadAll<C>(operand(1));
-    // NaN compares false, as IEEE (and ONNX runtimes) have it.
-    return storeAll(type,
-                    mapBinary<bool>(a, aType.getDims(), b, bType.getDims(),
-                                    *dims, [](C x, C y) { return x >= y; }));
-  });
+  // NaN compares false, as IEEE (and ONNX runtimes) have it.
+  return evalComparison([](auto x, auto y) { return x >= y; });
 }
 
 Expected<TensorDataPtr> Evaluator::evalAnd() {

@@ -21,6 +21,7 @@
 #include "frontends/onnx/OnnxExporter.h"
 
 #include "frontends/onnx/OnnxTensor.h"
+#include "ir/OutputFile.h"
 
 #include "ir/Support.h"
 #include "ir/Verifier.h"
@@ -586,64 +587,6 @@ uint64_t ModelBuilder::minimumInlineBytes() const {
 // Files
 //===----------------------------------------------------------------------===//
 
-/// A file written to a temporary beside its destination (so that the rename
-/// stays within one file system) and renamed into place by commit();
-/// destroyed uncommitted, it removes the temporary.
-class PendingFile {
-public:
-  /// Opens a temporary for \p path.
-  static Expected<std::unique_ptr<PendingFile>> create(StringRef path) {
-    if (llvm::sys::fs::is_directory(path))
-      return makeError("cannot write '" + path + "': it is a directory");
-    llvm::SmallString<256> tempPath;
-    int fd;
-    if (std::error_code ec =
-            llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%", fd, tempPath))
-      return makeError("cannot write '" + path + "': " + ec.message());
-    return std::unique_ptr<PendingFile>(new PendingFile(path, tempPath, fd));
-  }
-
-  PendingFile(const PendingFile &) = delete;
-  PendingFile &operator=(const PendingFile &) = delete;
-  ~PendingFile() {
-    if (os_) {
-      os_->close();
-      os_->clear_error();
-    }
-    if (!committed_)
-      llvm::sys::fs::remove(tempPath_);
-  }
-
-  llvm::raw_fd_ostream &os() { return *os_; }
-
-  /// Closes the temporary, reporting any write error.
-  Error close() {
-    os_->close();
-    if (!os_->has_error())
-      return Error::success();
-    std::string message = os_->error().message();
-    os_->clear_error();
-    return makeError("cannot write '" + path_ + "': " + message);
-  }
-
-  /// Renames the closed temporary to the destination.
-  Error commit() {
-    if (std::error_code ec = llvm::sys::fs::rename(tempPath_, path_))
-      return makeError("cannot write '" + path_ + "': " + ec.message());
-    committed_ = true;
-    return Error::success();
-  }
-
-private:
-  PendingFile(StringRef path, StringRef tempPath, int fd)
-      : path_(path.str()), tempPath_(tempPath.str()),
-        os_(std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true)) {}
-
-  std::string path_;
-  std::string tempPath_;
-  std::unique_ptr<llvm::raw_fd_ostream> os_;
-  bool committed_ = false;
-};
 
 /// Where one initializer's bytes go in the data file.
 struct ExternalTensor {
