@@ -73,6 +73,27 @@ void Value::replaceAllUsesWith(Value *other) {
   numOutputUses_ = 0;
 }
 
+void Value::replaceUsesWithIf(
+    Value *other, llvm::function_ref<bool(const Use &)> shouldReplace) {
+  assert(other != this && "replacing a value with itself");
+  assert(other->graph_ == graph_ && "values of different graphs");
+  // Collect first: setOperand edits this use list while we walk it.
+  llvm::SmallVector<Use, 8> selected;
+  for (const Use &use : uses_)
+    if (shouldReplace(use))
+      selected.push_back(use);
+  for (const Use &use : selected)
+    use.user->setOperand(use.operandIndex, other);
+}
+
+void Value::setType(TensorType type) {
+  if (type_ == type)
+    return;
+  type_ = std::move(type);
+  if (graph_)
+    graph_->clearMemoryPlan();
+}
+
 //===----------------------------------------------------------------------===//
 // Node
 //===----------------------------------------------------------------------===//
@@ -294,6 +315,31 @@ std::string Graph::uniqueName(llvm::StringRef base) const {
     if (!names_.count(name))
       return name;
   }
+}
+
+Node *Graph::cloneNode(const Node &node,
+                       llvm::DenseMap<const Value *, Value *> &valueMap,
+                       Node *insertBefore, Stage stage,
+                       llvm::StringRef nameSuffix) {
+  llvm::SmallVector<Value *, 4> operands;
+  for (Value *operand : node.getOperands()) {
+    auto it = valueMap.find(operand);
+    operands.push_back(it == valueMap.end() ? operand : it->second);
+  }
+  llvm::SmallVector<TensorType, 2> types;
+  std::vector<std::string> names;
+  for (const auto &result : node.results_) {
+    types.push_back(result->getType());
+    names.push_back(uniqueName((result->getName() + nameSuffix).str()));
+  }
+  Node *copy = createNode(node.getOp(), operands, types, names, node.attrs_,
+                          insertBefore);
+  copy->stage_ = stage;
+  copy->layer_ = node.layer_;
+  copy->loc_ = node.loc_;
+  for (unsigned i = 0; i < node.getNumResults(); ++i)
+    valueMap[node.getResult(i)] = copy->getResult(i);
+  return copy;
 }
 
 std::unique_ptr<Graph> Graph::clone() const {

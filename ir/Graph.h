@@ -18,6 +18,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -101,7 +102,9 @@ public:
   void setName(llvm::StringRef name);
 
   const TensorType &getType() const { return type_; }
-  void setType(TensorType type) { type_ = std::move(type); }
+  /// Changes the type; a new byte size invalidates the memory plan, so the
+  /// plan is dropped as every other mutator does.
+  void setType(TensorType type);
 
   /// \returns the node that defines this value, or null for a graph input.
   Node *getDefiningNode() const { return def_; }
@@ -131,6 +134,13 @@ public:
   //  Execute: %3.replaceAllUsesWith(%6)
   //  Result:  %4 = g(%6); return %6
   void replaceAllUsesWith(Value *other);
+  /// Redirects the uses of this value for which \p shouldReplace returns
+  /// true to \p other; graph outputs are left alone.
+  //  Given:   %3 = f(%1); %4 = g(%3) fwd; %5 = h(%3) bwd
+  //  Execute: %3.replaceUsesWithIf(%6, [](Use u) { return isBwd(u.user); })
+  //  Result:  %4 = g(%3); %5 = h(%6)
+  void replaceUsesWithIf(Value *other,
+                         llvm::function_ref<bool(const Use &)> shouldReplace);
 
   Graph *getGraph() const { return graph_; }
   Loc getLoc() const { return loc_; }
@@ -296,6 +306,18 @@ public:
                    AttrList attrs = {}, Node *insertBefore = nullptr);
   /// Appends a result of \p type named \p name to \p node.
   Value *addResult(Node *node, llvm::StringRef name, TensorType type);
+  /// Copies \p node (same op, attributes and layer) before \p insertBefore
+  /// (at the end when null), with each operand replaced by its entry in
+  /// \p valueMap when it has one, stage \p stage, and results named after the
+  /// originals plus \p nameSuffix (made unique). Each original result maps
+  /// to its copy in \p valueMap afterwards.
+  //  Given:   %1 = a(); %2 = f(%1); %3 = g(%2) bwd
+  //  Execute: g.cloneNode(node(%2), {%1 -> %9}, node(%3), Recompute, ".remat")
+  //  Result:  %1 = a(); %2 = f(%1); %2.remat = f(%9) remat; %3 = g(%2) bwd
+  Node *cloneNode(const Node &node,
+                  llvm::DenseMap<const Value *, Value *> &valueMap,
+                  Node *insertBefore, Stage stage,
+                  llvm::StringRef nameSuffix);
   /// Removes \p node from the schedule and destroys it. Its results must
   /// have no uses and not be graph outputs; its operands lose a use.
   //  Given:   %2 = f(%1); %3 = g(%1)

@@ -11,6 +11,8 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -25,6 +27,24 @@ inline llvm::Error makeError(const llvm::Twine &message) {
 /// \returns the message of \p err, consuming it.
 inline std::string errorToString(llvm::Error err) {
   return llvm::toString(std::move(err));
+}
+
+/// \returns \p bytes for people: "512 B", "3.25 MiB", "1.50 GiB" (powers of
+/// 1024, two decimals).
+inline std::string formatBytes(uint64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  unsigned unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  if (unit == 0)
+    std::snprintf(text, sizeof(text), "%llu B", (unsigned long long)bytes);
+  else
+    std::snprintf(text, sizeof(text), "%.2f %s", value, units[unit]);
+  return text;
 }
 
 /// \returns \p a * \p b, or std::nullopt if the product overflows int64_t or

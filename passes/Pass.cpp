@@ -4,6 +4,8 @@
 #include "ir/Support.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace remat::passes {
 
@@ -21,7 +23,13 @@ void Pass::emitNote(const llvm::Twine &message) {
   os.flush();
 }
 
-llvm::StringRef PassOption::kindName() const {
+void Pass::emitRaw(llvm::StringRef text) {
+  llvm::raw_ostream &os = diagnostics_ ? *diagnostics_ : llvm::errs();
+  os << text;
+  os.flush();
+}
+
+std::string PassOption::kindName() const {
   switch (storage.index()) {
   case 0:
     return "int";
@@ -31,8 +39,89 @@ llvm::StringRef PassOption::kindName() const {
     return "bool";
   case 3:
     return "string";
+  case 4:
+    return llvm::join(std::get<EnumOptionStorage>(storage).choices, "|");
+  case 5:
+    return std::get<ByteOptionStorage>(storage).allowPercent ? "bytes|percent"
+                                                             : "bytes";
   }
   llvm_unreachable("unknown option kind");
+}
+
+std::string ByteAmount::str() const {
+  if (isPercent)
+    return llvm::formatv("{0}%", percent).str();
+  return formatBytes(bytes);
+}
+
+llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text) {
+  llvm::StringRef trimmed = text.trim();
+  size_t digits = 0;
+  while (digits < trimmed.size() &&
+         (llvm::isDigit(trimmed[digits]) || trimmed[digits] == '.'))
+    ++digits;
+  llvm::StringRef number = trimmed.take_front(digits);
+  llvm::StringRef unit = trimmed.drop_front(digits).trim();
+  auto bad = [&] {
+    return makeError("'" + text +
+                     "' is not a byte size (expected a number with an "
+                     "optional unit B, KiB, MiB, GiB, TiB, KB, MB, GB or TB, "
+                     "e.g. 6GiB)");
+  };
+  double value;
+  if (number.empty() || number.getAsDouble(value) || value < 0)
+    return bad();
+  static const std::pair<const char *, double> kUnits[] = {
+      {"", 1},
+      {"B", 1},
+      {"KiB", 1024.0},
+      {"MiB", 1024.0 * 1024},
+      {"GiB", 1024.0 * 1024 * 1024},
+      {"TiB", 1024.0 * 1024 * 1024 * 1024},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12}};
+  for (const auto &[name, scale] : kUnits) {
+    if (unit != name)
+      continue;
+    double bytes = value * scale;
+    if (bytes >= 9.2e18)
+      return makeError("byte size '" + text + "' is too large");
+    return uint64_t(bytes);
+  }
+  return bad();
+}
+
+llvm::Expected<ByteAmount> parseByteAmount(llvm::StringRef text,
+                                           bool allowPercent) {
+  ByteAmount amount;
+  amount.isSet = true;
+  llvm::StringRef trimmed = text.trim();
+  if (trimmed.endswith("%")) {
+    double percent;
+    if (!allowPercent)
+      return makeError("'" + text + "' must be a byte size here, not a "
+                                    "percentage");
+    if (trimmed.drop_back().trim().getAsDouble(percent) || !(percent > 0) ||
+        percent > 1000)
+      return makeError("'" + text +
+                       "' is not a percentage in (0%, 1000%], e.g. 40%");
+    amount.isPercent = true;
+    amount.percent = percent;
+    return amount;
+  }
+  auto bytes = parseByteSize(trimmed);
+  if (!bytes) {
+    if (!allowPercent)
+      return bytes.takeError();
+    llvm::consumeError(bytes.takeError());
+    return makeError("'" + text +
+                     "' is not a byte size or a percentage (e.g. 6GiB, "
+                     "512MiB or 40%)");
+  }
+  amount.bytes = *bytes;
+  return amount;
 }
 
 llvm::Error Pass::setOption(llvm::StringRef key, llvm::StringRef value) {
@@ -69,6 +158,21 @@ llvm::Error Pass::setOption(llvm::StringRef key, llvm::StringRef value) {
       **boolStorage = false;
     else
       return bad();
+  } else if (auto *enumStorage =
+                 std::get_if<EnumOptionStorage>(&it->storage)) {
+    if (!llvm::is_contained(enumStorage->choices, value))
+      return makeError("option '" + key + "' of pass '" + getName() +
+                       "' must be one of " +
+                       llvm::join(enumStorage->choices, ", ") + "; got '" +
+                       value + "'");
+    *enumStorage->value = value.str();
+  } else if (auto *byteStorage =
+                 std::get_if<ByteOptionStorage>(&it->storage)) {
+    auto amount = parseByteAmount(value, byteStorage->allowPercent);
+    if (!amount)
+      return makeError("option '" + key + "' of pass '" + getName() + "': " +
+                       errorToString(amount.takeError()));
+    *byteStorage->value = *amount;
   } else {
     *std::get<std::string *>(it->storage) = value.str();
   }

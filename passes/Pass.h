@@ -13,17 +13,58 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace remat::passes {
+
+/// A memory amount given by a user: bytes ("6GiB", "512MiB", "1000000"), or
+/// a percentage ("40%") of a reference the reader knows (for remat's budget,
+/// the planned peak without remat).
+struct ByteAmount {
+  uint64_t bytes = 0;
+  double percent = 0;
+  bool isPercent = false;
+  bool isSet = false;
+  /// \returns the bytes, resolving a percentage against \p referenceBytes.
+  uint64_t resolve(uint64_t referenceBytes) const {
+    return isPercent ? uint64_t(double(referenceBytes) * percent / 100.0)
+                     : bytes;
+  }
+  /// \returns the text it was parsed from, normalised ("6 GiB", "40%").
+  std::string str() const;
+};
+
+/// \returns \p text as a byte count: an integer or decimal number with an
+/// optional unit B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB
+/// (powers of 1000). Errors say what was expected.
+llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text);
+/// \returns \p text as a byte size, or with \p allowPercent as a
+/// percentage in (0, 1000]% ("40%").
+llvm::Expected<ByteAmount> parseByteAmount(llvm::StringRef text,
+                                           bool allowPercent);
+
+/// An option whose value is one of a fixed list of words.
+struct EnumOptionStorage {
+  std::string *value;
+  std::vector<std::string> choices;
+};
+/// An option that takes a byte size, or also a percentage.
+struct ByteOptionStorage {
+  ByteAmount *value;
+  bool allowPercent;
+};
 
 /// One option a pass accepts in a pipeline: `name{key=value}`.
 struct PassOption {
   std::string name;
   std::string description;
   /// Where the parsed value is stored, which also fixes its kind.
-  std::variant<int64_t *, double *, bool *, std::string *> storage;
-  /// \returns "int", "float", "bool" or "string".
-  llvm::StringRef kindName() const;
+  std::variant<int64_t *, double *, bool *, std::string *, EnumOptionStorage,
+               ByteOptionStorage>
+      storage;
+  /// \returns "int", "float", "bool", "string", the choices joined by '|'
+  /// ("none|auto"), "bytes" or "bytes|percent".
+  std::string kindName() const;
 };
 
 /// A transformation or analysis over a Graph. Passes are created by the
@@ -57,6 +98,9 @@ protected:
   void emitWarning(const llvm::Twine &message);
   /// Prints "note: <message>" on the diagnostic stream.
   void emitNote(const llvm::Twine &message);
+  /// Prints \p text as it is on the diagnostic stream (reports such as
+  /// remat's --explain).
+  void emitRaw(llvm::StringRef text);
 
   /// Declares an option stored in \p storage (a member of the pass that
   /// already holds its default).
@@ -64,6 +108,20 @@ protected:
   void declareOption(llvm::StringRef name, llvm::StringRef description,
                      T *storage) {
     options_.push_back(PassOption{name.str(), description.str(), storage});
+  }
+  /// Declares an option that takes one of \p choices (checked when parsed).
+  void declareEnumOption(llvm::StringRef name, llvm::StringRef description,
+                         std::string *storage,
+                         std::vector<std::string> choices) {
+    options_.push_back(PassOption{name.str(), description.str(),
+                                  EnumOptionStorage{storage, std::move(choices)}});
+  }
+  /// Declares a byte-size option, also accepting a percentage when
+  /// \p allowPercent is set.
+  void declareByteOption(llvm::StringRef name, llvm::StringRef description,
+                         ByteAmount *storage, bool allowPercent) {
+    options_.push_back(PassOption{name.str(), description.str(),
+                                  ByteOptionStorage{storage, allowPercent}});
   }
 
 private:

@@ -66,10 +66,17 @@ void registerAllPasses(PassRegistry &registry) {
 llvm::Error PassManager::setPassOption(llvm::StringRef passName,
                                        llvm::StringRef key,
                                        llvm::StringRef value) {
-  for (const std::unique_ptr<Pass> &pass : passes_)
-    if (pass->getName() == passName)
-      if (auto err = pass->setOption(key, value))
-        return err;
+  bool found = false;
+  for (const std::unique_ptr<Pass> &pass : passes_) {
+    if (pass->getName() != passName)
+      continue;
+    found = true;
+    if (auto err = pass->setOption(key, value))
+      return err;
+  }
+  if (!found)
+    return makeError("option '" + key + "' is for pass '" + passName +
+                     "', which the pipeline does not run");
   return llvm::Error::success();
 }
 

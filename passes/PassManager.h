@@ -47,9 +47,17 @@ public:
   /// llvm::errs()).
   void setDiagnosticStream(llvm::raw_ostream *os) { diagnostics_ = os; }
   size_t size() const { return passes_.size(); }
+  /// The passes in pipeline order (for reading what a pass reported).
+  std::vector<const Pass *> getPasses() const {
+    std::vector<const Pass *> passes;
+    for (const std::unique_ptr<Pass> &pass : passes_)
+      passes.push_back(pass.get());
+    return passes;
+  }
   /// Sets option \p key to \p value on every pass named \p passName in the
   /// pipeline (for command-line flags such as --unused-weights that stand
-  /// for a pass option).
+  /// for a pass option). A pass the pipeline lacks is an error: a flag for
+  /// a pass that does not run must not be silently ignored.
   llvm::Error setPassOption(llvm::StringRef passName, llvm::StringRef key,
                             llvm::StringRef value);
 
