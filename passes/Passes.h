@@ -4,7 +4,10 @@
 
 #include "passes/Pass.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace remat::passes {
@@ -137,10 +140,45 @@ private:
   bool inPlace_ = true;
 };
 
+/// Chooses under a byte budget which activations to keep for backward and
+/// which to recompute, and rewrites the training step accordingly
+/// (DESIGN.md "Rematerialization"; passes/remat/). budget bounds the planned
+/// peak (weights + inputs + arena), as bytes or as a percentage of the
+/// planned peak without remat; strategy is none, every-layer, sqrt,
+/// chain-dp, selective or auto.
+class RematPass : public Pass {
+public:
+  RematPass();
+  llvm::StringRef getName() const override { return "remat"; }
+  llvm::StringRef getSummary() const override {
+    return "recompute activations in backward to fit a memory budget";
+  }
+  llvm::Expected<bool> run(ir::Graph &graph) override;
+
+  /// What the last run decided (the "remat" section of --report), or null
+  /// before a successful run.
+  const llvm::json::Object *getReport() const {
+    return report_ ? &*report_ : nullptr;
+  }
+
+private:
+  ByteAmount budget_;
+  std::string strategy_ = "auto";
+  std::string boundaries_;
+  std::string costProfile_;
+  bool explain_ = false;
+  std::optional<llvm::json::Object> report_;
+};
+
 /// \returns the plan PlanMemoryPass stores for \p graph's schedule, or an
 /// error if the arena would not be addressable (over 2^62 bytes).
 llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
                                           bool inPlace = true);
+
+/// \returns the peak live arena bytes of \p graph's schedule with the
+/// in-place sharing planMemory would choose: a lower bound of its arena that
+/// costs a fraction of planning (remat ranks candidate plans by it).
+llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph);
 
 } // namespace remat::passes
 

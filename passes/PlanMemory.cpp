@@ -107,13 +107,13 @@ PlanMemoryPass::PlanMemoryPass() {
                 &inPlace_);
 }
 
-llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
-                                          bool inPlace) {
-  Liveness liveness(graph);
+/// Groups \p liveness's values into buffers, recording in-place reuse in
+/// \p plan.inPlaceOf.
+static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
+                                ir::MemoryPlan &plan,
+                                std::vector<Buffer> &buffers,
+                                llvm::DenseMap<const ir::Value *, unsigned> &bufferOf) {
   llvm::ArrayRef<const ir::Value *> values = liveness.getValues();
-  std::vector<Buffer> buffers;
-  llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
-  ir::MemoryPlan plan;
   const uint64_t align = ir::MemoryPlan::kAlignment;
   for (const ir::Value *value : values) {
     uint64_t bytes = Liveness::getBytes(value);
@@ -155,6 +155,29 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
     bufferOf[value] = buffers.size();
     buffers.push_back(buffer);
   }
+  return llvm::Error::success();
+}
+
+llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph) {
+  Liveness liveness(graph);
+  std::vector<Buffer> buffers;
+  llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
+  ir::MemoryPlan plan;
+  if (auto err = groupBuffers(liveness, /*inPlace=*/true, plan, buffers,
+                              bufferOf))
+    return std::move(err);
+  return Liveness(graph, plan).getPeakBytes();
+}
+
+llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
+                                          bool inPlace) {
+  Liveness liveness(graph);
+  llvm::ArrayRef<const ir::Value *> values = liveness.getValues();
+  std::vector<Buffer> buffers;
+  llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
+  ir::MemoryPlan plan;
+  if (auto err = groupBuffers(liveness, inPlace, plan, buffers, bufferOf))
+    return std::move(err);
 
   std::vector<unsigned> bySize(buffers.size());
   for (unsigned i = 0; i < buffers.size(); ++i)

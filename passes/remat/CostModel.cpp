@@ -1,0 +1,116 @@
+//===- passes/remat/CostModel.cpp - Predicted node times ------------------===//
+#include "passes/remat/CostModel.h"
+
+#include "ir/Support.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace remat::passes::recompute {
+
+CostKind getCostKind(ir::OpKind op) {
+  switch (op) {
+  case ir::OpKind::MatMul:
+  case ir::OpKind::Gemm:
+    return CostKind::Gemm;
+  case ir::OpKind::Constant:
+  case ir::OpKind::Shape:
+  case ir::OpKind::Reshape:
+  case ir::OpKind::Squeeze:
+  case ir::OpKind::Unsqueeze:
+  case ir::OpKind::Identity:
+    return CostKind::Free;
+  default:
+    return CostKind::MemoryBound;
+  }
+}
+
+double nodeFlops(const ir::Node &node) {
+  const ir::TensorType &out = node.getResult(0)->getType();
+  double elements = double(out.getNumElements());
+  if (getCostKind(node.getOp()) != CostKind::Gemm)
+    return getCostKind(node.getOp()) == CostKind::Free ? 0 : elements;
+  // The contracted dim: A's last dim for MatMul, or its first with transA.
+  const ir::TensorType &a = node.getOperand(0)->getType();
+  int64_t k = a.getRank() == 0 ? 1 : a.getDim(a.getRank() - 1);
+  if (node.getOp() == ir::OpKind::Gemm &&
+      node.getAttrs().getInt("transA").value_or(0) && a.getRank() == 2)
+    k = a.getDim(0);
+  if (a.getRank() == 1)
+    k = a.getDim(0);
+  return 2.0 * elements * double(k);
+}
+
+double nodeBytes(const ir::Node &node) {
+  double bytes = 0;
+  for (const ir::Value *operand : node.getOperands())
+    bytes += double(operand->getType().getByteSize());
+  for (const ir::Value *result : node.getResults())
+    bytes += double(result->getType().getByteSize());
+  return bytes;
+}
+
+double nodeSeconds(const ir::Node &node, const CostProfile &profile) {
+  if (!profile.nodeSeconds.empty()) {
+    llvm::StringRef name = node.getResult(0)->getName();
+    size_t remat = name.find(".remat");
+    if (remat != llvm::StringRef::npos)
+      name = name.take_front(remat);
+    auto it = profile.nodeSeconds.find(name);
+    if (it != profile.nodeSeconds.end())
+      return it->second;
+  }
+  switch (getCostKind(node.getOp())) {
+  case CostKind::Free:
+    return 0;
+  case CostKind::Gemm:
+    return profile.nodeOverheadSeconds +
+           std::max(nodeFlops(node) / profile.gemmFlopsPerSecond,
+                    nodeBytes(node) / profile.bytesPerSecond);
+  case CostKind::MemoryBound:
+    return profile.nodeOverheadSeconds + nodeBytes(node) / profile.bytesPerSecond;
+  }
+  return 0;
+}
+
+llvm::Expected<CostProfile> loadCostProfile(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return makeError("cannot read cost profile '" + path +
+                     "': " + buffer.getError().message());
+  auto json = llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return makeError("cost profile '" + path +
+                     "' is not JSON: " + errorToString(json.takeError()));
+  const llvm::json::Object *root = json->getAsObject();
+  const llvm::json::Array *nodes = root ? root->getArray("nodes") : nullptr;
+  if (!nodes)
+    return makeError("cost profile '" + path +
+                     "' has no \"nodes\" array (write one with remat-run "
+                     "--profile FILE.json)");
+  CostProfile profile;
+  profile.source = path.str();
+  for (const llvm::json::Value &entry : *nodes) {
+    const llvm::json::Object *node = entry.getAsObject();
+    llvm::Optional<llvm::StringRef> name;
+    llvm::Optional<double> seconds;
+    if (node) {
+      name = node->getString("name");
+      seconds = node->getNumber("seconds");
+    }
+    if (!name || !seconds || *seconds < 0)
+      return makeError("cost profile '" + path +
+                       "': every entry of \"nodes\" needs a \"name\" and "
+                       "non-negative \"seconds\"");
+    profile.nodeSeconds[*name] = *seconds;
+  }
+  if (const llvm::json::Object *rates = root->getObject("rates")) {
+    if (auto gemm = rates->getNumber("gemm_flops_per_second"); gemm && *gemm > 0)
+      profile.gemmFlopsPerSecond = *gemm;
+    if (auto bw = rates->getNumber("bytes_per_second"); bw && *bw > 0)
+      profile.bytesPerSecond = *bw;
+  }
+  return profile;
+}
+
+} // namespace remat::passes::recompute

@@ -1,0 +1,217 @@
+//===- passes/remat/Explain.cpp - What remat decided and why --------------===//
+//
+// The text of `--explain` and the "remat" section of `--report`: per
+// segment, its boundary, option, bytes kept and recomputed, recompute FLOPs
+// and predicted time; per stashed tensor, the decision and its reason; and a
+// summary of predicted peak and time overhead.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/remat/Solver.h"
+
+#include "ir/Support.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace remat::passes::recompute {
+
+namespace {
+
+struct SegmentRow {
+  uint64_t keptBytes = 0;
+  uint64_t recomputedBytes = 0;
+  double recomputeFlops = 0;
+  double recomputeSeconds = 0;
+};
+
+} // namespace
+
+std::string Solver::explainValue(const ir::Value *value,
+                                 const PlanResult &plan) const {
+  double bytes = double(value->getType().getByteSize());
+  double passes = chainSeconds_[stash_.stashIndex.lookup(value)] /
+                  std::max(bytes / profile_.bytesPerSecond, 1e-12);
+  bool dropped = llvm::is_contained(plan.dropNames, value->getName()) &&
+                 !llvm::is_contained(plan.keepNames, value->getName());
+  std::string cost =
+      llvm::formatv("rebuilding it costs {0:F1} memory passes over its bytes",
+                    passes)
+          .str();
+  unsigned s = chain_.segmentOf.lookup(value->getDefiningNode());
+  SegmentChoice choice = plan.choices[s];
+  if (llvm::is_contained(plan.keepNames, value->getName()))
+    return "kept: boundary a recomputed group starts from";
+  if (choice.option == SegmentOption::Recompute) {
+    const Segment &first = chain_.segments[choice.groupStart];
+    return "recompute: its segment is rebuilt from boundary " +
+           (first.input ? "%" + first.input->getName().str()
+                        : std::string("the graph inputs"));
+  }
+  if (dropped)
+    return "recompute: cheap, " + cost;
+  if (isCheap(value))
+    return choice.option == SegmentOption::Keep
+               ? "kept: its segment is kept whole (" + cost + ")"
+               : "kept: cheap, but the budget is met without it (" + cost + ")";
+  return "kept: expensive, " + cost + " (more than " +
+         llvm::formatv("{0}", kCheapPasses).str() + ")";
+}
+
+void Solver::explain(const PlanResult &plan,
+                     std::optional<uint64_t> budgetBytes,
+                     llvm::raw_ostream &os) const {
+  llvm::json::Object json = explainJson(plan, budgetBytes);
+  os << "remat: strategy " << plan.strategy;
+  if (budgetBytes)
+    os << ", budget " << formatBytes(*budgetBytes);
+  os << ", cost profile " << profile_.source << '\n';
+  os << "  segments: " << chain_.segments.size();
+  if (chain_.numLayers)
+    os << "; layer block of " << chain_.period << " segment"
+       << (chain_.period == 1 ? "" : "s") << " x " << chain_.numLayers
+       << " layers from segment " << chain_.firstLayerSegment;
+  else
+    os << "; no repeated block";
+  os << '\n';
+  if (chain_.numLayers) {
+    // The same structure for every layer: the kinds of its segments.
+    for (unsigned layer = 0; layer < chain_.numLayers; ++layer) {
+      os << "  layer " << layer << ": segments";
+      unsigned first = chain_.firstLayerSegment + layer * chain_.period;
+      for (unsigned s = first; s < first + chain_.period; ++s)
+        os << ' ' << s << "(kind " << chain_.segments[s].kind << ")";
+      os << '\n';
+    }
+  }
+  os << "   seg layer kind input boundary               option     "
+        "        kept   recomputed     GFLOP         ms\n";
+  for (const llvm::json::Value &entry : *json.getArray("segments")) {
+    const llvm::json::Object &row = *entry.getAsObject();
+    int64_t layer = *row.getInteger("layer");
+    std::string layerText = layer < 0 ? "-" : std::to_string(layer);
+    std::string input = row.getString("input")->str();
+    std::string option = row.getString("option")->str();
+    std::string kept = formatBytes(uint64_t(*row.getInteger("kept_bytes")));
+    std::string recomputed =
+        formatBytes(uint64_t(*row.getInteger("recomputed_bytes")));
+    os << llvm::format("  %4lld %5s %4lld %-28s %-10s %12s %12s %9.3f %10.3f\n",
+                       (long long)*row.getInteger("index"), layerText.c_str(),
+                       (long long)*row.getInteger("kind"), input.c_str(),
+                       option.c_str(), kept.c_str(), recomputed.c_str(),
+                       *row.getNumber("recompute_flops") / 1e9,
+                       *row.getNumber("recompute_seconds") * 1e3);
+  }
+  os << "  stashed tensors:\n";
+  for (const llvm::json::Value &entry : *json.getArray("stashed")) {
+    const llvm::json::Object &row = *entry.getAsObject();
+    os << "    %" << *row.getString("name") << "  "
+       << formatBytes(uint64_t(*row.getInteger("bytes"))) << "  "
+       << *row.getString("reason") << '\n';
+  }
+  const llvm::json::Object &summary = *json.getObject("summary");
+  uint64_t kept = uint64_t(*summary.getInteger("activation_bytes_kept"));
+  uint64_t stashed = uint64_t(*summary.getInteger("activation_bytes_no_remat"));
+  os << "  summary: planned peak "
+     << formatBytes(uint64_t(*summary.getInteger("planned_peak_bytes")))
+     << " (no remat "
+     << formatBytes(uint64_t(*summary.getInteger("no_remat_planned_peak_bytes")))
+     << "); activations kept for backward " << formatBytes(kept) << " of "
+     << formatBytes(stashed) << " ("
+     << llvm::formatv("{0:F2}x less", kept ? double(stashed) / double(kept) : 0.0)
+     << "); " << *summary.getInteger("recomputed_nodes")
+     << " nodes recomputed, "
+     << llvm::formatv("{0:F3}", *summary.getNumber("recompute_gflop"))
+     << " GFLOP; predicted step "
+     << llvm::formatv("{0:F1} ms vs {1:F1} ms without remat (x{2:F3})",
+                      *summary.getNumber("predicted_seconds") * 1e3,
+                      *summary.getNumber("no_remat_predicted_seconds") * 1e3,
+                      *summary.getNumber("predicted_time_ratio"))
+     << '\n';
+}
+
+llvm::json::Object Solver::explainJson(const PlanResult &plan,
+                                       std::optional<uint64_t> budgetBytes) const {
+  llvm::StringMap<unsigned> segmentOfName;
+  for (const auto &[node, s] : chain_.segmentOf)
+    segmentOfName[node->getResult(0)->getName()] = s;
+  std::vector<SegmentRow> rows(chain_.segments.size());
+  llvm::StringSet<> dropped;
+  for (const std::string &name : plan.dropNames)
+    dropped.insert(name);
+  for (const std::string &name : plan.keepNames)
+    dropped.erase(name);
+  for (size_t s = 0; s < chain_.segments.size(); ++s)
+    for (const ir::Value *value : chain_.segments[s].stashed)
+      (dropped.count(value->getName()) ? rows[s].recomputedBytes
+                                       : rows[s].keptBytes) +=
+          uint64_t(value->getType().getByteSize());
+  for (const std::string &name : plan.keepNames) {
+    const ir::Value *value = graph_.lookup(name);
+    if (!stash_.isStashed(value))
+      rows[chain_.segmentOf.lookup(value->getDefiningNode())].keptBytes +=
+          uint64_t(value->getType().getByteSize());
+  }
+  for (const std::string &name : plan.stats.clonedNames) {
+    auto it = segmentOfName.find(name);
+    if (it == segmentOfName.end())
+      continue;
+    const ir::Node *node = graph_.lookup(name)->getDefiningNode();
+    rows[it->second].recomputeFlops += nodeFlops(*node);
+    rows[it->second].recomputeSeconds += nodeSeconds(*node, profile_);
+  }
+
+  llvm::json::Array segments;
+  for (size_t s = 0; s < chain_.segments.size(); ++s) {
+    const Segment &segment = chain_.segments[s];
+    segments.push_back(llvm::json::Object{
+        {"index", int64_t(s)},
+        {"layer", int64_t(segment.layer)},
+        {"kind", int64_t(segment.kind)},
+        {"input", segment.input ? "%" + segment.input->getName().str()
+                                : std::string("(inputs)")},
+        {"output", segment.output ? "%" + segment.output->getName().str()
+                                  : std::string("(loss)")},
+        {"nodes", int64_t(segment.nodes.size())},
+        {"option", segmentOptionName(plan.choices[s].option)},
+        {"group_start", int64_t(plan.choices[s].groupStart)},
+        {"kept_bytes", int64_t(rows[s].keptBytes)},
+        {"recomputed_bytes", int64_t(rows[s].recomputedBytes)},
+        {"recompute_flops", rows[s].recomputeFlops},
+        {"recompute_seconds", rows[s].recomputeSeconds}});
+  }
+  llvm::json::Array stashed;
+  for (const ir::Value *value : stash_.stashed)
+    stashed.push_back(llvm::json::Object{
+        {"name", value->getName()},
+        {"bytes", int64_t(value->getType().getByteSize())},
+        {"segment", int64_t(chain_.segmentOf.lookup(value->getDefiningNode()))},
+        {"decision", dropped.count(value->getName()) ? "recompute" : "keep"},
+        {"reason", explainValue(value, plan)}});
+  double seconds = baseSeconds_ + plan.stats.recomputeSeconds;
+  llvm::json::Object summary{
+      {"planned_peak_bytes", int64_t(plan.plannedPeakBytes)},
+      {"no_remat_planned_peak_bytes", int64_t(basePeakBytes_)},
+      {"activation_bytes_kept", int64_t(plan.keptStashBytes)},
+      {"activation_bytes_no_remat", int64_t(stash_.totalStashedBytes())},
+      {"recomputed_nodes", int64_t(plan.stats.clonedNodes)},
+      {"recompute_gflop", plan.stats.recomputeFlops / 1e9},
+      {"predicted_seconds", seconds},
+      {"no_remat_predicted_seconds", baseSeconds_},
+      {"predicted_time_ratio", baseSeconds_ > 0 ? seconds / baseSeconds_ : 1.0}};
+  llvm::json::Object root{
+      {"strategy", plan.strategy},
+      {"cost_profile", profile_.source},
+      {"layer_period", int64_t(chain_.period)},
+      {"layers", int64_t(chain_.numLayers)},
+      {"first_layer_segment", int64_t(chain_.firstLayerSegment)},
+      {"segments", std::move(segments)},
+      {"stashed", std::move(stashed)},
+      {"summary", std::move(summary)}};
+  if (budgetBytes)
+    root["budget_bytes"] = int64_t(*budgetBytes);
+  return root;
+}
+
+} // namespace remat::passes::recompute

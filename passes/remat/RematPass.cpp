@@ -1,0 +1,114 @@
+//===- passes/remat/RematPass.cpp - The remat pass ------------------------===//
+#include "ir/Support.h"
+#include "passes/Passes.h"
+#include "passes/remat/Solver.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace remat::passes {
+
+using namespace remat::passes::recompute;
+
+RematPass::RematPass() {
+  declareByteOption("budget",
+                    "bound on the planned peak (weights + inputs + arena): "
+                    "bytes (6GiB, 512MiB) or a percentage of the planned "
+                    "peak without remat (40%)",
+                    &budget_, /*allowPercent=*/true);
+  declareEnumOption("strategy",
+                    "what may be recomputed (auto: the fastest plan of all "
+                    "that fits the budget)",
+                    &strategy_,
+                    std::vector<std::string>(getStrategyNames().begin(),
+                                             getStrategyNames().end()));
+  declareOption("boundaries",
+                "segment boundaries to use instead of the cut points found "
+                "(comma-separated value names)",
+                &boundaries_);
+  declareOption("cost-profile",
+                "node times measured by remat-run --profile (default: the "
+                "built-in GEMM rate and bandwidth)",
+                &costProfile_);
+  declareOption("explain", "print the decisions and their reasons", &explain_);
+}
+
+llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
+  report_.reset();
+  unsigned backward = 0;
+  std::vector<std::string> recomputed;
+  for (const ir::Node &node : graph.getNodes()) {
+    if (node.getStage() == ir::Stage::Backward)
+      ++backward;
+    if (node.getStage() == ir::Stage::Recompute && recomputed.size() < 3)
+      recomputed.push_back("%" + node.getResult(0)->getName().str());
+  }
+  if (!recomputed.empty())
+    return makeError("remat has already been applied to @" + graph.getName() +
+                     ": it has recompute nodes (" +
+                     llvm::join(recomputed, ", ") + ")");
+  if (backward == 0)
+    return makeError("remat needs a training step, and @" + graph.getName() +
+                     " has no backward nodes (run autodiff first, e.g. -p "
+                     "canonicalize,autodiff,dce,schedule,remat,plan-memory)");
+  bool budgetDriven = strategy_ == "chain-dp" || strategy_ == "selective" ||
+                      strategy_ == "auto";
+  if (budgetDriven && !budget_.isSet)
+    return makeError("strategy '" + strategy_ +
+                     "' needs a budget (budget=6GiB or budget=40%)");
+
+  CostProfile profile;
+  if (!costProfile_.empty()) {
+    auto loaded = loadCostProfile(costProfile_);
+    if (!loaded)
+      return loaded.takeError();
+    profile = std::move(*loaded);
+  }
+  StashInfo stash = analyseStash(graph);
+  std::vector<std::string> boundaries;
+  for (llvm::StringRef name : llvm::split(boundaries_, ','))
+    if (!name.trim().empty())
+      boundaries.push_back(name.trim().ltrim('%').str());
+  auto chain = findSegments(graph, stash, boundaries);
+  if (!chain)
+    return chain.takeError();
+  Solver solver(graph, stash, *chain, profile);
+  if (auto err = solver.initialize())
+    return err;
+  std::optional<uint64_t> budget;
+  if (budget_.isSet)
+    budget = budget_.resolve(solver.getBasePeakBytes());
+
+  auto plan = solver.solve(strategy_, budget);
+  if (!plan)
+    return plan.takeError();
+  if (!*plan) {
+    auto smallest = solver.smallestPlan();
+    if (!smallest)
+      return smallest.takeError();
+    return makeError(
+        "budget " + formatBytes(*budget) +
+        (budget_.isPercent ? " (" + budget_.str() + " of " +
+                                 formatBytes(solver.getBasePeakBytes()) + ")"
+                           : std::string()) +
+        " is below every plan of strategy '" + strategy_ +
+        "'; the smallest feasible planned peak is " +
+        formatBytes(smallest->plannedPeakBytes) + " (" +
+        std::to_string(smallest->plannedPeakBytes) + " B, strategy '" +
+        smallest->strategy + "'); without remat it is " +
+        formatBytes(solver.getBasePeakBytes()));
+  }
+  const PlanResult &chosen = **plan;
+  report_ = solver.explainJson(chosen, budget);
+  if (explain_) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    solver.explain(chosen, budget, os);
+    os.flush();
+    emitRaw(text);
+  }
+  RecomputeStats stats = solver.apply(chosen);
+  return stats.clonedNodes != 0;
+}
+
+} // namespace remat::passes

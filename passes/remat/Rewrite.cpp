@@ -1,0 +1,87 @@
+//===- passes/remat/Rewrite.cpp - Inserting recompute subgraphs -----------===//
+#include "passes/remat/Rewrite.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace remat::passes::recompute {
+
+namespace {
+
+class Rewriter {
+public:
+  Rewriter(ir::Graph &graph, const RecomputePlan &plan,
+           const CostProfile &profile)
+      : graph_(graph), plan_(plan), profile_(profile) {}
+
+  RecomputeStats run() {
+    // Collect the backward nodes first: cloning inserts nodes as we go.
+    std::vector<ir::Node *> backward;
+    for (ir::Node &node : graph_.getNodes())
+      if (node.getStage() == ir::Stage::Backward)
+        backward.push_back(&node);
+    for (ir::Node *node : backward)
+      for (unsigned i = 0; i < node->getNumOperands(); ++i) {
+        ir::Value *operand = node->getOperand(i);
+        if (!plan_.drop.count(operand) || plan_.keep.count(operand))
+          continue;
+        node->setOperand(i, materialize(operand, node));
+      }
+    return stats_;
+  }
+
+private:
+  /// \returns true if \p value is still held when backward runs.
+  bool isHeld(const ir::Value *value) const {
+    if (value->isGraphInput() || value->isGraphOutput())
+      return true;
+    const ir::Node *def = value->getDefiningNode();
+    if (def->getStage() != ir::Stage::Forward)
+      return true;
+    if (plan_.keep.count(value))
+      return true;
+    if (def->getOp() == ir::OpKind::Constant)
+      return true;
+    bool stashed = false;
+    for (const ir::Use &use : value->getUses())
+      if (use.user->getStage() == ir::Stage::Backward) {
+        stashed = true;
+        break;
+      }
+    return stashed && !plan_.drop.count(value);
+  }
+
+  /// \returns \p value itself if held, else its recompute clone, building
+  /// it (and what it needs) before \p before.
+  ir::Value *materialize(ir::Value *value, ir::Node *before) {
+    if (isHeld(value))
+      return value;
+    if (auto it = clones_.find(value); it != clones_.end())
+      return it->second;
+    ir::Node *def = value->getDefiningNode();
+    for (ir::Value *operand : def->getOperands())
+      materialize(operand, before);
+    graph_.cloneNode(*def, clones_, before, ir::Stage::Recompute, ".remat");
+    ++stats_.clonedNodes;
+    stats_.clonedNames.push_back(def->getResult(0)->getName().str());
+    stats_.recomputeFlops += nodeFlops(*def);
+    stats_.recomputeSeconds += nodeSeconds(*def, profile_);
+    return clones_.lookup(value);
+  }
+
+  ir::Graph &graph_;
+  const RecomputePlan &plan_;
+  const CostProfile &profile_;
+  /// Original forward value -> its clone. Filled by Graph::cloneNode, which
+  /// also reads it to rewire the clone's operands.
+  llvm::DenseMap<const ir::Value *, ir::Value *> clones_;
+  RecomputeStats stats_;
+};
+
+} // namespace
+
+RecomputeStats applyRecomputePlan(ir::Graph &graph, const RecomputePlan &plan,
+                                  const CostProfile &profile) {
+  return Rewriter(graph, plan, profile).run();
+}
+
+} // namespace remat::passes::recompute

@@ -1,0 +1,54 @@
+//===- passes/remat/Rewrite.h - Inserting recompute subgraphs ---*- C++ -*-===//
+//
+// Step 5 of remat (DESIGN.md "Rematerialization"). Given the stashed values
+// to drop and the boundaries to keep, each backward node that reads a
+// dropped value reads a recompute clone instead. The clone is built just
+// before the first backward node that needs it from what is still held:
+// graph inputs, kept stashed values, kept boundaries, Constant results and
+// forward graph outputs; anything else on the way is cloned too (operands
+// first, so the schedule stays topological). A clone, once built, serves
+// every later backward use, so a recomputed segment is rebuilt once.
+// Clones are Stage::Recompute nodes named `<original>.remat`; a Dropout
+// clone draws the same mask from its (seed, index) stream, so every
+// recomputed value equals its original bit for bit.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_PASSES_REMAT_REWRITE_H
+#define REMAT_PASSES_REMAT_REWRITE_H
+
+#include "passes/remat/CostModel.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <string>
+#include <vector>
+
+namespace remat::passes::recompute {
+
+/// Which stashed values are recomputed and which extra values are kept.
+struct RecomputePlan {
+  /// Stashed values whose backward uses read a recompute clone.
+  llvm::DenseSet<const ir::Value *> drop;
+  /// Forward values held to the end of backward whether or not they are
+  /// stashed (the segment boundaries recompute starts from). A value in
+  /// both sets is kept.
+  llvm::DenseSet<const ir::Value *> keep;
+};
+
+/// What a rewrite added.
+struct RecomputeStats {
+  unsigned clonedNodes = 0;
+  /// The first result name of each cloned original, in clone order.
+  std::vector<std::string> clonedNames;
+  double recomputeFlops = 0;
+  double recomputeSeconds = 0;
+};
+
+/// Rewrites \p graph (a scheduled training step) under \p plan; the plan's
+/// values must be \p graph's. \returns what was cloned, priced by \p profile.
+RecomputeStats applyRecomputePlan(ir::Graph &graph, const RecomputePlan &plan,
+                                  const CostProfile &profile);
+
+} // namespace remat::passes::recompute
+
+#endif // REMAT_PASSES_REMAT_REWRITE_H

@@ -1,0 +1,484 @@
+//===- passes/remat/Solver.cpp - Choosing what to recompute ---------------===//
+#include "passes/remat/Solver.h"
+
+#include "ir/Support.h"
+#include "passes/Liveness.h"
+#include "passes/Passes.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace remat::passes::recompute {
+
+llvm::ArrayRef<std::string> getStrategyNames() {
+  static const std::vector<std::string> names = {
+      "none", "every-layer", "sqrt", "chain-dp", "selective", "auto"};
+  return names;
+}
+
+llvm::StringRef segmentOptionName(SegmentOption option) {
+  switch (option) {
+  case SegmentOption::Keep:
+    return "keep";
+  case SegmentOption::Selective:
+    return "selective";
+  case SegmentOption::Recompute:
+    return "recompute";
+  }
+  llvm_unreachable("unknown segment option");
+}
+
+namespace {
+
+uint64_t bytesOf(const ir::Value *value) {
+  return uint64_t(value->getType().getByteSize());
+}
+
+constexpr unsigned kBuckets = 512;
+
+} // namespace
+
+Solver::Solver(ir::Graph &graph, const StashInfo &stash,
+               const SegmentChain &chain, const CostProfile &profile)
+    : graph_(graph), stash_(stash), chain_(chain), profile_(profile) {
+  for (const ir::Value *input : graph.getInputs())
+    persistentBytes_ += bytesOf(input);
+  for (const ir::Node &node : graph.getNodes())
+    baseSeconds_ += nodeSeconds(node, profile);
+  Liveness liveness(graph);
+  baseLivePeakBytes_ = liveness.getPeakBytes();
+
+  chainSeconds_.resize(stash.stashed.size());
+  for (size_t i = 0; i < stash.stashed.size(); ++i)
+    chainSeconds_[i] = chainSeconds(stash.stashed[i]);
+
+  for (const Segment &segment : chain.segments) {
+    uint64_t kept = 0;
+    double seconds = 0;
+    for (const ir::Value *value : segment.stashed) {
+      if (isCheap(value))
+        seconds += chainSeconds_[stash.stashIndex.lookup(value)];
+      else
+        kept += bytesOf(value);
+    }
+    selectiveKeptBytes_.push_back(kept);
+    selectiveSeconds_.push_back(seconds);
+    double forward = 0;
+    for (const ir::Node *node : segment.nodes)
+      forward += nodeSeconds(*node, profile);
+    forwardSeconds_.push_back(forward);
+  }
+}
+
+llvm::Error Solver::initialize() {
+  auto plan = planMemory(graph_);
+  if (!plan)
+    return plan.takeError();
+  basePeakBytes_ = persistentBytes_ + plan->arenaBytes;
+  return llvm::Error::success();
+}
+
+double Solver::chainSeconds(const ir::Value *value) const {
+  // Rebuild from what is held when only this value is dropped: inputs,
+  // constants, other stashed values and outputs; forward temporaries on the
+  // way are rebuilt too, each once.
+  llvm::DenseSet<const ir::Node *> visited;
+  llvm::SmallVector<const ir::Node *, 8> work{value->getDefiningNode()};
+  double seconds = 0;
+  while (!work.empty()) {
+    const ir::Node *node = work.pop_back_val();
+    if (!visited.insert(node).second)
+      continue;
+    seconds += nodeSeconds(*node, profile_);
+    for (const ir::Value *operand : node->getOperands()) {
+      if (operand->isGraphInput() || operand->isGraphOutput() ||
+          stash_.isStashed(operand))
+        continue;
+      const ir::Node *def = operand->getDefiningNode();
+      if (def->getOp() == ir::OpKind::Constant)
+        continue;
+      work.push_back(def);
+    }
+  }
+  return seconds;
+}
+
+bool Solver::isCheap(const ir::Value *value) const {
+  double passSeconds = double(bytesOf(value)) / profile_.bytesPerSecond;
+  double seconds = chainSeconds_[stash_.stashIndex.lookup(value)];
+  return seconds <= kCheapPasses * std::max(passSeconds, 1e-9);
+}
+
+std::vector<SegmentChoice> Solver::fixedPlan(llvm::StringRef strategy) const {
+  size_t n = chain_.segments.size();
+  std::vector<SegmentChoice> choices(n);
+  auto group = [&](size_t begin, size_t end) {
+    for (size_t s = begin; s < end && s < n; ++s)
+      choices[s] = {SegmentOption::Recompute, unsigned(begin)};
+  };
+  if (strategy == "every-layer") {
+    for (unsigned layer = 0; layer < chain_.numLayers; ++layer) {
+      size_t begin = chain_.firstLayerSegment + layer * chain_.period;
+      group(begin, begin + chain_.period);
+    }
+  } else if (strategy == "sqrt") {
+    if (chain_.numLayers >= 2) {
+      unsigned k = unsigned(std::ceil(std::sqrt(double(chain_.numLayers))));
+      for (unsigned layer = 0; layer < chain_.numLayers; layer += k) {
+        size_t begin = chain_.firstLayerSegment + layer * chain_.period;
+        size_t layers = std::min(k, chain_.numLayers - layer);
+        group(begin, begin + layers * chain_.period);
+      }
+    } else {
+      size_t k = size_t(std::ceil(std::sqrt(double(n))));
+      for (size_t begin = 0; begin < n; begin += k)
+        group(begin, begin + k);
+    }
+  }
+  return choices;
+}
+
+PlanResult Solver::evaluate(llvm::StringRef strategy,
+                            std::vector<SegmentChoice> choices,
+                            const std::vector<std::string> *drop) {
+  PlanResult result;
+  result.strategy = strategy.str();
+  result.choices = std::move(choices);
+  if (drop) {
+    result.dropNames = *drop;
+  } else {
+    for (size_t s = 0; s < chain_.segments.size(); ++s) {
+      const Segment &segment = chain_.segments[s];
+      SegmentChoice choice = result.choices[s];
+      if (choice.option == SegmentOption::Keep)
+        continue;
+      for (const ir::Value *value : segment.stashed)
+        if (choice.option == SegmentOption::Recompute || isCheap(value))
+          result.dropNames.push_back(value->getName().str());
+      if (choice.option == SegmentOption::Recompute &&
+          choice.groupStart == s && segment.input)
+        result.keepNames.push_back(segment.input->getName().str());
+    }
+  }
+  llvm::StringSet<> dropped;
+  for (const std::string &name : result.dropNames)
+    dropped.insert(name);
+  for (const std::string &name : result.keepNames)
+    dropped.erase(name);
+  for (const ir::Value *value : stash_.stashed)
+    if (!dropped.count(value->getName()))
+      result.keptStashBytes += bytesOf(value);
+  for (const std::string &name : result.keepNames)
+    if (!stash_.isStashed(graph_.lookup(name)))
+      result.keptStashBytes += bytesOf(graph_.lookup(name));
+
+  std::unique_ptr<ir::Graph> copy = rewrittenCopy(result);
+  auto lowerBound = lowerBoundArenaBytes(*copy);
+  // An arena past 2^62 bytes: rank it last; planning it reports the error.
+  result.estimatedPeakBytes =
+      persistentBytes_ +
+      (lowerBound ? *lowerBound
+                  : (llvm::consumeError(lowerBound.takeError()), UINT64_MAX / 2));
+  return result;
+}
+
+std::unique_ptr<ir::Graph> Solver::rewrittenCopy(PlanResult &plan) const {
+  std::unique_ptr<ir::Graph> copy = graph_.clone();
+  RecomputePlan rewrite;
+  for (const std::string &name : plan.dropNames)
+    rewrite.drop.insert(copy->lookup(name));
+  for (const std::string &name : plan.keepNames)
+    rewrite.keep.insert(copy->lookup(name));
+  plan.stats = applyRecomputePlan(*copy, rewrite, profile_);
+  return copy;
+}
+
+llvm::Error Solver::planExactly(PlanResult &plan) const {
+  if (plan.plannedPeakBytes)
+    return llvm::Error::success();
+  std::unique_ptr<ir::Graph> copy = rewrittenCopy(plan);
+  auto memoryPlan = planMemory(*copy);
+  if (!memoryPlan)
+    return memoryPlan.takeError();
+  plan.plannedPeakBytes = persistentBytes_ + memoryPlan->arenaBytes;
+  return llvm::Error::success();
+}
+
+std::optional<std::vector<SegmentChoice>>
+Solver::runDp(uint64_t arenaBudget, bool allowSelective) const {
+  size_t n = chain_.segments.size();
+  uint64_t totalStash = 0;
+  for (const Segment &segment : chain_.segments)
+    totalStash += segment.stashedBytes;
+  uint64_t baseArena = basePeakBytes_ - persistentBytes_;
+  uint64_t temporaries = baseArena > totalStash ? baseArena - totalStash : 0;
+  if (temporaries >= arenaBudget)
+    return std::nullopt;
+  uint64_t quantum = std::max<uint64_t>(1, arenaBudget / kBuckets);
+  auto buckets = [&](uint64_t bytes) {
+    return size_t((bytes + quantum - 1) / quantum);
+  };
+  size_t limit = buckets(arenaBudget - temporaries); // kept bytes allowed
+  size_t maxGroup = std::max<size_t>(
+      16, chain_.period ? size_t(4) * chain_.period : size_t(16));
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // best[s][b]: least seconds for segments < s holding b buckets.
+  std::vector<std::vector<double>> best(n + 1,
+                                        std::vector<double>(limit + 1, kInf));
+  struct Step {
+    SegmentOption option = SegmentOption::Keep;
+    uint32_t from = 0; // segment index the step started at
+    uint32_t prevBucket = 0;
+  };
+  std::vector<std::vector<Step>> how(n + 1, std::vector<Step>(limit + 1));
+  best[0][0] = 0;
+  auto relax = [&](size_t to, size_t bucket, double seconds, Step step) {
+    if (bucket > limit || seconds >= best[to][bucket])
+      return;
+    best[to][bucket] = seconds;
+    how[to][bucket] = step;
+  };
+  for (size_t s = 0; s < n; ++s) {
+    const Segment &segment = chain_.segments[s];
+    for (size_t b = 0; b <= limit; ++b) {
+      double seconds = best[s][b];
+      if (seconds == kInf)
+        continue;
+      uint64_t held = uint64_t(b) * quantum;
+      // Its own backward rebuilds (or holds) its whole stash.
+      bool fitsOwn = held + segment.stashedBytes + temporaries <= arenaBudget;
+      if (fitsOwn) {
+        relax(s + 1, b + buckets(segment.stashedBytes), seconds,
+              {SegmentOption::Keep, uint32_t(s), uint32_t(b)});
+        if (allowSelective && selectiveKeptBytes_[s] < segment.stashedBytes)
+          relax(s + 1, b + buckets(selectiveKeptBytes_[s]),
+                seconds + selectiveSeconds_[s],
+                {SegmentOption::Selective, uint32_t(s), uint32_t(b)});
+      }
+      uint64_t checkpoint = segment.input ? bytesOf(segment.input) : 0;
+      uint64_t rebuilt = 0;
+      double groupSeconds = 0;
+      for (size_t t = s; t < n && t < s + maxGroup; ++t) {
+        rebuilt += chain_.segments[t].stashedBytes;
+        groupSeconds += forwardSeconds_[t];
+        if (held + checkpoint + rebuilt + temporaries > arenaBudget)
+          break;
+        relax(t + 1, b + buckets(checkpoint), seconds + groupSeconds,
+              {SegmentOption::Recompute, uint32_t(s), uint32_t(b)});
+      }
+    }
+  }
+  size_t bestBucket = limit + 1;
+  for (size_t b = 0; b <= limit; ++b)
+    if (best[n][b] != kInf &&
+        (bestBucket > limit || best[n][b] < best[n][bestBucket]))
+      bestBucket = b;
+  if (bestBucket > limit)
+    return std::nullopt;
+  std::vector<SegmentChoice> choices(n);
+  size_t at = n, bucket = bestBucket;
+  while (at > 0) {
+    Step step = how[at][bucket];
+    for (size_t s = step.from; s < at; ++s)
+      choices[s] = {step.option, step.from};
+    at = step.from;
+    bucket = step.prevBucket;
+  }
+  return choices;
+}
+
+std::vector<PlanResult> &Solver::getPool() {
+  if (poolBuilt_)
+    return pool_;
+  poolBuilt_ = true;
+  llvm::StringSet<> seen;
+  auto add = [&](PlanResult plan) {
+    // One member per distinct rewrite.
+    std::string key = llvm::join(plan.dropNames, ",") + "|" +
+                      llvm::join(plan.keepNames, ",");
+    if (!seen.insert(key).second)
+      return;
+    pool_.push_back(std::move(plan));
+  };
+  for (llvm::StringRef fixed : {"none", "every-layer", "sqrt"})
+    add(evaluate(fixed, fixedPlan(fixed)));
+  for (auto &[name, choices] : compactPlans())
+    add(evaluate(name, choices));
+
+  // Selective: the cheapest-per-byte prefixes of the cheap stashed values.
+  std::vector<const ir::Value *> cheap;
+  for (const ir::Value *value : stash_.stashed)
+    if (isCheap(value))
+      cheap.push_back(value);
+  llvm::stable_sort(cheap, [&](const ir::Value *a, const ir::Value *b) {
+    double ca = chainSeconds_[stash_.stashIndex.lookup(a)] / double(bytesOf(a));
+    double cb = chainSeconds_[stash_.stashIndex.lookup(b)] / double(bytesOf(b));
+    return ca < cb;
+  });
+  std::vector<SegmentChoice> keepAll(chain_.segments.size());
+  for (unsigned step = 1; step <= kLadderSteps; ++step) {
+    size_t k = (cheap.size() * step + kLadderSteps - 1) / kLadderSteps;
+    std::vector<std::string> names;
+    llvm::DenseSet<unsigned> segments;
+    for (size_t i = 0; i < k; ++i) {
+      names.push_back(cheap[i]->getName().str());
+      segments.insert(chain_.segmentOf.lookup(cheap[i]->getDefiningNode()));
+    }
+    std::vector<SegmentChoice> choices = keepAll;
+    for (unsigned s : segments)
+      choices[s] = {SegmentOption::Selective, s};
+    add(evaluate("selective", std::move(choices), &names));
+  }
+
+  // The chain DP on a ladder of budgets from the smallest estimated peak so
+  // far up to no remat, plus each fixed plan's peak. A DP plan over its
+  // level gets one retry with the level lowered by the overshoot.
+  uint64_t low = basePeakBytes_, high = basePeakBytes_;
+  std::vector<uint64_t> levels;
+  for (const PlanResult &plan : pool_) {
+    low = std::min(low, plan.estimatedPeakBytes);
+    levels.push_back(plan.estimatedPeakBytes);
+  }
+  for (unsigned step = 0; step < kLadderSteps; ++step)
+    levels.push_back(low + (high - low) * step / kLadderSteps);
+  llvm::sort(levels);
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  std::set<std::vector<std::pair<unsigned, unsigned>>> tried;
+  for (uint64_t level : levels) {
+    if (level <= persistentBytes_)
+      continue;
+    for (bool selective : {false, true}) {
+      uint64_t arena = level - persistentBytes_;
+      for (unsigned attempt = 0; attempt < 2; ++attempt) {
+        auto choices = runDp(arena, selective);
+        if (!choices)
+          break;
+        // Neighbouring rungs often give the same plan: rewrite it once.
+        std::vector<std::pair<unsigned, unsigned>> key;
+        for (const SegmentChoice &choice : *choices)
+          key.push_back({unsigned(choice.option), choice.groupStart});
+        if (!tried.insert(key).second)
+          break;
+        PlanResult plan = evaluate(
+            selective ? "chain-dp+selective" : "chain-dp", std::move(*choices));
+        uint64_t estimate = plan.estimatedPeakBytes;
+        add(std::move(plan));
+        if (estimate <= level || estimate - level >= arena)
+          break;
+        arena -= estimate - level;
+      }
+    }
+  }
+  // Note [Monotone budgets]: one fixed order, independent of the budget:
+  // least recompute time, then least estimated peak, then pool order.
+  for (size_t i = 0; i < pool_.size(); ++i)
+    pool_[i].poolIndex = unsigned(i);
+  llvm::stable_sort(pool_, [](const PlanResult &a, const PlanResult &b) {
+    if (a.stats.recomputeSeconds != b.stats.recomputeSeconds)
+      return a.stats.recomputeSeconds < b.stats.recomputeSeconds;
+    if (a.estimatedPeakBytes != b.estimatedPeakBytes)
+      return a.estimatedPeakBytes < b.estimatedPeakBytes;
+    return a.poolIndex < b.poolIndex;
+  });
+  return pool_;
+}
+
+/// \returns true if a plan of \p strategy may come from the pool member
+/// \p plan.
+static bool belongsTo(llvm::StringRef strategy, const PlanResult &plan) {
+  if (strategy == "auto" || plan.strategy == "none")
+    return true;
+  return plan.strategy == strategy;
+}
+
+llvm::Expected<std::optional<PlanResult>>
+Solver::solve(llvm::StringRef strategy, std::optional<uint64_t> budgetBytes) {
+  assert(basePeakBytes_ != 0 && "initialize() first");
+  if (strategy == "none" || strategy == "every-layer" || strategy == "sqrt") {
+    PlanResult result = evaluate(strategy, fixedPlan(strategy));
+    if (auto err = planExactly(result))
+      return std::move(err);
+    if (budgetBytes && result.plannedPeakBytes > *budgetBytes)
+      return std::nullopt;
+    return std::optional<PlanResult>(std::move(result));
+  }
+  assert(budgetBytes && "budget-driven strategies need a budget");
+  // The first member, in the pool's fixed order, whose planned peak fits.
+  // The estimate is a lower bound of the planned peak (live bytes with the
+  // same in-place sharing), so members over the budget by it are skipped
+  // without planning them.
+  for (PlanResult &plan : getPool()) {
+    if (!belongsTo(strategy, plan) || plan.estimatedPeakBytes > *budgetBytes)
+      continue;
+    if (auto err = planExactly(plan))
+      return std::move(err);
+    if (plan.plannedPeakBytes <= *budgetBytes)
+      return std::optional<PlanResult>(plan);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::vector<SegmentChoice>>>
+Solver::compactPlans() const {
+  size_t n = chain_.segments.size();
+  std::vector<std::pair<std::string, std::vector<SegmentChoice>>> plans;
+  plans.push_back({"every-layer", fixedPlan("every-layer")});
+  plans.push_back({"sqrt", fixedPlan("sqrt")});
+  std::vector<SegmentChoice> each(n), selective(n);
+  for (size_t s = 0; s < n; ++s) {
+    each[s] = {SegmentOption::Recompute, unsigned(s)};
+    selective[s] = {SegmentOption::Selective, unsigned(s)};
+  }
+  plans.push_back({"chain-dp", each});
+  plans.push_back({"selective", selective});
+  // The layer plans with every segment outside the layers selective, or
+  // rebuilt from its own boundary.
+  for (llvm::StringRef layered : {"every-layer", "sqrt"})
+    for (SegmentOption outside :
+         {SegmentOption::Selective, SegmentOption::Recompute}) {
+      std::vector<SegmentChoice> choices = fixedPlan(layered);
+      for (size_t s = 0; s < n; ++s)
+        if (choices[s].option == SegmentOption::Keep)
+          choices[s] = {outside, unsigned(s)};
+      plans.push_back({"chain-dp+selective", std::move(choices)});
+    }
+  return plans;
+}
+
+llvm::Expected<PlanResult> Solver::smallestPlan() {
+  // Plan the members with the smallest estimates exactly; the least planned
+  // peak among them is what the infeasible-budget error reports, and auto
+  // reaches it (it is a pool member).
+  std::vector<PlanResult *> byEstimate;
+  for (PlanResult &plan : getPool())
+    byEstimate.push_back(&plan);
+  llvm::stable_sort(byEstimate, [](const PlanResult *a, const PlanResult *b) {
+    return a->estimatedPeakBytes < b->estimatedPeakBytes;
+  });
+  PlanResult *best = nullptr;
+  for (size_t i = 0; i < byEstimate.size() && i < 6; ++i) {
+    if (auto err = planExactly(*byEstimate[i]))
+      return std::move(err);
+    if (!best || byEstimate[i]->plannedPeakBytes < best->plannedPeakBytes)
+      best = byEstimate[i];
+  }
+  return *best;
+}
+
+RecomputeStats Solver::apply(const PlanResult &plan) {
+  RecomputePlan rewrite;
+  for (const std::string &name : plan.dropNames)
+    rewrite.drop.insert(graph_.lookup(name));
+  for (const std::string &name : plan.keepNames)
+    rewrite.keep.insert(graph_.lookup(name));
+  return applyRecomputePlan(graph_, rewrite, profile_);
+}
+
+} // namespace remat::passes::recompute

@@ -1,0 +1,185 @@
+//===- passes/remat/Solver.h - Choosing what to recompute -------*- C++ -*-===//
+//
+// Steps 3 and 4 of remat (DESIGN.md "Rematerialization"): options per
+// segment, strategies, and the chain DP that picks one option per segment
+// under a byte budget.
+//
+// Note [Chain DP as built]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Segments 0..L-1 carry S_i (bytes they stash), and three kinds of choice:
+//   keep       - hold all of S_i through backward;
+//   selective  - hold what is expensive to rebuild, drop the rest (a stashed
+//                value is cheap when rebuilding it from what is held costs at
+//                most kCheapPasses passes over its bytes at memory speed:
+//                softmax, dropout, GELU, LayerNorm outputs and the seq^2
+//                attention scores, but not a GEMM's output);
+//   recompute  - a group of consecutive segments s..t is dropped whole and
+//                rebuilt from its input boundary x_{s-1}, which is held (the
+//                seed's per-layer checkpointing when the group is a layer).
+// With A the kept bytes of the segments before s, T the temporaries of the
+// no-remat peak beyond all stashes, the model checks, for each choice,
+// A + S_s..t (rebuilt during their backward) + T <= budget, and at the end
+// of forward sum(kept) + T <= budget; it minimises the predicted recompute
+// seconds. Bytes are counted in 512 buckets of the budget, so the DP is
+// O(L * G * 512) for groups of up to G segments. Nested recompute (Rotor's
+// recompute-within-recompute) is not modelled.
+// The model is an estimate, so the DP is only a generator of candidates:
+// see Note [Monotone budgets].
+//
+// Note [Monotone budgets]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch's activation_memory_budget is not monotone: a smaller budget can
+// give a larger peak. remat's is, by construction. The solver builds one
+// pool of candidate plans that does not depend on the budget: the fixed
+// plans (none, every-layer, sqrt), the most compact plans, 16 selective
+// prefixes (the cheap stashed values, cheapest rebuild per byte first), and
+// the chain DP with and without selective segments at a ladder of budgets
+// (16 rungs from the smallest estimated peak to no remat, plus each fixed
+// plan's peak). Every candidate is rewritten on a copy and its peak is
+// bounded below by its live bytes under plan-memory's in-place sharing. The pool is sorted once by (recompute time,
+// estimated peak, build order). A budget B then takes the first member, in
+// that order, whose planned peak (plan-memory on the rewritten copy) is at
+// most B. For B' < B the members that fit B' are a subset of those that fit
+// B, so the choice at B' is the choice at B if it still fits, and else a
+// plan whose planned peak is at most B' < the peak chosen at B. `none`,
+// `every-layer` and `sqrt` are fixed plans; `chain-dp` and `selective` read
+// only their own members (and none), `auto` reads all of them, so auto is
+// never slower (by the model) than a fixed plan that fits.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_PASSES_REMAT_SOLVER_H
+#define REMAT_PASSES_REMAT_SOLVER_H
+
+#include "passes/remat/CostModel.h"
+#include "passes/remat/Rewrite.h"
+#include "passes/remat/Segments.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace remat::passes::recompute {
+
+/// \returns the strategy names in the order --help lists them.
+llvm::ArrayRef<std::string> getStrategyNames();
+
+/// What a segment does in a plan.
+enum class SegmentOption : uint8_t { Keep, Selective, Recompute };
+llvm::StringRef segmentOptionName(SegmentOption option);
+
+/// One option per segment. A Recompute segment names the first segment of
+/// its group (the group is rebuilt from that segment's input boundary).
+struct SegmentChoice {
+  SegmentOption option = SegmentOption::Keep;
+  unsigned groupStart = 0;
+};
+
+/// A plan and what it costs, measured on a rewritten copy.
+struct PlanResult {
+  std::string strategy;
+  std::vector<SegmentChoice> choices;
+  /// Stashed values dropped, then (for a single-tensor plan) those only.
+  std::vector<std::string> dropNames;
+  std::vector<std::string> keepNames;
+  /// persistent + arena of plan-memory on the rewritten graph (0 until
+  /// planned).
+  uint64_t plannedPeakBytes = 0;
+  /// persistent + peak live bytes with plan-memory's in-place sharing: a
+  /// lower bound of the planned peak that the search ranks by.
+  uint64_t estimatedPeakBytes = 0;
+  /// Position in the order the pool was built.
+  unsigned poolIndex = 0;
+  /// Stashed bytes held through backward.
+  uint64_t keptStashBytes = 0;
+  RecomputeStats stats;
+};
+
+/// Chooses and applies remat plans for one training step.
+class Solver {
+public:
+  Solver(ir::Graph &graph, const StashInfo &stash, const SegmentChain &chain,
+         const CostProfile &profile);
+
+  /// Plans the graph as it is (the no-remat reference); call once first.
+  llvm::Error initialize();
+
+  /// The planned peak (persistent + arena) of the graph as it is.
+  uint64_t getBasePeakBytes() const { return basePeakBytes_; }
+  /// Predicted seconds of one step of the graph as it is.
+  double getBaseSeconds() const { return baseSeconds_; }
+
+  /// \returns the best plan of \p strategy whose planned peak is at most
+  /// \p budgetBytes (no bound when unset), or std::nullopt if it has none.
+  llvm::Expected<std::optional<PlanResult>>
+  solve(llvm::StringRef strategy, std::optional<uint64_t> budgetBytes);
+
+  /// \returns the plan of the smallest planned peak any strategy reaches.
+  llvm::Expected<PlanResult> smallestPlan();
+
+  /// Applies \p plan to the graph itself. \returns what was cloned.
+  RecomputeStats apply(const PlanResult &plan);
+
+  /// Why a stashed value is kept or recomputed under \p plan, for --explain.
+  std::string explainValue(const ir::Value *value, const PlanResult &plan) const;
+
+  /// The explanation of \p plan: the text of --explain and the JSON of the
+  /// report's "remat" section.
+  void explain(const PlanResult &plan, std::optional<uint64_t> budgetBytes,
+               llvm::raw_ostream &os) const;
+  llvm::json::Object explainJson(const PlanResult &plan,
+                                 std::optional<uint64_t> budgetBytes) const;
+
+  /// Stashed values are cheap to rebuild at up to this many memory passes
+  /// over their bytes (Note [Chain DP as built]).
+  static constexpr double kCheapPasses = 16;
+
+private:
+  /// Rewrites a copy under \p choices (or the explicit drop list) and
+  /// estimates its peak.
+  PlanResult evaluate(llvm::StringRef strategy,
+                      std::vector<SegmentChoice> choices,
+                      const std::vector<std::string> *drop = nullptr);
+  /// \returns a copy of the graph rewritten under \p plan (filling its
+  /// stats).
+  std::unique_ptr<ir::Graph> rewrittenCopy(PlanResult &plan) const;
+  /// Fills \p plan's planned peak with plan-memory on a rewritten copy.
+  llvm::Error planExactly(PlanResult &plan) const;
+  /// Every candidate plan, in the fixed order solve() reads them in.
+  std::vector<PlanResult> &getPool();
+  std::vector<SegmentChoice> fixedPlan(llvm::StringRef strategy) const;
+  /// The plans that hold the least: layer groups with the rest selective or
+  /// rebuilt, every segment rebuilt, every segment selective.
+  std::vector<std::pair<std::string, std::vector<SegmentChoice>>>
+  compactPlans() const;
+  std::optional<std::vector<SegmentChoice>> runDp(uint64_t arenaBudget,
+                                                  bool allowSelective) const;
+  /// Seconds to rebuild \p value from what is held if it alone is dropped.
+  double chainSeconds(const ir::Value *value) const;
+  bool isCheap(const ir::Value *value) const;
+
+  ir::Graph &graph_;
+  const StashInfo &stash_;
+  const SegmentChain &chain_;
+  const CostProfile &profile_;
+  uint64_t persistentBytes_ = 0;
+  uint64_t basePeakBytes_ = 0;
+  uint64_t baseLivePeakBytes_ = 0;
+  double baseSeconds_ = 0;
+  /// Per stashed value (stash index): rebuild seconds if dropped alone.
+  std::vector<double> chainSeconds_;
+  /// Per segment: bytes held and predicted seconds under selective.
+  std::vector<uint64_t> selectiveKeptBytes_;
+  std::vector<double> selectiveSeconds_;
+  /// Per segment: predicted seconds of its forward nodes.
+  std::vector<double> forwardSeconds_;
+  std::vector<PlanResult> pool_;
+  bool poolBuilt_ = false;
+  /// Rungs of the budget ladder and of the selective prefixes.
+  static constexpr unsigned kLadderSteps = 16;
+};
+
+} // namespace remat::passes::recompute
+
+#endif // REMAT_PASSES_REMAT_SOLVER_H

@@ -1,0 +1,50 @@
+//===- passes/remat/Stash.h - Activations stashed for backward --*- C++ -*-===//
+//
+// The first analysis of remat (DESIGN.md "Rematerialization", step 1): which
+// forward values the backward pass reads. Each such value is held from its
+// forward node to its last backward use; those bytes are what remat trades
+// for recompute time.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_PASSES_REMAT_STASH_H
+#define REMAT_PASSES_REMAT_STASH_H
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace remat::passes::recompute {
+
+/// The forward part of a training step and what backward reads from it.
+struct StashInfo {
+  /// Forward nodes in schedule order.
+  std::vector<ir::Node *> forwardNodes;
+  /// Position of each forward node in forwardNodes.
+  llvm::DenseMap<const ir::Node *, unsigned> forwardPosition;
+  /// Forward node results with at least one Stage::Backward user, in
+  /// schedule order.
+  std::vector<ir::Value *> stashed;
+  /// Index of each stashed value in stashed.
+  llvm::DenseMap<const ir::Value *, unsigned> stashIndex;
+  /// Forward values that depend on a trainable weight (the activation
+  /// stream); the rest (masks and positions computed from inputs alone,
+  /// constants) never break a cut.
+  llvm::DenseMap<const ir::Value *, bool> dependsOnWeight;
+  /// Number of Stage::Backward nodes.
+  unsigned numBackwardNodes = 0;
+
+  bool isStashed(const ir::Value *value) const {
+    return stashIndex.count(value) != 0;
+  }
+  uint64_t totalStashedBytes() const;
+};
+
+/// \returns the stash analysis of \p graph's schedule.
+StashInfo analyseStash(ir::Graph &graph);
+
+} // namespace remat::passes::recompute
+
+#endif // REMAT_PASSES_REMAT_STASH_H
