@@ -1,6 +1,7 @@
 //===- driver/OptDriver.cpp - The library behind remat-opt ----------------===//
 #include "driver/OptDriver.h"
 
+#include "driver/CommandLine.h"
 #include "driver/MemoryReport.h"
 #include "driver/ModelLoader.h"
 #include "ir/OutputFile.h"
@@ -22,30 +23,6 @@ namespace remat::driver {
 llvm::StringRef getVersionString() { return "remat " REMAT_VERSION_STRING; }
 
 namespace {
-
-/// Runs the pipeline of \p options on \p graph, verifying it first.
-llvm::Error runPipeline(ir::Graph &graph, const OptOptions &options,
-                        const passes::PassRegistry &registry,
-                        llvm::raw_ostream &diag) {
-  if (auto err = ir::verify(graph))
-    return err;
-  passes::PassManager pm;
-  if (auto err = passes::parsePassPipeline(options.pipeline, registry, pm))
-    return err;
-  if (!options.unusedWeights.empty())
-    if (auto err = pm.setPassOption("autodiff", "unused-weights",
-                                    options.unusedWeights))
-      return err;
-  if (pm.size() == 0)
-    return llvm::Error::success();
-  if (options.printIrAfterAll)
-    pm.enablePrintAfterAll(&diag);
-  if (options.timing)
-    pm.enableTiming(&diag);
-  if (auto changed = pm.run(graph); !changed)
-    return changed.takeError();
-  return llvm::Error::success();
-}
 
 enum class OutputFormat { Rir, Onnx };
 
@@ -69,15 +46,18 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
   if (!outFormat)
     return outFormat.takeError();
 
-  passes::PassRegistry registry;
-  passes::registerAllPasses(registry);
   // Check the pipeline once up front so that a bad pipeline is one error,
-  // not one per chunk, and is reported before reading the input.
-  {
-    passes::PassManager probe;
-    if (auto err = passes::parsePassPipeline(options.pipeline, registry, probe))
-      return err;
-  }
+  // not one per chunk, and is reported before reading the input. A budget or
+  // strategy makes remat part of the default pipeline.
+  bool rematDefault = options.pipeline.pipeline.empty() &&
+                      (!options.pipeline.budget.empty() ||
+                       !options.pipeline.strategy.empty());
+  if (auto err = checkPipeline(
+          rematDefault ? std::string(kTrainingPipeline) +
+                             ",schedule,remat,plan-memory"
+                       : options.pipeline.pipeline,
+          options.pipeline))
+    return err;
 
   LoadOptions loadOptions;
   loadOptions.bind = options.bind;
@@ -91,13 +71,26 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
     return std::chrono::duration<double, std::milli>(Clock::now() - since)
         .count();
   };
-  if (options.timing)
+  if (options.pipeline.timing)
     diag << "read '" << options.inputPath << "': "
          << llvm::format("%.1f", milliseconds(readStart)) << " ms\n";
   std::string errors;
-  for (std::unique_ptr<ir::Graph> &graph : *graphs)
-    if (auto err = runPipeline(*graph, options, registry, diag))
-      errors += (errors.empty() ? "" : "\n") + errorToString(std::move(err));
+  std::vector<PipelineResult> results;
+  std::string pipelineText;
+  for (size_t i = 0; i < graphs->size(); ++i) {
+    ir::Graph &graph = *(*graphs)[i];
+    pipelineText = choosePipeline(graph, options.pipeline, "");
+    auto result = runPipeline(graph, pipelineText, options.pipeline, diag);
+    if (!result) {
+      std::string message = errorToString(result.takeError());
+      if (graphs->size() > 1)
+        message = "case " + std::to_string(i + 1) + " (@" +
+                  graph.getName().str() + "): " + message;
+      errors += (errors.empty() ? "" : "\n") + message;
+      continue;
+    }
+    results.push_back(std::move(*result));
+  }
   if (!errors.empty())
     return makeError(errors);
 
@@ -106,8 +99,12 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
       printMemoryReport(*graph, diag);
   if (!options.reportPath.empty()) {
     llvm::json::Array reports;
-    for (const std::unique_ptr<ir::Graph> &graph : *graphs)
-      reports.push_back(getMemoryReport(*graph));
+    for (size_t i = 0; i < graphs->size(); ++i) {
+      llvm::json::Object report = getMemoryReport(*(*graphs)[i]);
+      if (results[i].rematReport)
+        report["remat"] = llvm::json::Object(*results[i].rematReport);
+      reports.push_back(std::move(report));
+    }
     llvm::json::Object root{{"version", 1}, {"graphs", std::move(reports)}};
     std::string text;
     llvm::raw_string_ostream stream(text);
@@ -137,13 +134,13 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
     exportOptions.externalData = options.externalData;
     exportOptions.metadata = {
         {"remat.input", llvm::sys::path::filename(options.inputPath).str()},
-        {"remat.pipeline", options.pipeline},
+        {"remat.pipeline", pipelineText},
         {"remat.bind", options.bind}};
     auto writeStart = Clock::now();
     if (auto err = onnx_frontend::exportOnnxFile(
             *graphs->front(), options.outputPath, exportOptions))
       return err;
-    if (options.timing)
+    if (options.pipeline.timing)
       diag << "write '" << options.outputPath << "': "
            << llvm::format("%.1f", milliseconds(writeStart)) << " ms\n";
     return llvm::Error::success();
@@ -166,16 +163,12 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
 int optMain(int argc, char **argv) {
   namespace cl = llvm::cl;
   cl::OptionCategory category("remat-opt options");
+  ToolFlags flags(category);
   cl::opt<std::string> input(cl::Positional, cl::desc("<input .rir, .onnx or BERT config .json; - for .rir on stdin>"),
                              cl::cat(category));
   cl::opt<std::string> output("o", cl::desc("Output file, .rir or .onnx (- for stdout, the default); written only on success"),
                               cl::value_desc("file"), cl::init("-"),
                               cl::cat(category));
-  cl::opt<std::string> pipeline(
-      "p", cl::desc("Pass pipeline, e.g. 'dce,cse,fold-constants{max-elements=64}'"),
-      cl::value_desc("pipeline"), cl::cat(category));
-  cl::alias pipelineLong("pipeline", cl::desc("Alias for -p"),
-                         cl::aliasopt(pipeline), cl::cat(category));
   cl::opt<bool> splitInputFile(
       "split-input-file",
       cl::desc("Treat each '// -----' chunk as a separate graph"),
@@ -183,92 +176,43 @@ int optMain(int argc, char **argv) {
   cl::opt<bool> printIr("print-ir",
                         cl::desc("Also print the resulting IR to stdout when -o names a file"),
                         cl::cat(category));
-  cl::opt<bool> printIrAfterAll("print-ir-after-all",
-                                cl::desc("Print the IR to stderr after every pass"),
-                                cl::cat(category));
-  cl::opt<bool> timing("timing", cl::desc("Print the time of each pass to stderr"),
-                       cl::cat(category));
-  cl::opt<std::string> bind(
-      "bind", cl::desc("Symbolic dims of an .onnx input, or batch/seq of a BERT config: batch=2,seq=16"),
-      cl::value_desc("name=value,..."), cl::cat(category));
   cl::opt<bool> externalData(
       "external-data",
       cl::desc("Write the weights of an .onnx output to <output>.data"),
       cl::cat(category));
-  cl::opt<bool> printMemory(
-      "print-memory",
-      cl::desc("Print each graph's peak memory breakdown to stderr after the pipeline"),
-      cl::cat(category));
-  cl::opt<std::string> report(
-      "report", cl::desc("Write the memory report as JSON (docs/memory-report.md)"),
-      cl::value_desc("file.json"), cl::cat(category));
   cl::opt<std::string> memoryTimeline(
       "memory-timeline",
       cl::desc("Write an SVG plot of live bytes over the schedule, with stages "
                "shaded and the peak marked (docs/memory-report.md)"),
       cl::value_desc("file.svg"), cl::cat(category));
-  cl::opt<std::string> unusedWeights(
-      "unused-weights",
-      cl::desc("Weights that do not reach the loss under autodiff: warn (default), error or drop"),
-      cl::value_desc("warn|error|drop"), cl::cat(category));
-  cl::opt<bool> listPasses("list-passes",
-                           cl::desc("List the passes and their options, then exit"),
-                           cl::cat(category));
 
   cl::HideUnrelatedOptions(category);
-  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
-    os << "remat-opt (" << getVersionString() << ")\n";
-  });
-  std::string parseErrors;
-  llvm::raw_string_ostream parseErrorStream(parseErrors);
-  if (!cl::ParseCommandLineOptions(
-          argc, argv,
-          "remat-opt: read a graph, run a pass pipeline, write the graph\n",
-          &parseErrorStream)) {
-    parseErrorStream.flush();
-    llvm::StringRef message = llvm::StringRef(parseErrors).trim();
-    // llvm::cl prefixes its messages with the program name; keep one line.
-    message = message.take_until([](char c) { return c == '\n'; });
-    if (auto colon = message.find(": "); colon != llvm::StringRef::npos &&
-                                         message.startswith(argv[0]))
-      message = message.drop_front(colon + 2);
-    llvm::errs() << "error: " << message << '\n';
+  if (!parseCommandLine(
+          argc, argv, "remat-opt",
+          "remat-opt: read a graph, run a pass pipeline, write the graph\n"))
     return 1;
-  }
-
-  if (listPasses) {
-    passes::PassRegistry registry;
-    passes::registerAllPasses(registry);
-    llvm::outs() << "Passes:\n";
-    registry.printPasses(llvm::outs());
+  if (flags.listPasses) {
+    printPassList();
     return 0;
   }
-  if (input.empty()) {
-    llvm::errs() << "error: no input file (see --help)\n";
-    return 1;
-  }
+  if (auto err = flags.validate())
+    return reportError(std::move(err));
+  if (input.empty())
+    return reportError(makeError("no input file (see --help)"));
 
   OptOptions options;
   options.inputPath = input;
   options.outputPath = output;
-  options.pipeline = pipeline;
+  options.pipeline = flags.getPipelineOptions();
   options.splitInputFile = splitInputFile;
   options.printIr = printIr;
-  options.printIrAfterAll = printIrAfterAll;
-  options.timing = timing;
-  options.bind = bind;
+  options.bind = flags.bind;
   options.externalData = externalData;
-  options.unusedWeights = unusedWeights;
-  options.printMemory = printMemory;
-  options.reportPath = report;
+  options.printMemory = flags.printMemory;
+  options.reportPath = flags.report;
   options.memoryTimelinePath = memoryTimeline;
-  if (auto err = runOpt(options, llvm::errs())) {
-    llvm::outs().flush();
-    std::string message = errorToString(std::move(err));
-    for (llvm::StringRef line : llvm::split(message, '\n'))
-      llvm::errs() << "error: " << line << '\n';
-    return 1;
-  }
+  if (auto err = runOpt(options, llvm::errs()))
+    return reportError(std::move(err));
   return 0;
 }
 

@@ -2,6 +2,8 @@
 #ifndef REMAT_DRIVER_OPTDRIVER_H
 #define REMAT_DRIVER_OPTDRIVER_H
 
+#include "driver/Pipeline.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -17,11 +19,11 @@ llvm::StringRef getVersionString();
 struct OptOptions {
   std::string inputPath;
   std::string outputPath = "-";
-  std::string pipeline;
+  /// The pipeline and the flags that stand for pass options (-p, --budget,
+  /// --strategy, --explain, --unused-weights, --timing, ...).
+  PipelineOptions pipeline;
   bool splitInputFile = false;
   bool printIr = false;
-  bool printIrAfterAll = false;
-  bool timing = false;
   /// Symbolic dims of an .onnx input or batch/seq of a BERT config:
   /// "batch=2,seq=16".
   std::string bind;
@@ -34,9 +36,6 @@ struct OptOptions {
   /// Write an SVG plot of live bytes over the schedule here
   /// (docs/memory-report.md); "" for none. Needs exactly one graph.
   std::string memoryTimelinePath;
-  /// What autodiff does with weights that do not reach the loss:
-  /// "warn", "error" or "drop" ("" = the pass's default, warn).
-  std::string unusedWeights;
 };
 
 /// Reads the input (.rir, .onnx or a BERT config .json, by extension), runs

@@ -1,7 +1,11 @@
 //===- driver/RunDriver.cpp - The library behind remat-run ----------------===//
 #include "driver/RunDriver.h"
 
+#include "driver/CommandLine.h"
+#include "driver/MemoryReport.h"
 #include "driver/ModelLoader.h"
+#include "driver/Pipeline.h"
+#include "ir/OutputFile.h"
 #include "driver/OptDriver.h"
 #include "frontends/bert/BertBuilder.h"
 #include "frontends/onnx/TensorFile.h"
@@ -13,18 +17,18 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <sys/resource.h>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace remat::driver {
 namespace {
-
-/// What remat-run does to a model that is not yet a training step.
-constexpr const char *kTrainingPipeline = "canonicalize,autodiff,dce";
 
 /// splitmix64: a small, well-mixed, platform-independent generator.
 uint64_t mix(uint64_t x) {
@@ -138,23 +142,169 @@ makeInputs(const ir::Graph &graph,
   return std::move(tensors);
 }
 
+namespace {
+
+/// A graph compiled and fed, ready to run steps.
+struct Prepared {
+  std::unique_ptr<runtime::Executable> executable;
+  std::vector<runtime::OwnedTensor> inputs;
+  std::vector<runtime::Tensor> views;
+};
+
+llvm::Expected<Prepared>
+prepare(runtime::Backend &backend, const ir::Graph &graph,
+        const llvm::StringMap<ir::TensorDataPtr> &given, uint64_t seed,
+        const runtime::CompileOptions &options) {
+  Prepared prepared;
+  auto executable = backend.compile(graph, options);
+  if (!executable)
+    return executable.takeError();
+  prepared.executable = std::move(*executable);
+  auto inputs = makeInputs(graph, given, seed);
+  if (!inputs)
+    return inputs.takeError();
+  prepared.inputs = std::move(*inputs);
+  for (const runtime::OwnedTensor &tensor : prepared.inputs)
+    prepared.views.push_back(tensor.view());
+  return std::move(prepared);
+}
+
+/// Runs one step of \p reference and \p rematted on the same inputs and
+/// compares every output bit for bit.
+llvm::Error checkEquivalence(runtime::Backend &backend,
+                             const ir::Graph &reference,
+                             const ir::Graph &rematted,
+                             const llvm::StringMap<ir::TensorDataPtr> &given,
+                             uint64_t seed,
+                             const runtime::CompileOptions &options) {
+  if (reference.getOutputs().size() != rematted.getOutputs().size())
+    return makeError("the graphs with and without remat have different "
+                     "outputs");
+  auto a = prepare(backend, reference, given, seed, options);
+  if (!a)
+    return a.takeError();
+  auto b = prepare(backend, rematted, given, seed, options);
+  if (!b)
+    return b.takeError();
+  auto ra = a->executable->run(a->views);
+  if (!ra)
+    return ra.takeError();
+  auto rb = b->executable->run(b->views);
+  if (!rb)
+    return rb.takeError();
+  unsigned gradients = 0;
+  for (size_t i = 0; i < reference.getOutputs().size(); ++i) {
+    ir::TensorDataPtr x = ra->outputs[i].toData();
+    ir::TensorDataPtr y = rb->outputs[i].toData();
+    llvm::StringRef name = reference.getOutputs()[i]->getName();
+    if (name.endswith("_grad"))
+      ++gradients;
+    if (x->getBytes() == y->getBytes())
+      continue;
+    double worst = 0;
+    int64_t at = 0;
+    for (int64_t e = 0; e < x->getNumElements(); ++e) {
+      double diff = std::abs(x->getDouble(e) - y->getDouble(e));
+      if (diff > worst || std::isnan(diff)) {
+        worst = diff;
+        at = e;
+      }
+    }
+    return makeError("not bitwise equal: output '" + name +
+                     "' differs with remat; largest difference " +
+                     llvm::formatv("{0:e}", worst).str() + " at element " +
+                     std::to_string(at) + " (" +
+                     llvm::formatv("{0:e}", x->getDouble(at)).str() +
+                     " without remat, " +
+                     llvm::formatv("{0:e}", y->getDouble(at)).str() +
+                     " with)");
+  }
+  int loss = findLossOutput(reference);
+  llvm::outs() << "bitwise equal: " << (loss >= 0 ? "loss and " : "")
+               << gradients << " gradient" << (gradients == 1 ? "" : "s")
+               << " (" << reference.getNumNodes() << " nodes without remat, "
+               << rematted.getNumNodes() << " with)\n";
+  return llvm::Error::success();
+}
+
+/// Writes per-node times (the fastest of the steps) as JSON for
+/// remat{cost-profile=...}, and prints the 15 slowest op types to \p diag.
+llvm::Error writeProfile(const ir::Graph &graph,
+                         llvm::ArrayRef<std::vector<double>> stepTimes,
+                         llvm::StringRef path, llvm::raw_ostream &diag) {
+  size_t n = graph.getNumNodes();
+  std::vector<double> best(n, std::numeric_limits<double>::infinity());
+  for (const std::vector<double> &times : stepTimes)
+    for (size_t i = 0; i < n && i < times.size(); ++i)
+      best[i] = std::min(best[i], times[i]);
+  llvm::json::Array nodes;
+  llvm::StringMap<std::pair<double, unsigned>> byOp;
+  std::vector<std::string> opOrder;
+  double total = 0;
+  size_t i = 0;
+  for (const ir::Node &node : graph.getNodes()) {
+    double seconds = best[i++];
+    total += seconds;
+    std::string op = node.getOpSpelling();
+    if (!byOp.count(op))
+      opOrder.push_back(op);
+    byOp[op].first += seconds;
+    byOp[op].second += 1;
+    nodes.push_back(llvm::json::Object{
+        {"name", node.getResult(0)->getName()},
+        {"op", op},
+        {"stage", ir::stageName(node.getStage())},
+        {"seconds", seconds}});
+  }
+  llvm::json::Object ops;
+  for (const std::string &op : opOrder)
+    ops[op] = llvm::json::Object{{"seconds", byOp[op].first},
+                                 {"count", int64_t(byOp[op].second)}};
+  llvm::json::Object root{{"version", 1},
+                          {"total_seconds", total},
+                          {"nodes", std::move(nodes)},
+                          {"ops", std::move(ops)}};
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  stream << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
+  stream.flush();
+  if (auto err = writeOutputFile(path, text))
+    return err;
+  llvm::stable_sort(opOrder, [&](const std::string &a, const std::string &b) {
+    return byOp[a].first > byOp[b].first;
+  });
+  diag << "profile: " << llvm::format("%.1f", total * 1e3)
+       << " ms in nodes (fastest of each node over the steps); wrote " << path
+       << '\n';
+  diag << "  op                          nodes         ms   share\n";
+  for (size_t k = 0; k < opOrder.size() && k < 15; ++k) {
+    const auto &[seconds, count] = byOp[opOrder[k]];
+    diag << llvm::format("  %-26s %6u %10.1f %6.1f%%\n", opOrder[k].c_str(),
+                         count, seconds * 1e3,
+                         total > 0 ? 100 * seconds / total : 0.0);
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
+
 int runMain(int argc, char **argv) {
   namespace cl = llvm::cl;
   cl::OptionCategory category("remat-run options");
+  ToolFlags flags(category);
   cl::opt<std::string> model(cl::Positional,
                              cl::desc("<model .rir, .onnx or BERT config .json>"),
                              cl::cat(category));
-  cl::opt<std::string> backendName("backend", cl::desc("Backend: cpu"),
-                                   cl::init("cpu"), cl::cat(category));
-  cl::opt<std::string> bind("bind",
-                            cl::desc("Symbolic dims, or batch/seq of a BERT config: batch=2,seq=16"),
-                            cl::value_desc("name=value,..."), cl::cat(category));
+  cl::opt<std::string> backendName(
+      "backend", cl::desc("Backend that runs the steps (cpu)"),
+      cl::init("cpu"), cl::cat(category));
   cl::list<std::string> inputFiles(
       "input", cl::desc("Input from a TensorProto file (repeatable); others are generated"),
       cl::value_desc("NAME=FILE.pb"), cl::cat(category));
   cl::opt<bool> planMemoryFlag(
       "plan-memory",
-      cl::desc("Run schedule and plan-memory first and execute in the planned arena"),
+      cl::desc("Schedule and plan memory after the pipeline and run in the "
+               "planned arena (implied by --budget and --strategy)"),
       cl::cat(category));
   cl::opt<unsigned> steps("steps", cl::desc("Steps to run"), cl::init(1),
                           cl::cat(category));
@@ -163,139 +313,139 @@ int runMain(int argc, char **argv) {
                             cl::init(0), cl::cat(category));
   cl::opt<uint64_t> seed("seed", cl::desc("Seed of generated inputs"),
                          cl::init(0), cl::cat(category));
-  cl::opt<std::string> pipeline(
-      "p", cl::desc("Passes to run before the steps (default: canonicalize,autodiff,dce "
-                    "for a model with weights and no gradient outputs)"),
-      cl::value_desc("pipeline"), cl::cat(category));
-  cl::opt<std::string> unusedWeights(
-      "unused-weights",
-      cl::desc("Weights that do not reach the loss under autodiff: warn (default), error or drop"),
-      cl::value_desc("warn|error|drop"), cl::cat(category));
   cl::opt<bool> forward("forward",
                         cl::desc("Run the model as loaded (no autodiff): a forward step"),
                         cl::cat(category));
   cl::opt<std::string> dumpDir("dump",
                                cl::desc("Write every graph output as DIR/<name>.pb"),
                                cl::value_desc("DIR"), cl::cat(category));
+  cl::opt<bool> checkEquivalenceFlag(
+      "check-equivalence",
+      cl::desc("Run one step with and one without remat on the same inputs "
+               "and compare the loss and every gradient bit for bit"),
+      cl::cat(category));
+  cl::opt<std::string> profilePath(
+      "profile",
+      cl::desc("Write per-node and per-op times as JSON (for "
+               "--cost-profile) and print the 15 slowest ops"),
+      cl::value_desc("file.json"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
-  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
-    os << "remat-run (" << getVersionString() << ")\n";
-  });
-  std::string parseErrors;
-  llvm::raw_string_ostream parseErrorStream(parseErrors);
-  if (!cl::ParseCommandLineOptions(
-          argc, argv, "remat-run: run steps of a model and time them\n",
-          &parseErrorStream)) {
-    parseErrorStream.flush();
-    llvm::StringRef message = llvm::StringRef(parseErrors).trim();
-    message = message.take_until([](char c) { return c == '\n'; });
-    if (auto colon = message.find(": ");
-        colon != llvm::StringRef::npos && message.startswith(argv[0]))
-      message = message.drop_front(colon + 2);
-    llvm::errs() << "error: " << message << '\n';
+  if (!parseCommandLine(argc, argv, "remat-run",
+                        "remat-run: run steps of a model and time them\n"))
     return 1;
+  if (flags.listPasses) {
+    printPassList();
+    return 0;
   }
-  auto fail = [](llvm::Error err) {
-    std::string message = errorToString(std::move(err));
-    for (llvm::StringRef line : llvm::split(message, '\n'))
-      llvm::errs() << "error: " << line << '\n';
-    return 1;
-  };
+  if (auto err = flags.validate())
+    return reportError(std::move(err));
   if (model.empty())
-    return fail(makeError("no model given (see --help)"));
+    return reportError(makeError("no model given (see --help)"));
   if (steps == 0)
-    return fail(makeError("--steps must be at least 1"));
+    return reportError(makeError("--steps must be at least 1"));
+
+  PipelineOptions pipelineOptions = flags.getPipelineOptions();
+  bool rematRequested = !pipelineOptions.budget.empty() ||
+                        !pipelineOptions.strategy.empty() ||
+                        llvm::StringRef(pipelineOptions.pipeline).contains("remat");
+  if (checkEquivalenceFlag && !rematRequested)
+    return reportError(makeError(
+        "--check-equivalence compares a step with and without remat: give "
+        "--budget, --strategy or a pipeline with remat"));
+  if (!pipelineOptions.pipeline.empty())
+    if (auto err = checkPipeline(pipelineOptions.pipeline, pipelineOptions))
+      return reportError(std::move(err));
 
   LoadOptions loadOptions;
-  loadOptions.bind = bind;
+  loadOptions.bind = flags.bind;
   auto graph = loadModel(model, loadOptions);
   if (!graph)
-    return fail(graph.takeError());
+    return reportError(graph.takeError());
 
-  // A model with weights that is not yet a training step (no gradient
-  // outputs) becomes one, unless --forward asks for the graph as it is.
-  bool isTrainingStep =
-      llvm::any_of((*graph)->getOutputs(), [](const ir::Value *value) {
-        return value->getName().endswith("_grad");
-      });
+  // A model with weights that is not yet a training step becomes one,
+  // unless --forward asks for the graph as it is.
   bool hasWeights =
       llvm::any_of((*graph)->getInputs(),
                    [](const ir::Value *value) { return value->isWeight(); });
-  std::string pipelineText;
-  if (pipeline.getNumOccurrences())
-    pipelineText = pipeline;
-  else if (!forward && !isTrainingStep && hasWeights)
-    pipelineText = kTrainingPipeline;
-  {
-    passes::PassRegistry registry;
-    passes::registerAllPasses(registry);
-    passes::PassManager pm;
-    if (auto err = passes::parsePassPipeline(pipelineText, registry, pm))
-      return fail(std::move(err));
-    if (unusedWeights.getNumOccurrences())
-      if (auto err = pm.setPassOption("autodiff", "unused-weights",
-                                      unusedWeights))
-        return fail(std::move(err));
-    if (pm.size() != 0)
-      if (auto changed = pm.run(**graph); !changed)
-        return fail(changed.takeError());
+  std::string fallback;
+  if (!forward && !isTrainingStep(**graph) && hasWeights)
+    fallback = kTrainingPipeline;
+  std::string pipelineText =
+      choosePipeline(**graph, pipelineOptions, fallback);
+  if (planMemoryFlag &&
+      !llvm::StringRef(pipelineText).contains("plan-memory"))
+    pipelineText += std::string(pipelineText.empty() ? "" : ",") +
+                    "schedule,plan-memory";
+  std::unique_ptr<ir::Graph> reference;
+  if (checkEquivalenceFlag)
+    reference = (*graph)->clone();
+  auto ran = runPipeline(**graph, pipelineText, pipelineOptions, llvm::errs());
+  if (!ran)
+    return reportError(ran.takeError());
+  if (flags.printMemory)
+    printMemoryReport(**graph, llvm::errs());
+  if (!flags.report.empty()) {
+    llvm::json::Object report = getMemoryReport(**graph);
+    if (ran->rematReport)
+      report["remat"] = llvm::json::Object(*ran->rematReport);
+    llvm::json::Object root{{"version", 1},
+                            {"graphs", llvm::json::Array{std::move(report)}}};
+    std::string text;
+    llvm::raw_string_ostream stream(text);
+    stream << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)))
+           << '\n';
+    stream.flush();
+    if (auto err = writeOutputFile(flags.report, text))
+      return reportError(std::move(err));
   }
 
   llvm::StringMap<ir::TensorDataPtr> given;
   for (llvm::StringRef entry : inputFiles) {
     auto [name, path] = entry.split('=');
     if (name.empty() || path.empty())
-      return fail(makeError("--input expects NAME=FILE.pb, got '" + entry + "'"));
+      return reportError(
+          makeError("--input expects NAME=FILE.pb, got '" + entry + "'"));
     if (!(*graph)->lookup(name) || !(*graph)->lookup(name)->isGraphInput()) {
       std::string names;
       for (const ir::Value *input : (*graph)->getInputs())
         if (!input->isWeight())
           names += (names.empty() ? "" : ", ") + input->getName().str();
-      return fail(makeError("--input names '" + name +
-                            "', which is not an input of the model (its "
-                            "inputs: " + names + ")"));
+      return reportError(makeError("--input names '" + name +
+                                   "', which is not an input of the model "
+                                   "(its inputs: " + names + ")"));
     }
     auto tensor = onnx_frontend::readTensorFile(path);
     if (!tensor)
-      return fail(tensor.takeError());
+      return reportError(tensor.takeError());
     given[name] = tensor->data;
   }
 
   auto backend = runtime::createBackend(backendName);
   if (!backend)
-    return fail(backend.takeError());
-  if (planMemoryFlag) {
-    passes::PassRegistry registry;
-    passes::registerAllPasses(registry);
-    passes::PassManager pm;
-    if (auto err = passes::parsePassPipeline("schedule,plan-memory", registry,
-                                             pm))
-      return fail(std::move(err));
-    if (auto changed = pm.run(**graph); !changed)
-      return fail(changed.takeError());
-  }
+    return reportError(backend.takeError());
   runtime::CompileOptions compileOptions;
   compileOptions.numThreads = threads;
-  auto executable = (*backend)->compile(**graph, compileOptions);
-  if (!executable)
-    return fail(executable.takeError());
-  auto inputs = makeInputs(**graph, given, seed);
-  if (!inputs)
-    return fail(inputs.takeError());
-  std::vector<runtime::Tensor> views;
-  for (const runtime::OwnedTensor &tensor : *inputs)
-    views.push_back(tensor.view());
+  compileOptions.profile = !profilePath.empty();
 
-  // The loss: an output named "loss", else the first scalar float output.
-  const ir::Graph &g = **graph;
-  int lossIndex = -1;
-  for (size_t i = 0; i < g.getOutputs().size(); ++i) {
-    const ir::Value *output = g.getOutputs()[i];
-    bool scalarFloat = output->getType().getRank() == 0 &&
-                       ir::isFloat(output->getType().getDType());
-    if (output->getName() == "loss" || (lossIndex < 0 && scalarFloat))
-      lossIndex = int(i);
+  if (checkEquivalenceFlag) {
+    auto refRan = runPipeline(*reference, withoutRemat(pipelineText),
+                              pipelineOptions, llvm::nulls());
+    if (!refRan)
+      return reportError(refRan.takeError());
+    if (auto err = checkEquivalence(**backend, *reference, **graph, given,
+                                    seed, compileOptions))
+      return reportError(std::move(err));
+    return 0;
   }
+
+  auto prepared = prepare(**backend, **graph, given, seed, compileOptions);
+  if (!prepared)
+    return reportError(prepared.takeError());
+  const ir::Graph &g = **graph;
+  int lossIndex = findLossOutput(g);
+  uint64_t persistentBytes = 0;
+  for (const ir::Value *input : g.getInputs())
+    persistentBytes += uint64_t(input->getType().getByteSize());
 
   llvm::outs() << "remat-run: " << model << ": " << g.getNumNodes()
                << " nodes on " << (*backend)->getName();
@@ -303,33 +453,44 @@ int runMain(int argc, char **argv) {
     llvm::outs() << " after -p " << pipelineText;
   llvm::outs() << '\n';
   std::vector<double> times;
+  std::vector<std::vector<double>> nodeTimes;
   runtime::RunResult last;
+  constexpr double kMiB = 1 << 20;
   for (unsigned step = 1; step <= steps; ++step) {
-    auto result = (*executable)->run(views);
+    auto result = prepared->executable->run(prepared->views);
     if (!result)
-      return fail(result.takeError());
+      return reportError(result.takeError());
     times.push_back(result->seconds);
+    nodeTimes.push_back(result->nodeSeconds);
     llvm::outs() << "step " << step << ":";
     if (lossIndex >= 0) {
       auto loss = result->outputs[size_t(lossIndex)].toData();
       llvm::outs() << " loss " << llvm::format("%.6f", loss->getDouble(0));
     }
     llvm::outs() << "  time " << llvm::format("%.1f", result->seconds * 1e3)
-                 << " ms  peak intermediates "
-                 << llvm::format("%.1f", double(result->peakBytes) / (1 << 20))
-                 << " MiB";
+                 << " ms";
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
     if (result->plannedBytes) {
-      // A plan exists: the arena's planned size, the high-water mark the
-      // step touched in it, and the process's max RSS so far.
-      struct rusage usage;
-      getrusage(RUSAGE_SELF, &usage);
-      llvm::outs() << "  planned peak " << result->plannedBytes
-                   << " B  measured peak " << result->peakBytes
-                   << " B  max RSS "
-                   << llvm::format("%.1f", double(usage.ru_maxrss) / 1024)
+      // A plan exists. Planned peak = persistent (weights + inputs) + arena,
+      // as in every report; the measured arena peak is the high-water mark
+      // the step touched in it.
+      llvm::outs() << "  planned peak "
+                   << llvm::format("%.1f",
+                                   double(persistentBytes + result->plannedBytes) /
+                                       kMiB)
+                   << " MiB (persistent "
+                   << llvm::format("%.1f", double(persistentBytes) / kMiB)
+                   << " + arena " << result->plannedBytes
+                   << " B)  measured arena peak " << result->peakBytes << " B";
+    } else {
+      llvm::outs() << "  peak intermediates "
+                   << llvm::format("%.1f", double(result->peakBytes) / kMiB)
                    << " MiB";
     }
-    llvm::outs() << '\n';
+    llvm::outs() << "  max RSS "
+                 << llvm::format("%.1f", double(usage.ru_maxrss) / 1024)
+                 << " MiB\n";
     llvm::outs().flush();
     last = std::move(*result);
   }
@@ -339,10 +500,14 @@ int runMain(int argc, char **argv) {
                << llvm::format("%.1f", sorted[sorted.size() / 2] * 1e3)
                << " ms over " << steps << " step" << (steps == 1 ? "" : "s")
                << '\n';
+  if (!profilePath.empty())
+    if (auto err = writeProfile(g, nodeTimes, profilePath, llvm::errs()))
+      return reportError(std::move(err));
 
   if (!dumpDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
-      return fail(makeError("cannot create '" + dumpDir + "': " + ec.message()));
+      return reportError(
+          makeError("cannot create '" + dumpDir + "': " + ec.message()));
     for (size_t i = 0; i < g.getOutputs().size(); ++i) {
       std::string name = g.getOutputs()[i]->getName().str();
       std::string fileName = name;
@@ -351,7 +516,7 @@ int runMain(int argc, char **argv) {
       llvm::sys::path::append(path, fileName + ".pb");
       if (auto err = onnx_frontend::writeTensorFile(
               path, name, *last.outputs[i].toData()))
-        return fail(std::move(err));
+        return reportError(std::move(err));
     }
     llvm::outs() << "wrote " << g.getOutputs().size() << " outputs to "
                  << dumpDir << '\n';

@@ -1,0 +1,143 @@
+//===- driver/Pipeline.cpp - Pipelines the tools share --------------------===//
+#include "driver/Pipeline.h"
+
+#include "ir/Support.h"
+#include "ir/Verifier.h"
+#include "passes/PassManager.h"
+#include "passes/Passes.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace remat::driver {
+
+bool isTrainingStep(const ir::Graph &graph) {
+  return llvm::any_of(graph.getOutputs(), [](const ir::Value *value) {
+    return value->getName().endswith("_grad");
+  });
+}
+
+int findLossOutput(const ir::Graph &graph) {
+  bool training = isTrainingStep(graph);
+  for (size_t i = 0; i < graph.getOutputs().size(); ++i) {
+    const ir::Value *output = graph.getOutputs()[i];
+    if (training) {
+      if (!output->getName().endswith("_grad"))
+        return int(i);
+      continue;
+    }
+    if (output->getType().getRank() == 0 &&
+        ir::isFloat(output->getType().getDType()))
+      return int(i);
+  }
+  return -1;
+}
+
+std::string choosePipeline(const ir::Graph &graph,
+                           const PipelineOptions &options,
+                           llvm::StringRef fallback) {
+  if (!options.pipeline.empty())
+    return options.pipeline;
+  if (options.budget.empty() && options.strategy.empty())
+    return fallback.str();
+  std::string pipeline =
+      isTrainingStep(graph) ? "" : std::string(kTrainingPipeline) + ",";
+  return pipeline + "schedule,remat,plan-memory";
+}
+
+/// Splits a pipeline at the commas outside braces.
+static std::vector<llvm::StringRef> splitPipeline(llvm::StringRef pipeline) {
+  std::vector<llvm::StringRef> entries;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= pipeline.size(); ++i) {
+    char c = i < pipeline.size() ? pipeline[i] : ',';
+    if (c == '{')
+      ++depth;
+    else if (c == '}')
+      --depth;
+    else if (c == ',' && depth == 0) {
+      entries.push_back(pipeline.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  return entries;
+}
+
+std::string withoutRemat(llvm::StringRef pipeline) {
+  std::string result;
+  for (llvm::StringRef entry : splitPipeline(pipeline)) {
+    llvm::StringRef name = entry.take_until([](char c) { return c == '{'; });
+    if (name.trim() == "remat" || entry.empty())
+      continue;
+    result += (result.empty() ? "" : ",") + entry.str();
+  }
+  return result;
+}
+
+/// Builds the pass manager of \p pipeline with \p options' flags set.
+static llvm::Error buildPassManager(llvm::StringRef pipeline,
+                                    const PipelineOptions &options,
+                                    passes::PassManager &pm) {
+  passes::PassRegistry registry;
+  passes::registerAllPasses(registry);
+  if (auto err = passes::parsePassPipeline(pipeline, registry, pm))
+    return err;
+  auto set = [&](llvm::StringRef flag, llvm::StringRef pass,
+                 llvm::StringRef key, llvm::StringRef value) -> llvm::Error {
+    if (value.empty())
+      return llvm::Error::success();
+    if (auto err = pm.setPassOption(pass, key, value))
+      return makeError("--" + flag + ": " + errorToString(std::move(err)));
+    return llvm::Error::success();
+  };
+  if (auto err = set("unused-weights", "autodiff", "unused-weights",
+                     options.unusedWeights))
+    return err;
+  if (auto err = set("budget", "remat", "budget", options.budget))
+    return err;
+  if (auto err = set("strategy", "remat", "strategy", options.strategy))
+    return err;
+  if (auto err = set("cost-profile", "remat", "cost-profile",
+                     options.costProfile))
+    return err;
+  if (auto err = set("explain", "remat", "explain",
+                     options.explain ? "true" : ""))
+    return err;
+  return llvm::Error::success();
+}
+
+llvm::Error checkPipeline(llvm::StringRef pipeline,
+                          const PipelineOptions &options) {
+  passes::PassManager pm;
+  return buildPassManager(pipeline, options, pm);
+}
+
+llvm::Expected<PipelineResult> runPipeline(ir::Graph &graph,
+                                           llvm::StringRef pipeline,
+                                           const PipelineOptions &options,
+                                           llvm::raw_ostream &diag) {
+  PipelineResult result;
+  result.pipeline = pipeline.str();
+  if (auto err = ir::verify(graph))
+    return std::move(err);
+  passes::PassManager pm;
+  if (auto err = buildPassManager(pipeline, options, pm))
+    return std::move(err);
+  if (pm.size() == 0)
+    return result;
+  pm.setDiagnosticStream(&diag);
+  if (options.printIrAfterAll)
+    pm.enablePrintAfterAll(&diag);
+  if (options.timing)
+    pm.enableTiming(&diag);
+  if (auto changed = pm.run(graph); !changed)
+    return changed.takeError();
+  for (const passes::Pass *pass : pm.getPasses())
+    if (pass->getName() == "remat")
+      if (const llvm::json::Object *report =
+              static_cast<const passes::RematPass *>(pass)->getReport())
+        result.rematReport = *report;
+  return result;
+}
+
+} // namespace remat::driver
