@@ -1,0 +1,367 @@
+//===- tests/unit/RematTest.cpp - The remat pass ---------------------------===//
+//
+// Numeric equivalence in the Glow style: remat a copy, run both on the CPU,
+// compare bit for bit; and the budget properties: a reported plan fits its
+// budget, the planned peak never rises as the budget shrinks, and the arena
+// the runtime touches is the planned one.
+//
+//===----------------------------------------------------------------------===//
+#include "doctest/doctest.h"
+
+#include "driver/ModelLoader.h"
+#include "driver/RunDriver.h"
+#include "ir/Parser.h"
+#include "ir/Support.h"
+#include "passes/Liveness.h"
+#include "passes/PassManager.h"
+#include "passes/Passes.h"
+#include "passes/remat/Segments.h"
+#include "passes/remat/Solver.h"
+#include "runtime/Backend.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <cstring>
+#include <random>
+
+using namespace remat;
+using namespace remat::ir;
+using namespace remat::passes;
+
+namespace {
+
+llvm::Error runPasses(Graph &graph, llvm::StringRef pipeline) {
+  PassRegistry registry;
+  registerAllPasses(registry);
+  PassManager pm;
+  pm.setDiagnosticStream(&llvm::nulls());
+  if (auto err = parsePassPipeline(pipeline, registry, pm))
+    return err;
+  return pm.run(graph).takeError();
+}
+
+std::unique_ptr<Graph> parseText(llvm::StringRef text) {
+  auto graph = ir::parseGraph(text, "test.rir");
+  REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  return std::move(*graph);
+}
+
+uint64_t persistentBytes(const Graph &graph) {
+  uint64_t bytes = 0;
+  for (const Value *input : graph.getInputs())
+    bytes += uint64_t(input->getType().getByteSize());
+  return bytes;
+}
+
+uint64_t plannedPeak(const Graph &graph) {
+  REQUIRE(graph.getMemoryPlan());
+  return persistentBytes(graph) + graph.getMemoryPlan()->arenaBytes;
+}
+
+/// Runs \p graph (planned) on the CPU with inputs from seed 7.
+runtime::RunResult run(const Graph &graph) {
+  auto backend = runtime::createBackend("cpu");
+  REQUIRE(bool(backend));
+  runtime::CompileOptions options;
+  options.numThreads = 1;
+  auto executable = (*backend)->compile(graph, options);
+  REQUIRE_MESSAGE(bool(executable), errorToString(executable.takeError()));
+  auto inputs = driver::makeInputs(graph, {}, /*seed=*/7);
+  REQUIRE(bool(inputs));
+  std::vector<runtime::Tensor> views;
+  for (const runtime::OwnedTensor &input : *inputs)
+    views.push_back(input.view());
+  auto result = (*executable)->run(views);
+  REQUIRE_MESSAGE(bool(result), errorToString(result.takeError()));
+  return std::move(*result);
+}
+
+/// \returns the index of the first output that differs, or -1.
+int firstDifference(const runtime::RunResult &a, const runtime::RunResult &b) {
+  REQUIRE(a.outputs.size() == b.outputs.size());
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    size_t bytes = size_t(a.outputs[i].getType().getByteSize());
+    if (a.outputs[i].getType() != b.outputs[i].getType() ||
+        (bytes && std::memcmp(a.outputs[i].getData(), b.outputs[i].getData(),
+                              bytes) != 0))
+      return int(i);
+  }
+  return -1;
+}
+
+/// A training step ready for remat: autodiff, dce, schedule.
+std::unique_ptr<Graph> trainingStep(std::unique_ptr<Graph> forward) {
+  llvm::Error err = runPasses(*forward, "canonicalize,autodiff,dce,schedule");
+  REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+  return forward;
+}
+
+struct Outcome {
+  bool feasible = false;
+  uint64_t plannedPeak = 0;
+  std::string error;
+};
+
+/// Runs remat{strategy budget} and plan-memory on a copy of \p step and,
+/// when it fits, checks it against \p reference bit for bit and the arena
+/// the runtime touched against the plan.
+Outcome checkStrategy(const Graph &step, const runtime::RunResult &reference,
+                      llvm::StringRef strategy, std::optional<uint64_t> budget,
+                      llvm::StringRef what) {
+  std::unique_ptr<Graph> copy = step.clone();
+  std::string pipeline = "remat{strategy=" + strategy.str();
+  if (budget)
+    pipeline += " budget=" + std::to_string(*budget);
+  pipeline += "},plan-memory";
+  Outcome outcome;
+  if (llvm::Error err = runPasses(*copy, pipeline)) {
+    outcome.error = errorToString(std::move(err));
+    INFO(what << " " << pipeline);
+    CHECK_MESSAGE(llvm::StringRef(outcome.error)
+                      .contains("the smallest feasible planned peak is"),
+                  outcome.error);
+    return outcome;
+  }
+  outcome.feasible = true;
+  outcome.plannedPeak = plannedPeak(*copy);
+  INFO(what << " " << pipeline << ": planned peak " << outcome.plannedPeak);
+  if (budget)
+    CHECK(outcome.plannedPeak <= *budget);
+  runtime::RunResult result = run(*copy);
+  CHECK(result.peakBytes == copy->getMemoryPlan()->arenaBytes);
+  int differs = firstDifference(reference, result);
+  CHECK_MESSAGE(differs == -1, "output " << differs << " ('"
+                                         << step.getOutputs()[size_t(
+                                                std::max(differs, 0))]
+                                                ->getName()
+                                                .str()
+                                         << "') is not bitwise equal");
+  return outcome;
+}
+
+/// \returns the smallest planned peak remat reports for \p step.
+uint64_t smallestPeak(const Graph &step) {
+  std::unique_ptr<Graph> copy = step.clone();
+  recompute::StashInfo stash = recompute::analyseStash(*copy);
+  auto chain = recompute::findSegments(*copy, stash, {});
+  REQUIRE(bool(chain));
+  recompute::CostProfile profile;
+  recompute::Solver solver(*copy, stash, *chain, profile);
+  REQUIRE(!solver.initialize());
+  auto smallest = solver.smallestPlan();
+  REQUIRE(bool(smallest));
+  return smallest->plannedPeakBytes;
+}
+
+/// Every strategy on \p step, the budget-driven ones at budgets spread
+/// between the smallest reachable planned peak (fraction 0) and the
+/// no-remat one (fraction 1), each bitwise against no remat.
+void checkAllStrategies(std::unique_ptr<Graph> step, llvm::StringRef what,
+                        std::initializer_list<double> fractions) {
+  std::unique_ptr<Graph> planned = step->clone();
+  llvm::Error err = runPasses(*planned, "plan-memory");
+  REQUIRE(!err);
+  uint64_t base = plannedPeak(*planned);
+  uint64_t smallest = smallestPeak(*step);
+  runtime::RunResult reference = run(*planned);
+  for (llvm::StringRef strategy : {"none", "every-layer", "sqrt"})
+    checkStrategy(*step, reference, strategy, std::nullopt, what);
+  for (double fraction : fractions) {
+    uint64_t budget =
+        smallest + uint64_t(double(base - std::min(base, smallest)) * fraction);
+    for (llvm::StringRef strategy : {"chain-dp", "selective", "auto"}) {
+      Outcome outcome = checkStrategy(*step, reference, strategy, budget, what);
+      // auto reaches every budget down to the smallest peak it reports.
+      if (strategy == "auto")
+        CHECK_MESSAGE(outcome.feasible, what << ": auto at " << budget
+                                             << " B (smallest " << smallest
+                                             << ", no remat " << base
+                                             << "): " << outcome.error);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Seeded random training graphs with dropout
+//===----------------------------------------------------------------------===//
+
+/// A random chain of blocks over activations f32[R, C]: each block is a
+/// MatMul with a weight, then some of bias Add, Relu/Tanh/Sigmoid/Exp-free
+/// elementwise ops, Softmax, LayerNormalization, Dropout (own seed), and a
+/// residual Add; side branches join back. The loss is a
+/// SoftmaxCrossEntropyLoss or a ReduceSum.
+std::string randomTrainingGraph(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t n) { return size_t(rng() % n); };
+  int64_t rows = 2 + int64_t(pick(4)), cols = 4 + 4 * int64_t(pick(3));
+  std::string type = "f32[" + std::to_string(rows) + "," +
+                     std::to_string(cols) + "]";
+  std::string weightType =
+      "f32[" + std::to_string(cols) + "," + std::to_string(cols) + "]";
+  std::string biasType = "f32[" + std::to_string(cols) + "]";
+  size_t blocks = 1 + pick(6);
+  std::string head = "graph @random(%x: " + type;
+  std::string body;
+  int counter = 0;
+  auto fresh = [&] { return "%v" + std::to_string(counter++); };
+  std::string current = "%x";
+  body += "  %ratio = Constant() {value = dense<f32[]: 0.25>} : f32[]\n";
+  body += "  %train = Constant() {value = dense<bool[]: true>} : bool[]\n";
+  for (size_t b = 0; b < blocks; ++b) {
+    std::string w = "%w" + std::to_string(b);
+    head += ", " + w + ": " + weightType + " weight";
+    std::string blockInput = current;
+    std::string v = fresh();
+    body += "  " + v + " = MatMul(" + current + ", " + w + ") : " + type + "\n";
+    current = v;
+    size_t ops = 1 + pick(5);
+    for (size_t k = 0; k < ops; ++k) {
+      std::string out = fresh();
+      switch (pick(7)) {
+      case 0: {
+        std::string bias = "%b" + std::to_string(b) + "_" + std::to_string(k);
+        head += ", " + bias + ": " + biasType + " weight";
+        body += "  " + out + " = Add(" + current + ", " + bias + ") : " +
+                type + "\n";
+        break;
+      }
+      case 1:
+        body += "  " + out + " = " +
+                std::string(pick(2) ? "Tanh" : "Sigmoid") + "(" + current +
+                ") : " + type + "\n";
+        break;
+      case 2:
+        body += "  " + out + " = Softmax(" + current + ") {axis = -1} : " +
+                type + "\n";
+        break;
+      case 3: {
+        std::string scale = "%g" + std::to_string(b) + "_" + std::to_string(k);
+        head += ", " + scale + ": " + biasType + " weight";
+        body += "  " + out + " = LayerNormalization(" + current + ", " +
+                scale + ") {axis = -1, epsilon = 0.00001} : " + type + "\n";
+        break;
+      }
+      case 4:
+        body += "  " + out + ", " + out + "_mask = Dropout(" + current +
+                ", %ratio, %train) {seed = " + std::to_string(seed * 31 + k) +
+                "} : " + type + ", bool[" + std::to_string(rows) + "," +
+                std::to_string(cols) + "]\n";
+        break;
+      case 5:
+        body += "  " + out + " = Mul(" + current + ", " + current + ") : " +
+                type + "\n";
+        break;
+      default:
+        body += "  " + out + " = Add(" + current + ", " + blockInput + ") : " +
+                type + "\n";
+        break;
+      }
+      current = out;
+    }
+  }
+  std::string loss = fresh();
+  if (pick(2)) {
+    head += ", %labels: i64[" + std::to_string(rows) + "]";
+    body += "  " + loss + " = SoftmaxCrossEntropyLoss(" + current +
+            ", %labels) {reduction = \"mean\"} : f32[]\n";
+  } else {
+    body += "  " + loss + " = ReduceSum(" + current + ") {keepdims = 0} : f32[]\n";
+  }
+  return head + ") {\n" + body + "  return " + loss + "\n}\n";
+}
+
+} // namespace
+
+TEST_CASE("remat: 200 random training graphs with dropout, every strategy, "
+          "bitwise") {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    std::string text = randomTrainingGraph(seed);
+    INFO("seed " << seed << ":\n" << text);
+    checkAllStrategies(trainingStep(parseText(text)),
+                       "random seed " + std::to_string(seed),
+                       {1.0, 0.6, 0.3, 0.0});
+  }
+}
+
+TEST_CASE("remat: planned peak never rises as the budget shrinks") {
+  auto check = [](std::unique_ptr<Graph> step, llvm::StringRef what) {
+    std::unique_ptr<Graph> planned = step->clone();
+    REQUIRE(!runPasses(*planned, "plan-memory"));
+    uint64_t base = plannedPeak(*planned);
+    uint64_t previous = UINT64_MAX;
+    for (int i = 0; i < 20; ++i) {
+      uint64_t budget = uint64_t(double(base) * (1.0 - 0.04 * i));
+      std::unique_ptr<Graph> copy = step->clone();
+      llvm::Error err = runPasses(
+          *copy, "remat{budget=" + std::to_string(budget) + "},plan-memory");
+      if (err) {
+        llvm::consumeError(std::move(err));
+        continue;
+      }
+      uint64_t peak = plannedPeak(*copy);
+      INFO(what << ": budget " << budget << " planned " << peak
+                << " previous " << previous);
+      CHECK(peak <= budget);
+      CHECK(peak <= previous);
+      previous = peak;
+    }
+  };
+  for (uint64_t seed = 1; seed <= 40; ++seed)
+    check(trainingStep(parseText(randomTrainingGraph(seed))),
+          "random seed " + std::to_string(seed));
+  driver::LoadOptions options;
+  options.bind = "batch=2,seq=32";
+  auto mini = driver::loadModel(REMAT_TEST_DIR "/../models/bert-mini.json",
+                                options);
+  REQUIRE(bool(mini));
+  check(trainingStep(std::move(*mini)), "bert-mini");
+}
+
+TEST_CASE("remat: bert-tiny and bert-mini, every strategy at four budgets, "
+          "bitwise") {
+  for (const char *model : {"bert-tiny", "bert-mini"}) {
+    driver::LoadOptions options;
+    options.bind = "batch=2,seq=16";
+    auto graph = driver::loadModel(
+        std::string(REMAT_TEST_DIR "/../models/") + model + ".json", options);
+    REQUIRE(bool(graph));
+    checkAllStrategies(trainingStep(std::move(*graph)), model,
+                       {1.0, 0.6, 0.3, 0.0});
+  }
+}
+
+TEST_CASE("remat: ONNX fixtures, every strategy at four budgets, bitwise") {
+  for (const char *fixture :
+       {"bert_ts_op14", "bert_ts_op17", "bert_ts_op17_nodrop", "bert_dynamo",
+        "txenc_ts_op17", "txenc_dynamo_op17"}) {
+    driver::LoadOptions options;
+    options.bind = "batch=2,seq=16";
+    auto graph = driver::loadModel(std::string(REMAT_TEST_DIR "/fixtures/") +
+                                       fixture + "/model.onnx",
+                                   options);
+    REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+    checkAllStrategies(trainingStep(std::move(*graph)), fixture,
+                       {1.0, 0.6, 0.3, 0.0});
+  }
+}
+
+TEST_CASE("remat: segments of BERT repeat per layer") {
+  driver::LoadOptions options;
+  options.bind = "batch=1,seq=16";
+  auto graph = driver::loadModel(REMAT_TEST_DIR "/../models/bert-mini.json",
+                                 options);
+  REQUIRE(bool(graph));
+  std::unique_ptr<Graph> step = trainingStep(std::move(*graph));
+  recompute::StashInfo stash = recompute::analyseStash(*step);
+  auto chain = recompute::findSegments(*step, stash, {});
+  REQUIRE(bool(chain));
+  // bert-mini has 4 layers; post-LN: attention + residual, LayerNorm, FFN +
+  // residual, LayerNorm.
+  CHECK(chain->numLayers == 4);
+  CHECK(chain->period == 4);
+  for (unsigned layer = 1; layer < chain->numLayers; ++layer)
+    for (unsigned s = 0; s < chain->period; ++s)
+      CHECK(chain->segments[chain->firstLayerSegment + layer * chain->period + s]
+                .kind ==
+            chain->segments[chain->firstLayerSegment + s].kind);
+}
