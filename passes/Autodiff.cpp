@@ -20,20 +20,19 @@
 // SoftmaxCrossEntropyLoss (scores; log_prob added when absent) and
 // remat.Gelu (derivative decomposed into Erf/Tanh/Exp arithmetic).
 //
-// Not differentiated through (their results are constants to autodiff):
-// - Shape, Constant, ConstantOfShape, Range: their values depend on shapes
-//   or attributes only, never on the values of their operands.
-// - Equal, GreaterOrEqual, And: boolean results, piecewise constant.
-// - Mod: piecewise; only used on integer shape arithmetic in practice.
-// - OneHot: its result depends on integer indices and constant values.
+// Only float values carry gradients. Not differentiated through:
+// - Shape, Constant, ConstantOfShape (no operand, or an integer one) and
+//   Equal, GreaterOrEqual, And (boolean results): no rule is needed, since
+//   their results never depend on a weight's value.
 // - Cast to or from a non-float dtype; any integer or bool value.
 // - Index-like operands: Gather/ScatterElements indices, the shape operand of
 //   Reshape/Expand, the axes of ReduceSum/Squeeze/Unsqueeze, the starts,
 //   ends, axes, steps of Slice, the split operand of Split, Where's
 //   condition, Dropout's ratio and training_mode, the labels and class
 //   weights of SoftmaxCrossEntropyLoss.
-// An op with float results and no rule (ScatterElements) on a path from a
-// weight to the loss is an error that names the node.
+// Any other op without a rule (ScatterElements, Mod, Range, OneHot) whose
+// float result depends on a weight and is on a path to the loss is an error
+// that names the node, rather than a silent zero gradient.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Builder.h"
@@ -66,44 +65,8 @@ AutodiffPass::AutodiffPass() {
 
 namespace {
 
-/// True for ops whose results never carry a gradient (Note [Autodiff]).
-bool isNonDifferentiable(OpKind op) {
-  switch (op) {
-  case OpKind::Shape:
-  case OpKind::Constant:
-  case OpKind::ConstantOfShape:
-  case OpKind::Range:
-  case OpKind::Equal:
-  case OpKind::GreaterOrEqual:
-  case OpKind::And:
-  case OpKind::Mod:
-  case OpKind::OneHot:
-    return true;
-  default:
-    return false;
-  }
-}
-
 /// True for ops that have a gradient rule.
-bool hasRule(OpKind op) {
-  switch (op) {
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
-  case OpKind::Pow: case OpKind::Sqrt: case OpKind::Erf: case OpKind::Tanh:
-  case OpKind::Relu: case OpKind::Sigmoid: case OpKind::Exp: case OpKind::Log:
-  case OpKind::Neg: case OpKind::Where: case OpKind::Max: case OpKind::Cast:
-  case OpKind::Identity: case OpKind::MatMul: case OpKind::Gemm:
-  case OpKind::Softmax: case OpKind::LogSoftmax:
-  case OpKind::LayerNormalization: case OpKind::Dropout:
-  case OpKind::ReduceMean: case OpKind::ReduceSum: case OpKind::ReduceMax:
-  case OpKind::Reshape: case OpKind::Transpose: case OpKind::Unsqueeze:
-  case OpKind::Squeeze: case OpKind::Concat: case OpKind::Slice:
-  case OpKind::Split: case OpKind::Expand: case OpKind::Gather:
-  case OpKind::SoftmaxCrossEntropyLoss: case OpKind::Gelu:
-    return true;
-  default:
-    return false;
-  }
-}
+bool hasRule(OpKind op) { return hasTrait(op, kDifferentiable); }
 
 /// True if operand \p i of \p node (an op with a rule) carries a gradient.
 bool isDifferentiableOperand(const Node &node, unsigned i) {
@@ -925,8 +888,6 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
     return !hasRule(node.getOp()) || isDifferentiableOperand(node, i);
   };
   for (Node &node : graph.getNodes()) {
-    if (isNonDifferentiable(node.getOp()))
-      continue;
     bool any = false;
     for (unsigned i = 0; i < node.getNumOperands(); ++i)
       any |= carries(node, i);
