@@ -77,15 +77,14 @@ IntRange findRange(const ir::Value *value) {
           return {user.getOperand(0)->getType().getDim(1), false,
                   user.getAttrs().getInt("ignore_index")};
         break;
-      case ir::OpKind::Reshape:
-      case ir::OpKind::Unsqueeze:
-      case ir::OpKind::Squeeze:
-      case ir::OpKind::Identity:
-      case ir::OpKind::Expand:
+      case ir::OpKind::Expand: // repeats values; shape-only ops keep them
         if (use.operandIndex == 0)
           work.push_back(user.getResult(0));
         break;
       default:
+        if (use.operandIndex == 0 &&
+            ir::hasTrait(user.getOp(), ir::kShapeOnly))
+          work.push_back(user.getResult(0));
         break;
       }
     }

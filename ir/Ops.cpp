@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include <string>
 
@@ -10,8 +11,9 @@ namespace remat::ir {
 
 static const OpInfo kOpInfos[] = {
 #define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,  \
-           SUMMARY)                                                            \
-  {#NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS, SUMMARY},
+           TRAITS, COST, SUMMARY)                                              \
+  {#NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,        \
+   uint32_t(TRAITS), CostClass::COST, SUMMARY},
 #include "ir/Ops.def"
 };
 
@@ -23,6 +25,24 @@ static const OpKind kAllOps[] = {
 const OpInfo &getOpInfo(OpKind op) { return kOpInfos[size_t(op)]; }
 
 llvm::ArrayRef<OpKind> allOps() { return kAllOps; }
+
+bool hasTrait(OpKind op, OpTrait trait) {
+  return (getOpInfo(op).traits & trait) != 0;
+}
+
+llvm::StringRef costClassName(CostClass cost) {
+  switch (cost) {
+  case CostClass::Free:
+    return "Free";
+  case CostClass::MemoryBound:
+    return "MemoryBound";
+  case CostClass::Reduction:
+    return "Reduction";
+  case CostClass::Gemm:
+    return "Gemm";
+  }
+  llvm_unreachable("unknown cost class");
+}
 
 std::optional<OpKind> lookupOp(llvm::StringRef domain, llvm::StringRef name) {
   if (domain == "ai.onnx")

@@ -17,11 +17,31 @@
 namespace remat::ir {
 
 enum class OpKind : uint16_t {
-#define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,  \
-           SUMMARY)                                                            \
-  NAME,
+#define OP(NAME, ...) NAME,
 #include "ir/Ops.def"
 };
+
+/// Facts about an op that passes and backends read instead of keeping lists.
+/// Ops.def gives each op its traits; read them with hasTrait.
+enum OpTrait : uint32_t {
+  /// Result element i depends only on operand element i (after broadcasting).
+  kElementwise = 1u << 0,
+  /// The result may overwrite a same-typed operand that dies here.
+  kInPlace = 1u << 1,
+  /// The result is operand 0's data unchanged, only its shape differs
+  /// (Reshape, Squeeze, Unsqueeze, Identity, Flatten-like).
+  kShapeOnly = 1u << 2,
+  /// Draws random numbers (Dropout in training mode).
+  kRandom = 1u << 3,
+  /// Autodiff has a rule for it.
+  kDifferentiable = 1u << 4,
+};
+
+/// What dominates an op's run time, for the cost model: Free for constants,
+/// Shape and pure views; Gemm for MatMul and Gemm; Reduction for the
+/// reductions, Softmax, LogSoftmax, LayerNormalization and the loss;
+/// MemoryBound for everything else.
+enum class CostClass : uint8_t { Free, MemoryBound, Reduction, Gemm };
 
 /// Marks an unbounded operand or result count in Ops.def.
 constexpr int kVariadic = -1;
@@ -35,6 +55,9 @@ struct OpInfo {
   int maxOperands; ///< kVariadic for no bound.
   int minResults;
   int maxResults; ///< kVariadic for no bound.
+  /// OpTrait bits.
+  uint32_t traits;
+  CostClass cost;
   llvm::StringRef summary;
 };
 
@@ -45,6 +68,10 @@ const OpInfo &getOpInfo(OpKind op);
 std::optional<OpKind> lookupOp(llvm::StringRef domain, llvm::StringRef name);
 /// \returns every op in Ops.def order.
 llvm::ArrayRef<OpKind> allOps();
+/// \returns whether Ops.def gives \p op the trait \p trait.
+bool hasTrait(OpKind op, OpTrait trait);
+/// \returns the name of \p cost as Ops.def spells it ("MemoryBound").
+llvm::StringRef costClassName(CostClass cost);
 /// \returns the .rir spelling: the name, prefixed "remat." in domain remat.
 std::string getOpSpelling(OpKind op);
 

@@ -1566,8 +1566,7 @@ Expected<Results> inferGelu(const Node &node) {
 /// Dispatches to infer<Name> for every op in Ops.def.
 Expected<Results> dispatch(const Node &node) {
   switch (node.getOp()) {
-#define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS, \
-           SUMMARY)                                                            \
+#define OP(NAME, ...)                                                          \
   case OpKind::NAME:                                                           \
     return infer##NAME(node);
 #include "ir/Ops.def"

@@ -11,29 +11,30 @@
 // deterministic. Contributions to an operand that was broadcast are summed
 // over the broadcast dims (ReduceSum + Reshape to the operand's shape).
 //
-// Gradient rules: Add Sub Mul Div Pow Sqrt Erf Tanh Relu Sigmoid Exp Log Neg
-// Where (x, y) Max Cast (float to float) Identity MatMul (batched, broadcast
-// batch dims, 1-D operands) Gemm Softmax LogSoftmax LayerNormalization
-// (through its Mean and InvStdDev results, added when absent) Dropout
-// (through its mask, added when absent) ReduceMean ReduceSum ReduceMax
-// Reshape Transpose Unsqueeze Squeeze Concat Slice Split Expand Gather (data)
-// SoftmaxCrossEntropyLoss (scores; log_prob added when absent) and
-// remat.Gelu (derivative decomposed into Erf/Tanh/Exp arithmetic).
+// Gradient rules, one grad<Op> function per op with trait kDifferentiable
+// in ir/Ops.def, dispatched through kGradRules: Add Sub Mul Div Pow Sqrt Erf
+// Tanh Relu Sigmoid Exp Log Neg Where (x, y) Max Cast (float to float)
+// Identity MatMul (batched, broadcast batch dims, 1-D operands) Gemm Softmax
+// LogSoftmax LayerNormalization (through its Mean and InvStdDev results,
+// added when absent) Dropout (through its mask, added when absent)
+// ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Concat
+// Slice Split Expand Gather (data) SoftmaxCrossEntropyLoss (scores; log_prob
+// added when absent) and remat.Gelu (derivative decomposed into Erf/Tanh/Exp
+// arithmetic).
 //
-// Not differentiated through (their results are constants to autodiff):
-// - Shape, Constant, ConstantOfShape, Range: their values depend on shapes
-//   or attributes only, never on the values of their operands.
-// - Equal, GreaterOrEqual, And: boolean results, piecewise constant.
-// - Mod: piecewise; only used on integer shape arithmetic in practice.
-// - OneHot: its result depends on integer indices and constant values.
+// Only float values carry gradients. Not differentiated through:
+// - Shape, Constant, ConstantOfShape (no operand, or an integer one) and
+//   Equal, GreaterOrEqual, And (boolean results): no rule is needed, since
+//   their results never depend on a weight's value.
 // - Cast to or from a non-float dtype; any integer or bool value.
 // - Index-like operands: Gather/ScatterElements indices, the shape operand of
 //   Reshape/Expand, the axes of ReduceSum/Squeeze/Unsqueeze, the starts,
 //   ends, axes, steps of Slice, the split operand of Split, Where's
 //   condition, Dropout's ratio and training_mode, the labels and class
 //   weights of SoftmaxCrossEntropyLoss.
-// An op with float results and no rule (ScatterElements) on a path from a
-// weight to the loss is an error that names the node.
+// Any other op without a rule (ScatterElements, Mod, Range, OneHot) whose
+// float result depends on a weight and is on a path to the loss is an error
+// that names the node, rather than a silent zero gradient.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Builder.h"
@@ -66,44 +67,8 @@ AutodiffPass::AutodiffPass() {
 
 namespace {
 
-/// True for ops whose results never carry a gradient (Note [Autodiff]).
-bool isNonDifferentiable(OpKind op) {
-  switch (op) {
-  case OpKind::Shape:
-  case OpKind::Constant:
-  case OpKind::ConstantOfShape:
-  case OpKind::Range:
-  case OpKind::Equal:
-  case OpKind::GreaterOrEqual:
-  case OpKind::And:
-  case OpKind::Mod:
-  case OpKind::OneHot:
-    return true;
-  default:
-    return false;
-  }
-}
-
-/// True for ops that have a gradient rule.
-bool hasRule(OpKind op) {
-  switch (op) {
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
-  case OpKind::Pow: case OpKind::Sqrt: case OpKind::Erf: case OpKind::Tanh:
-  case OpKind::Relu: case OpKind::Sigmoid: case OpKind::Exp: case OpKind::Log:
-  case OpKind::Neg: case OpKind::Where: case OpKind::Max: case OpKind::Cast:
-  case OpKind::Identity: case OpKind::MatMul: case OpKind::Gemm:
-  case OpKind::Softmax: case OpKind::LogSoftmax:
-  case OpKind::LayerNormalization: case OpKind::Dropout:
-  case OpKind::ReduceMean: case OpKind::ReduceSum: case OpKind::ReduceMax:
-  case OpKind::Reshape: case OpKind::Transpose: case OpKind::Unsqueeze:
-  case OpKind::Squeeze: case OpKind::Concat: case OpKind::Slice:
-  case OpKind::Split: case OpKind::Expand: case OpKind::Gather:
-  case OpKind::SoftmaxCrossEntropyLoss: case OpKind::Gelu:
-    return true;
-  default:
-    return false;
-  }
-}
+/// True for ops that have a gradient rule (grad<Op> below).
+bool hasRule(OpKind op) { return hasTrait(op, kDifferentiable); }
 
 /// True if operand \p i of \p node (an op with a rule) carries a gradient.
 bool isDifferentiableOperand(const Node &node, unsigned i) {
@@ -131,8 +96,8 @@ public:
             llvm::DenseMap<Value *, Value *> &gradOfWeight,
             const llvm::DenseSet<Value *> &reach);
 
-private:
-  // Building blocks.
+  // Building blocks of the gradient rules.
+  Graph &graph() { return graph_; }
   Value *emit(OpKind op, llvm::ArrayRef<Value *> operands, AttrList attrs = {});
   Node *emitNode(OpKind op, llvm::ArrayRef<Value *> operands, AttrList attrs,
                  unsigned numResults);
@@ -143,15 +108,16 @@ private:
   Value *reshape(Value *value, llvm::ArrayRef<int64_t> dims);
   Value *sumTo(Value *grad, const TensorType &type);
   Value *castTo(Value *value, DType dtype);
-  Value *accumulate(Value *value);
+  /// Adds \p grad (null: nothing) to the gradient of \p operand.
   void contribute(Value *operand, Value *grad);
-
-  Error backprop(Node &node);
-  Error backpropLoss(Node &node, Value *grad);
-
+  /// True if operand \p i of \p node needs a gradient.
   bool wants(const Node &node, unsigned i) const {
     return reach_->contains(node.getOperand(i));
   }
+
+private:
+  Value *accumulate(Value *value);
+  Error backprop(Node &node);
 
   Graph &graph_;
   Builder builder_;
@@ -285,6 +251,768 @@ llvm::SmallVector<int64_t, 4> keepDims(const TensorType &type,
   return dims;
 }
 
+/// What a gradient rule gets: the forward node and the gradients that
+/// reached its results.
+struct GradArgs {
+  Node &node;
+  /// The gradient of each result, null where none reached it.
+  llvm::ArrayRef<Value *> grads;
+  /// grads[0]; null only for Split, whose other results may carry one.
+  Value *g;
+  /// Result 0 and its dtype.
+  Value *y;
+  DType dt;
+
+  Value *in(unsigned i) const { return node.getOperand(i); }
+  const TensorType &typeOf(unsigned i) const {
+    return node.getOperand(i)->getType();
+  }
+};
+
+/// The gradient rule of op K: emits the backward nodes of one forward node
+/// and contributes the gradients of the operands that want one. Defined for
+/// exactly the ops with trait kDifferentiable (kGradRules does not compile
+/// otherwise); an Error is for what the graph causes, not for bugs.
+template <OpKind K>
+Error grad(Differentiator &d, const GradArgs &args) = delete;
+
+/// The rule of Add and Sub.
+Error gradAddOrSub(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  if (d.wants(node, 0))
+    d.contribute(args.in(0), d.sumTo(g, args.typeOf(0)));
+  if (d.wants(node, 1))
+    d.contribute(
+        args.in(1),
+        d.sumTo(node.getOp() == OpKind::Add ? g : d.emit(OpKind::Neg, {g}),
+                args.typeOf(1)));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Add>(Differentiator &d, const GradArgs &args) {
+  return gradAddOrSub(d, args);
+}
+
+template <> Error grad<OpKind::Sub>(Differentiator &d, const GradArgs &args) {
+  return gradAddOrSub(d, args);
+}
+
+template <> Error grad<OpKind::Mul>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  if (d.wants(node, 0))
+    d.contribute(args.in(0),
+                 d.sumTo(d.emit(OpKind::Mul, {g, args.in(1)}), args.typeOf(0)));
+  if (d.wants(node, 1))
+    d.contribute(args.in(1),
+                 d.sumTo(d.emit(OpKind::Mul, {g, args.in(0)}), args.typeOf(1)));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Div>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  Value *y = args.y;
+  Value *ga = d.emit(OpKind::Div, {g, args.in(1)});
+  if (d.wants(node, 0))
+    d.contribute(args.in(0), d.sumTo(ga, args.typeOf(0)));
+  // d(a/b)/db = -(a/b)/b.
+  if (d.wants(node, 1))
+    d.contribute(args.in(1),
+                 d.sumTo(d.emit(OpKind::Neg, {d.emit(OpKind::Mul, {ga, y})}),
+                         args.typeOf(1)));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Pow>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  Value *y = args.y;
+  DType dt = args.dt;
+  Value *b = d.castTo(args.in(1), dt);
+  if (d.wants(node, 0)) {
+    Value *pm1 = d.emit(
+        OpKind::Pow, {args.in(0), d.emit(OpKind::Sub, {b, d.scalar(dt, 1)})});
+    d.contribute(args.in(0), d.sumTo(d.emit(OpKind::Mul,
+                                            {d.emit(OpKind::Mul, {g, b}), pm1}),
+                                     args.typeOf(0)));
+  }
+  if (d.wants(node, 1)) {
+    Value *gb = d.emit(OpKind::Mul, {d.emit(OpKind::Mul, {g, y}),
+                                     d.emit(OpKind::Log, {args.in(0)})});
+    d.contribute(args.in(1), d.sumTo(d.castTo(gb, args.typeOf(1).getDType()),
+                                     args.typeOf(1)));
+  }
+  return Error::success();
+}
+
+/// dy/dx = 0.5 / y.
+template <> Error grad<OpKind::Sqrt>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  Value *y = args.y;
+  DType dt = args.dt;
+  d.contribute(
+      args.in(0),
+      d.emit(OpKind::Div, {d.emit(OpKind::Mul, {g, d.scalar(dt, 0.5)}), y}));
+  return Error::success();
+}
+
+/// dy/dx = 2/sqrt(pi) * exp(-x^2).
+template <> Error grad<OpKind::Erf>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  DType dt = args.dt;
+  Value *x = args.in(0);
+  Value *e =
+      d.emit(OpKind::Exp, {d.emit(OpKind::Neg, {d.emit(OpKind::Mul, {x, x})})});
+  d.contribute(x, d.emit(OpKind::Mul,
+                         {g, d.emit(OpKind::Mul,
+                                    {e, d.scalar(dt, 2 / std::sqrt(M_PI))})}));
+  return Error::success();
+}
+
+/// dy/dx = 1 - y^2.
+template <> Error grad<OpKind::Tanh>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  Value *y = args.y;
+  DType dt = args.dt;
+  d.contribute(args.in(0),
+               d.emit(OpKind::Mul,
+                      {g, d.emit(OpKind::Sub, {d.scalar(dt, 1),
+                                               d.emit(OpKind::Mul, {y, y})})}));
+  return Error::success();
+}
+
+/// dy/dx = x > 0, i.e. not (0 >= x).
+template <> Error grad<OpKind::Relu>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  DType dt = args.dt;
+  d.contribute(args.in(0),
+               d.emit(OpKind::Where, {d.emit(OpKind::GreaterOrEqual,
+                                             {d.scalar(dt, 0), args.in(0)}),
+                                      d.scalar(dt, 0), g}));
+  return Error::success();
+}
+
+/// dy/dx = y (1 - y).
+template <>
+Error grad<OpKind::Sigmoid>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  Value *y = args.y;
+  DType dt = args.dt;
+  d.contribute(args.in(0), d.emit(OpKind::Mul,
+                                  {d.emit(OpKind::Mul, {g, y}),
+                                   d.emit(OpKind::Sub, {d.scalar(dt, 1), y})}));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Exp>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  Value *y = args.y;
+  d.contribute(args.in(0), d.emit(OpKind::Mul, {g, y}));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Log>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  d.contribute(args.in(0), d.emit(OpKind::Div, {g, args.in(0)}));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Neg>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  d.contribute(args.in(0), d.emit(OpKind::Neg, {g}));
+  return Error::success();
+}
+
+template <>
+Error grad<OpKind::Identity>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  d.contribute(args.in(0), g);
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Cast>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  d.contribute(args.in(0), d.castTo(g, args.typeOf(0).getDType()));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Where>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  DType dt = args.dt;
+  if (d.wants(node, 1))
+    d.contribute(args.in(1), d.sumTo(d.emit(OpKind::Where,
+                                            {args.in(0), g, d.scalar(dt, 0)}),
+                                     args.typeOf(1)));
+  if (d.wants(node, 2))
+    d.contribute(args.in(2), d.sumTo(d.emit(OpKind::Where,
+                                            {args.in(0), d.scalar(dt, 0), g}),
+                                     args.typeOf(2)));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Max>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  Value *y = args.y;
+  DType dt = args.dt;
+  // The first operand equal to the maximum takes the gradient (ties go to
+  // the earliest operand, so the parts sum to g).
+  Value *taken = nullptr;
+  for (unsigned i = 0; i < node.getNumOperands(); ++i) {
+    Value *eq = d.emit(OpKind::Equal, {args.in(i), y});
+    Value *pick =
+        taken ? d.emit(OpKind::Where, {taken, d.boolean(false), eq}) : eq;
+    if (d.wants(node, i))
+      d.contribute(args.in(i),
+                   d.sumTo(d.emit(OpKind::Where, {pick, g, d.scalar(dt, 0)}),
+                           args.typeOf(i)));
+    if (i + 1 < node.getNumOperands())
+      taken = taken ? d.emit(OpKind::Where, {eq, d.boolean(true), taken}) : eq;
+  }
+  return Error::success();
+}
+
+template <>
+Error grad<OpKind::MatMul>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  // Work on rank >= 2 views: a 1-D a is [1, k], a 1-D b is [k, 1].
+  TensorType ta = args.typeOf(0), tb = args.typeOf(1);
+  Value *a = args.in(0), *b = args.in(1);
+  if (ta.getRank() == 1)
+    a = d.reshape(a, {1, ta.getDim(0)});
+  if (tb.getRank() == 1)
+    b = d.reshape(b, {tb.getDim(0), 1});
+  if (!a || !b)
+    return Error::success();
+  llvm::SmallVector<int64_t, 4> gDims;
+  {
+    llvm::ArrayRef<int64_t> ad = a->getType().getDims();
+    llvm::ArrayRef<int64_t> bd = b->getType().getDims();
+    auto batch = broadcastShapes(ad.drop_back(2), bd.drop_back(2));
+    assert(batch && "MatMul operands do not broadcast");
+    gDims.assign(batch->begin(), batch->end());
+    gDims.push_back(ad[ad.size() - 2]);
+    gDims.push_back(bd.back());
+  }
+  Value *g2 = d.reshape(g, gDims);
+  auto swapLast = [&](Value *v) {
+    unsigned rank = v->getType().getRank();
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    AttrList attrs;
+    attrs.set("perm", perm);
+    return d.emit(OpKind::Transpose, {v}, attrs);
+  };
+  if (d.wants(node, 0))
+    d.contribute(args.in(0),
+                 d.reshape(d.sumTo(d.emit(OpKind::MatMul, {g2, swapLast(b)}),
+                                   a->getType()),
+                           ta.getDims()));
+  if (d.wants(node, 1))
+    d.contribute(args.in(1),
+                 d.reshape(d.sumTo(d.emit(OpKind::MatMul, {swapLast(a), g2}),
+                                   b->getType()),
+                           tb.getDims()));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Gemm>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  DType dt = args.dt;
+  const AttrList &attrs = args.node.getAttrs();
+  bool transA = intAttr(node, "transA", 0), transB = intAttr(node, "transB", 0);
+  float alpha = attrs.getFloat("alpha").value_or(1.0f);
+  float beta = attrs.getFloat("beta").value_or(1.0f);
+  auto gemm = [&](Value *p, Value *q, bool tp, bool tq) {
+    AttrList a;
+    if (alpha != 1.0f)
+      a.set("alpha", alpha);
+    if (tp)
+      a.set("transA", int64_t(1));
+    if (tq)
+      a.set("transB", int64_t(1));
+    return d.emit(OpKind::Gemm, {p, q}, a);
+  };
+  if (d.wants(node, 0))
+    d.contribute(args.in(0), transA ? gemm(args.in(1), g, transB, true)
+                                    : gemm(g, args.in(1), false, !transB));
+  if (d.wants(node, 1))
+    d.contribute(args.in(1), transB ? gemm(g, args.in(0), true, transA)
+                                    : gemm(args.in(0), g, !transA, false));
+  if (node.getNumOperands() > 2 && d.wants(node, 2)) {
+    // beta is a float attribute: scale in the element type as Gemm does.
+    Value *gc =
+        beta == 1.0f ? g : d.emit(OpKind::Mul, {g, d.scalar(dt, double(beta))});
+    d.contribute(args.in(2), d.sumTo(gc, args.typeOf(2)));
+  }
+  return Error::success();
+}
+
+/// The rule of Softmax and LogSoftmax.
+Error gradSoftmaxOrLogSoftmax(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  Value *y = args.y;
+  int64_t axis = normAxis(intAttr(node, "axis", -1), y->getType().getRank());
+  Value *axes = d.ints({axis});
+  if (node.getOp() == OpKind::Softmax) {
+    Value *s = d.emit(OpKind::ReduceSum, {d.emit(OpKind::Mul, {g, y}), axes});
+    d.contribute(args.in(0),
+                 d.emit(OpKind::Mul, {y, d.emit(OpKind::Sub, {g, s})}));
+  } else {
+    Value *s = d.emit(OpKind::ReduceSum, {g, axes});
+    d.contribute(
+        args.in(0),
+        d.emit(OpKind::Sub,
+               {g, d.emit(OpKind::Mul, {d.emit(OpKind::Exp, {y}), s})}));
+  }
+  return Error::success();
+}
+
+template <>
+Error grad<OpKind::Softmax>(Differentiator &d, const GradArgs &args) {
+  return gradSoftmaxOrLogSoftmax(d, args);
+}
+
+template <>
+Error grad<OpKind::LogSoftmax>(Differentiator &d, const GradArgs &args) {
+  return gradSoftmaxOrLogSoftmax(d, args);
+}
+
+template <>
+Error grad<OpKind::LayerNormalization>(Differentiator &d,
+                                       const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  Value *y = args.y;
+  DType dt = args.dt;
+  // xhat = (x - Mean) * InvStdDev; dx = InvStdDev * (dxhat - mean(dxhat)
+  // - xhat * mean(dxhat * xhat)) over the normalized dims.
+  const TensorType &tx = args.typeOf(0);
+  int64_t axis = normAxis(intAttr(node, "axis", -1), tx.getRank());
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < tx.getRank(); ++i)
+    axes.push_back(i);
+  for (unsigned i = node.getNumResults(); i < 3; ++i) {
+    const char *suffix = i == 1 ? "_mean" : "_inv_std_dev";
+    Value *added = d.graph().addResult(
+        &node, d.graph().uniqueName(y->getName().str() + suffix), y->getType());
+    (void)added;
+  }
+  {
+    auto inferred = inferTypes(node);
+    if (!inferred)
+      return inferred.takeError();
+    for (unsigned i = 1; i < 3; ++i)
+      node.getResult(i)->setType((*inferred)[i].type);
+  }
+  Value *mean = d.castTo(node.getResult(1), dt);
+  Value *inv = d.castTo(node.getResult(2), dt);
+  Value *xhat =
+      d.emit(OpKind::Mul, {d.emit(OpKind::Sub, {args.in(0), mean}), inv});
+  AttrList meanAttrs;
+  meanAttrs.set("axes", axes);
+  if (node.getNumOperands() > 2 && d.wants(node, 2))
+    d.contribute(args.in(2), d.sumTo(g, args.typeOf(2)));
+  if (d.wants(node, 1))
+    d.contribute(args.in(1),
+                 d.sumTo(d.emit(OpKind::Mul, {g, xhat}), args.typeOf(1)));
+  if (d.wants(node, 0)) {
+    Value *dxhat = d.emit(OpKind::Mul, {g, args.in(1)});
+    Value *m1 = d.emit(OpKind::ReduceMean, {dxhat}, meanAttrs);
+    Value *m2 = d.emit(OpKind::ReduceMean, {d.emit(OpKind::Mul, {dxhat, xhat})},
+                       meanAttrs);
+    Value *inner = d.emit(OpKind::Sub, {d.emit(OpKind::Sub, {dxhat, m1}),
+                                        d.emit(OpKind::Mul, {xhat, m2})});
+    d.contribute(args.in(0), d.emit(OpKind::Mul, {inner, inv}));
+  }
+  return Error::success();
+}
+
+template <>
+Error grad<OpKind::Dropout>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  Value *y = args.y;
+  DType dt = args.dt;
+  // y = x * mask / (1 - ratio) in training mode, else x.
+  const TensorData *training =
+      node.getNumOperands() > 2 ? getConstantValue(args.in(2)) : nullptr;
+  if (node.getNumOperands() < 3 || (training && training->getInt(0) == 0)) {
+    d.contribute(args.in(0), g);
+    return Error::success();
+  }
+  if (node.getNumResults() < 2)
+    d.graph().addResult(&node,
+                        d.graph().uniqueName(y->getName().str() + "_mask"),
+                        TensorType(DType::Bool, y->getType().getDims()));
+  Value *ratio =
+      node.getNumOperands() > 1 ? d.castTo(args.in(1), dt) : d.scalar(dt, 0.5);
+  Value *scale =
+      d.emit(OpKind::Div,
+             {d.scalar(dt, 1), d.emit(OpKind::Sub, {d.scalar(dt, 1), ratio})});
+  Value *masked = d.emit(
+      OpKind::Mul,
+      {d.emit(OpKind::Mul, {g, d.castTo(node.getResult(1), dt)}), scale});
+  if (!training)
+    masked = d.emit(OpKind::Where, {args.in(2), masked, g});
+  d.contribute(args.in(0), masked);
+  return Error::success();
+}
+
+/// The rule of ReduceMean, ReduceSum and ReduceMax.
+Error gradReduce(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  Value *y = args.y;
+  DType dt = args.dt;
+  const AttrList &attrs = args.node.getAttrs();
+  const TensorType &tx = args.typeOf(0);
+  std::vector<int64_t> axes;
+  bool all = false;
+  if (node.getOp() == OpKind::ReduceSum) {
+    if (node.getNumOperands() > 1) {
+      const TensorData *data = getConstantValue(args.in(1));
+      if (!data)
+        return makeError(node.describe() +
+                         ": autodiff needs constant axes for ReduceSum");
+      axes = data->getInts();
+    }
+    if (axes.empty()) {
+      if (intAttr(node, "noop_with_empty_axes", 0)) {
+        d.contribute(args.in(0), g);
+        return Error::success();
+      }
+      all = true;
+    }
+  } else if (auto list = attrs.getInts("axes")) {
+    axes = *list;
+  } else {
+    all = true;
+  }
+  if (all)
+    for (unsigned i = 0; i < tx.getRank(); ++i)
+      axes.push_back(i);
+  auto kd = keepDims(tx, axes);
+  Value *gk = d.reshape(g, kd);
+  if (node.getOp() == OpKind::ReduceMax) {
+    Value *yk = d.reshape(y, kd);
+    d.contribute(args.in(0),
+                 d.emit(OpKind::Where, {d.emit(OpKind::Equal, {args.in(0), yk}),
+                                        gk, d.scalar(dt, 0)}));
+    return Error::success();
+  }
+  Value *expanded = d.emit(OpKind::Expand, {gk, d.ints(tx.getDims())});
+  if (node.getOp() == OpKind::ReduceMean) {
+    int64_t count = 1;
+    for (int64_t axis : axes)
+      count *= tx.getDim(normAxis(axis, tx.getRank()));
+    expanded = d.emit(OpKind::Div, {expanded, d.scalar(dt, double(count))});
+  }
+  d.contribute(args.in(0), expanded);
+  return Error::success();
+}
+
+template <>
+Error grad<OpKind::ReduceMean>(Differentiator &d, const GradArgs &args) {
+  return gradReduce(d, args);
+}
+
+template <>
+Error grad<OpKind::ReduceSum>(Differentiator &d, const GradArgs &args) {
+  return gradReduce(d, args);
+}
+
+template <>
+Error grad<OpKind::ReduceMax>(Differentiator &d, const GradArgs &args) {
+  return gradReduce(d, args);
+}
+
+/// The rule of Reshape, Unsqueeze and Squeeze.
+Error gradReshape(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  d.contribute(args.in(0), d.reshape(g, args.typeOf(0).getDims()));
+  return Error::success();
+}
+
+template <>
+Error grad<OpKind::Reshape>(Differentiator &d, const GradArgs &args) {
+  return gradReshape(d, args);
+}
+
+template <>
+Error grad<OpKind::Unsqueeze>(Differentiator &d, const GradArgs &args) {
+  return gradReshape(d, args);
+}
+
+template <>
+Error grad<OpKind::Squeeze>(Differentiator &d, const GradArgs &args) {
+  return gradReshape(d, args);
+}
+
+template <>
+Error grad<OpKind::Expand>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  d.contribute(args.in(0), d.sumTo(g, args.typeOf(0)));
+  return Error::success();
+}
+
+template <>
+Error grad<OpKind::Transpose>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  const AttrList &attrs = args.node.getAttrs();
+  unsigned rank = args.typeOf(0).getRank();
+  std::vector<int64_t> perm(rank);
+  std::iota(perm.begin(), perm.end(), 0);
+  if (auto given = attrs.getInts("perm"))
+    perm = *given;
+  else
+    std::reverse(perm.begin(), perm.end());
+  std::vector<int64_t> inverse(rank);
+  for (unsigned i = 0; i < rank; ++i)
+    inverse[perm[i]] = i;
+  AttrList a;
+  a.set("perm", inverse);
+  d.contribute(args.in(0), d.emit(OpKind::Transpose, {g}, a));
+  return Error::success();
+}
+
+template <>
+Error grad<OpKind::Concat>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  Value *y = args.y;
+  unsigned rank = y->getType().getRank();
+  int64_t axis = normAxis(intAttr(node, "axis", 0), rank);
+  if (node.getNumOperands() == 1) {
+    d.contribute(args.in(0), g);
+    return Error::success();
+  }
+  std::vector<int64_t> sizes;
+  for (unsigned i = 0; i < node.getNumOperands(); ++i)
+    sizes.push_back(args.typeOf(i).getDim(axis));
+  AttrList a;
+  a.set("axis", axis);
+  Node *split =
+      d.emitNode(OpKind::Split, {g, d.ints(sizes)}, a, node.getNumOperands());
+  if (!split)
+    return Error::success();
+  for (unsigned i = 0; i < node.getNumOperands(); ++i)
+    if (d.wants(node, i))
+      d.contribute(args.in(i), split->getResult(i));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Split>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *y = args.y;
+  unsigned rank = y->getType().getRank();
+  int64_t axis = normAxis(intAttr(node, "axis", 0), rank);
+  llvm::SmallVector<Value *, 4> parts;
+  bool any = false;
+  for (unsigned i = 0; i < node.getNumResults(); ++i) {
+    any |= args.grads[i] != nullptr;
+    parts.push_back(args.grads[i] ? args.grads[i]
+                                  : d.zeros(node.getResult(i)->getType()));
+  }
+  if (!any)
+    return Error::success();
+  AttrList a;
+  a.set("axis", axis);
+  d.contribute(args.in(0),
+               parts.size() == 1 ? parts[0] : d.emit(OpKind::Concat, parts, a));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Slice>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  Value *y = args.y;
+  DType dt = args.dt;
+  // Scatter g into zeros at the flat positions the same Slice takes from
+  // an iota of the data's shape.
+  const TensorType &tx = args.typeOf(0);
+  int64_t n = tx.getNumElements();
+  Value *iota = d.emit(OpKind::Range, {d.scalar(DType::I64, 0),
+                                       d.scalar(DType::I64, double(n)),
+                                       d.scalar(DType::I64, 1)});
+  llvm::SmallVector<Value *, 5> operands{d.reshape(iota, tx.getDims())};
+  for (unsigned i = 1; i < node.getNumOperands(); ++i)
+    operands.push_back(args.in(i));
+  Value *taken = d.emit(OpKind::Slice, operands);
+  int64_t m = y->getType().getNumElements();
+  AttrList a;
+  a.set("axis", int64_t(0));
+  a.set("reduction", std::string("add"));
+  Value *flat = d.emit(
+      OpKind::ScatterElements,
+      {d.zeros(TensorType(dt, {n})), d.reshape(taken, {m}), d.reshape(g, {m})},
+      a);
+  d.contribute(args.in(0), d.reshape(flat, tx.getDims()));
+  return Error::success();
+}
+
+template <>
+Error grad<OpKind::Gather>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  DType dt = args.dt;
+  // View data as [outer, A, inner] and the gradient as [outer, n, inner];
+  // ScatterElements needs indices of the updates' shape, so the indices
+  // are reshaped to [1, n, 1] and expanded.
+  const TensorType &tx = args.typeOf(0);
+  int64_t axis = normAxis(intAttr(node, "axis", 0), tx.getRank());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= tx.getDim(i);
+  for (int64_t i = axis + 1; i < tx.getRank(); ++i)
+    inner *= tx.getDim(i);
+  int64_t n = args.typeOf(1).getNumElements();
+  Value *idx = d.emit(OpKind::Expand, {d.reshape(args.in(1), {1, n, 1}),
+                                       d.ints({outer, n, inner})});
+  AttrList a;
+  a.set("axis", int64_t(1));
+  a.set("reduction", std::string("add"));
+  Value *scattered =
+      d.emit(OpKind::ScatterElements,
+             {d.zeros(TensorType(dt, {outer, tx.getDim(axis), inner})), idx,
+              d.reshape(g, {outer, n, inner})},
+             a);
+  d.contribute(args.in(0), d.reshape(scattered, tx.getDims()));
+  return Error::success();
+}
+
+template <> Error grad<OpKind::Gelu>(Differentiator &d, const GradArgs &args) {
+  Value *g = args.g;
+  DType dt = args.dt;
+  const AttrList &attrs = args.node.getAttrs();
+  Value *x = args.in(0);
+  std::string approx = attrs.getString("approximate").value_or("none");
+  Value *half = d.scalar(dt, 0.5), *one = d.scalar(dt, 1);
+  Value *dydx;
+  if (approx == "tanh") {
+    // u = c (x + k x^3), dydx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3k x^2).
+    double c = std::sqrt(2 / M_PI), k = 0.044715;
+    Value *x2 = d.emit(OpKind::Mul, {x, x});
+    Value *u = d.emit(
+        OpKind::Mul,
+        {d.scalar(dt, c),
+         d.emit(OpKind::Add,
+                {x, d.emit(OpKind::Mul,
+                           {d.scalar(dt, k), d.emit(OpKind::Mul, {x2, x})})})});
+    Value *t = d.emit(OpKind::Tanh, {u});
+    Value *du =
+        d.emit(OpKind::Mul,
+               {d.scalar(dt, c),
+                d.emit(OpKind::Add,
+                       {one, d.emit(OpKind::Mul, {d.scalar(dt, 3 * k), x2})})});
+    Value *sech2 = d.emit(OpKind::Sub, {one, d.emit(OpKind::Mul, {t, t})});
+    dydx = d.emit(OpKind::Add,
+                  {d.emit(OpKind::Mul, {half, d.emit(OpKind::Add, {one, t})}),
+                   d.emit(OpKind::Mul, {d.emit(OpKind::Mul, {half, x}),
+                                        d.emit(OpKind::Mul, {sech2, du})})});
+  } else {
+    // dydx = Phi(x) + x phi(x).
+    Value *cdf = d.emit(
+        OpKind::Mul,
+        {half, d.emit(OpKind::Add,
+                      {one, d.emit(OpKind::Erf,
+                                   {d.emit(OpKind::Mul,
+                                           {x, d.scalar(dt, M_SQRT1_2)})})})});
+    Value *pdf =
+        d.emit(OpKind::Mul,
+               {d.scalar(dt, 1 / std::sqrt(2 * M_PI)),
+                d.emit(OpKind::Exp,
+                       {d.emit(OpKind::Mul, {d.scalar(dt, -0.5),
+                                             d.emit(OpKind::Mul, {x, x})})})});
+    dydx = d.emit(OpKind::Add, {cdf, d.emit(OpKind::Mul, {x, pdf})});
+  }
+  d.contribute(x, d.emit(OpKind::Mul, {g, dydx}));
+  return Error::success();
+}
+
+/// SoftmaxCrossEntropyLoss w.r.t. scores [N, C, d...]:
+///   dscores = g' * w_n * (softmax(scores) - onehot(label_n))
+/// with w_n = 0 at ignore_index, else the class weight (or 1), and g' = g per
+/// element (none), g (sum), or g / sum(w_n) (mean).
+template <>
+Error grad<OpKind::SoftmaxCrossEntropyLoss>(Differentiator &d,
+                                            const GradArgs &args) {
+  Node &node = args.node;
+  Value *g = args.g;
+  Value *scores = node.getOperand(0), *labels = node.getOperand(1);
+  const TensorType &ts = scores->getType();
+  DType dt = ts.getDType();
+  DType lt = labels->getType().getDType();
+  if (node.getNumResults() < 2)
+    d.graph().addResult(
+        &node,
+        d.graph().uniqueName(node.getResult(0)->getName().str() + "_log_prob"),
+        ts);
+  Value *prob = d.emit(OpKind::Exp, {node.getResult(1)});
+  std::optional<int64_t> ignore = node.getAttrs().getInt("ignore_index");
+  std::string reduction =
+      node.getAttrs().getString("reduction").value_or("mean");
+  Value *safe = labels;
+  Value *ignored = nullptr;
+  if (ignore) {
+    ignored = d.emit(OpKind::Equal, {labels, d.ints({*ignore}, lt)});
+    safe = d.emit(OpKind::Where, {ignored, d.ints({0}, lt), labels});
+  }
+  // w_n, of the labels' shape.
+  Value *w;
+  if (node.getNumOperands() > 2)
+    w = d.emit(OpKind::Gather, {node.getOperand(2), safe});
+  else
+    w = d.emit(OpKind::Expand,
+               {d.scalar(dt, 1), d.ints(labels->getType().getDims())});
+  if (ignored)
+    w = d.emit(OpKind::Where, {ignored, d.scalar(dt, 0), w});
+  Value *scale = w;
+  if (reduction == "mean")
+    scale = d.emit(OpKind::Div, {w, d.emit(OpKind::ReduceSum, {w})});
+  scale = d.emit(OpKind::Mul, {scale, g}); // g is [] or labels-shaped.
+  // One-hot along axis 1: labels [N, 1, d...] == classes [1, C, 1...].
+  std::vector<int64_t> classDims(ts.getRank(), 1);
+  classDims[1] = ts.getDim(1);
+  std::vector<int64_t> classes(ts.getDim(1));
+  std::iota(classes.begin(), classes.end(), 0);
+  Value *classValues = d.reshape(d.ints(classes, lt), classDims);
+  Value *axis1 = d.ints({1});
+  Value *onehot =
+      d.castTo(d.emit(OpKind::Equal,
+                      {d.emit(OpKind::Unsqueeze, {safe, axis1}), classValues}),
+               dt);
+  Value *diff = d.emit(OpKind::Sub, {prob, onehot});
+  d.contribute(scores, d.emit(OpKind::Mul, {diff, d.emit(OpKind::Unsqueeze,
+                                                         {scale, axis1})}));
+  return Error::success();
+}
+
+using GradRule = Error (*)(Differentiator &, const GradArgs &);
+
+/// grad<Op> for an op with trait kDifferentiable, else null.
+template <OpKind K, uint32_t Traits> constexpr GradRule ruleFor() {
+  if constexpr ((Traits & kDifferentiable) != 0)
+    return &grad<K>;
+  else
+    return nullptr;
+}
+
+/// The gradient rules, indexed by OpKind.
+constexpr GradRule kGradRules[] = {
+#define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS, \
+           TRAITS, COST, SUMMARY)                                              \
+  ruleFor<OpKind::NAME, uint32_t(TRAITS)>(),
+#include "ir/Ops.def"
+};
+
 Error Differentiator::backprop(Node &node) {
   llvm::SmallVector<Value *, 2> grads;
   for (Value *result : node.getResults())
@@ -301,546 +1029,14 @@ Error Differentiator::backprop(Node &node) {
     return Error::success();
   base_ = node.getResult(0)->getName().str() + "_grad";
   builder_.setLayer(node.getLayer());
-  auto in = [&](unsigned i) { return node.getOperand(i); };
-  auto typeOf = [&](unsigned i) -> const TensorType & {
-    return node.getOperand(i)->getType();
-  };
+  GradRule rule = kGradRules[size_t(node.getOp())];
+  assert(rule && "op without a gradient rule reached backprop");
   Value *y = node.getResult(0);
-  DType dt = y->getType().getDType();
-  const AttrList &attrs = node.getAttrs();
-
-  switch (node.getOp()) {
-  case OpKind::Add:
-  case OpKind::Sub:
-    if (wants(node, 0))
-      contribute(in(0), sumTo(g, typeOf(0)));
-    if (wants(node, 1))
-      contribute(in(1), sumTo(node.getOp() == OpKind::Add
-                                  ? g
-                                  : emit(OpKind::Neg, {g}),
-                              typeOf(1)));
-    break;
-  case OpKind::Mul:
-    if (wants(node, 0))
-      contribute(in(0), sumTo(emit(OpKind::Mul, {g, in(1)}), typeOf(0)));
-    if (wants(node, 1))
-      contribute(in(1), sumTo(emit(OpKind::Mul, {g, in(0)}), typeOf(1)));
-    break;
-  case OpKind::Div: {
-    Value *ga = emit(OpKind::Div, {g, in(1)});
-    if (wants(node, 0))
-      contribute(in(0), sumTo(ga, typeOf(0)));
-    // d(a/b)/db = -(a/b)/b.
-    if (wants(node, 1))
-      contribute(in(1), sumTo(emit(OpKind::Neg, {emit(OpKind::Mul, {ga, y})}),
-                              typeOf(1)));
-    break;
-  }
-  case OpKind::Pow: {
-    Value *b = castTo(in(1), dt);
-    if (wants(node, 0)) {
-      Value *pm1 = emit(OpKind::Pow, {in(0), emit(OpKind::Sub,
-                                                  {b, scalar(dt, 1)})});
-      contribute(in(0), sumTo(emit(OpKind::Mul, {emit(OpKind::Mul, {g, b}),
-                                                 pm1}),
-                              typeOf(0)));
-    }
-    if (wants(node, 1)) {
-      Value *gb = emit(OpKind::Mul,
-                       {emit(OpKind::Mul, {g, y}), emit(OpKind::Log, {in(0)})});
-      contribute(in(1), sumTo(castTo(gb, typeOf(1).getDType()), typeOf(1)));
-    }
-    break;
-  }
-  case OpKind::Sqrt: // 0.5 / y
-    contribute(in(0), emit(OpKind::Div,
-                           {emit(OpKind::Mul, {g, scalar(dt, 0.5)}), y}));
-    break;
-  case OpKind::Erf: { // 2/sqrt(pi) * exp(-x^2)
-    Value *x = in(0);
-    Value *e = emit(OpKind::Exp,
-                    {emit(OpKind::Neg, {emit(OpKind::Mul, {x, x})})});
-    contribute(x, emit(OpKind::Mul,
-                       {g, emit(OpKind::Mul,
-                                {e, scalar(dt, 2 / std::sqrt(M_PI))})}));
-    break;
-  }
-  case OpKind::Tanh: // 1 - y^2
-    contribute(in(0),
-               emit(OpKind::Mul, {g, emit(OpKind::Sub,
-                                          {scalar(dt, 1),
-                                           emit(OpKind::Mul, {y, y})})}));
-    break;
-  case OpKind::Relu: // x > 0, i.e. not (0 >= x)
-    contribute(in(0), emit(OpKind::Where,
-                           {emit(OpKind::GreaterOrEqual,
-                                 {scalar(dt, 0), in(0)}),
-                            scalar(dt, 0), g}));
-    break;
-  case OpKind::Sigmoid: // y (1 - y)
-    contribute(in(0),
-               emit(OpKind::Mul, {emit(OpKind::Mul, {g, y}),
-                                  emit(OpKind::Sub, {scalar(dt, 1), y})}));
-    break;
-  case OpKind::Exp:
-    contribute(in(0), emit(OpKind::Mul, {g, y}));
-    break;
-  case OpKind::Log:
-    contribute(in(0), emit(OpKind::Div, {g, in(0)}));
-    break;
-  case OpKind::Neg:
-    contribute(in(0), emit(OpKind::Neg, {g}));
-    break;
-  case OpKind::Identity:
-    contribute(in(0), g);
-    break;
-  case OpKind::Cast:
-    contribute(in(0), castTo(g, typeOf(0).getDType()));
-    break;
-  case OpKind::Where:
-    if (wants(node, 1))
-      contribute(in(1), sumTo(emit(OpKind::Where, {in(0), g, scalar(dt, 0)}),
-                              typeOf(1)));
-    if (wants(node, 2))
-      contribute(in(2), sumTo(emit(OpKind::Where, {in(0), scalar(dt, 0), g}),
-                              typeOf(2)));
-    break;
-  case OpKind::Max: {
-    // The first operand equal to the maximum takes the gradient (ties go to
-    // the earliest operand, so the parts sum to g).
-    Value *taken = nullptr;
-    for (unsigned i = 0; i < node.getNumOperands(); ++i) {
-      Value *eq = emit(OpKind::Equal, {in(i), y});
-      Value *pick =
-          taken ? emit(OpKind::Where, {taken, boolean(false), eq}) : eq;
-      if (wants(node, i))
-        contribute(in(i), sumTo(emit(OpKind::Where, {pick, g, scalar(dt, 0)}),
-                                typeOf(i)));
-      if (i + 1 < node.getNumOperands())
-        taken = taken ? emit(OpKind::Where, {eq, boolean(true), taken}) : eq;
-    }
-    break;
-  }
-  case OpKind::MatMul: {
-    // Work on rank >= 2 views: a 1-D a is [1, k], a 1-D b is [k, 1].
-    TensorType ta = typeOf(0), tb = typeOf(1);
-    Value *a = in(0), *b = in(1);
-    if (ta.getRank() == 1)
-      a = reshape(a, {1, ta.getDim(0)});
-    if (tb.getRank() == 1)
-      b = reshape(b, {tb.getDim(0), 1});
-    if (!a || !b)
-      break;
-    llvm::SmallVector<int64_t, 4> gDims;
-    {
-      llvm::ArrayRef<int64_t> ad = a->getType().getDims();
-      llvm::ArrayRef<int64_t> bd = b->getType().getDims();
-      auto batch = broadcastShapes(ad.drop_back(2), bd.drop_back(2));
-      assert(batch && "MatMul operands do not broadcast");
-      gDims.assign(batch->begin(), batch->end());
-      gDims.push_back(ad[ad.size() - 2]);
-      gDims.push_back(bd.back());
-    }
-    Value *g2 = reshape(g, gDims);
-    auto swapLast = [&](Value *v) {
-      unsigned rank = v->getType().getRank();
-      std::vector<int64_t> perm(rank);
-      std::iota(perm.begin(), perm.end(), 0);
-      std::swap(perm[rank - 1], perm[rank - 2]);
-      AttrList attrs;
-      attrs.set("perm", perm);
-      return emit(OpKind::Transpose, {v}, attrs);
-    };
-    if (wants(node, 0))
-      contribute(in(0), reshape(sumTo(emit(OpKind::MatMul, {g2, swapLast(b)}),
-                                      a->getType()),
-                                ta.getDims()));
-    if (wants(node, 1))
-      contribute(in(1), reshape(sumTo(emit(OpKind::MatMul, {swapLast(a), g2}),
-                                      b->getType()),
-                                tb.getDims()));
-    break;
-  }
-  case OpKind::Gemm: {
-    bool transA = intAttr(node, "transA", 0), transB = intAttr(node, "transB", 0);
-    float alpha = attrs.getFloat("alpha").value_or(1.0f);
-    float beta = attrs.getFloat("beta").value_or(1.0f);
-    auto gemm = [&](Value *p, Value *q, bool tp, bool tq) {
-      AttrList a;
-      if (alpha != 1.0f)
-        a.set("alpha", alpha);
-      if (tp)
-        a.set("transA", int64_t(1));
-      if (tq)
-        a.set("transB", int64_t(1));
-      return emit(OpKind::Gemm, {p, q}, a);
-    };
-    if (wants(node, 0))
-      contribute(in(0), transA ? gemm(in(1), g, transB, true)
-                               : gemm(g, in(1), false, !transB));
-    if (wants(node, 1))
-      contribute(in(1), transB ? gemm(g, in(0), true, transA)
-                               : gemm(in(0), g, !transA, false));
-    if (node.getNumOperands() > 2 && wants(node, 2)) {
-      // beta is a float attribute: scale in the element type as Gemm does.
-      Value *gc = beta == 1.0f
-                      ? g
-                      : emit(OpKind::Mul, {g, scalar(dt, double(beta))});
-      contribute(in(2), sumTo(gc, typeOf(2)));
-    }
-    break;
-  }
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax: {
-    int64_t axis = normAxis(intAttr(node, "axis", -1), y->getType().getRank());
-    Value *axes = ints({axis});
-    if (node.getOp() == OpKind::Softmax) {
-      Value *s = emit(OpKind::ReduceSum, {emit(OpKind::Mul, {g, y}), axes});
-      contribute(in(0), emit(OpKind::Mul, {y, emit(OpKind::Sub, {g, s})}));
-    } else {
-      Value *s = emit(OpKind::ReduceSum, {g, axes});
-      contribute(in(0), emit(OpKind::Sub,
-                             {g, emit(OpKind::Mul,
-                                      {emit(OpKind::Exp, {y}), s})}));
-    }
-    break;
-  }
-  case OpKind::LayerNormalization: {
-    // xhat = (x - Mean) * InvStdDev; dx = InvStdDev * (dxhat - mean(dxhat)
-    // - xhat * mean(dxhat * xhat)) over the normalized dims.
-    const TensorType &tx = typeOf(0);
-    int64_t axis = normAxis(intAttr(node, "axis", -1), tx.getRank());
-    std::vector<int64_t> axes;
-    for (int64_t i = axis; i < tx.getRank(); ++i)
-      axes.push_back(i);
-    for (unsigned i = node.getNumResults(); i < 3; ++i) {
-      const char *suffix = i == 1 ? "_mean" : "_inv_std_dev";
-      Value *added = graph_.addResult(
-          &node, graph_.uniqueName(y->getName().str() + suffix), y->getType());
-      (void)added;
-    }
-    {
-      auto inferred = inferTypes(node);
-      if (!inferred)
-        return inferred.takeError();
-      for (unsigned i = 1; i < 3; ++i)
-        node.getResult(i)->setType((*inferred)[i].type);
-    }
-    Value *mean = castTo(node.getResult(1), dt);
-    Value *inv = castTo(node.getResult(2), dt);
-    Value *xhat =
-        emit(OpKind::Mul, {emit(OpKind::Sub, {in(0), mean}), inv});
-    AttrList meanAttrs;
-    meanAttrs.set("axes", axes);
-    if (node.getNumOperands() > 2 && wants(node, 2))
-      contribute(in(2), sumTo(g, typeOf(2)));
-    if (wants(node, 1))
-      contribute(in(1), sumTo(emit(OpKind::Mul, {g, xhat}), typeOf(1)));
-    if (wants(node, 0)) {
-      Value *dxhat = emit(OpKind::Mul, {g, in(1)});
-      Value *m1 = emit(OpKind::ReduceMean, {dxhat}, meanAttrs);
-      Value *m2 = emit(OpKind::ReduceMean,
-                       {emit(OpKind::Mul, {dxhat, xhat})}, meanAttrs);
-      Value *inner = emit(OpKind::Sub, {emit(OpKind::Sub, {dxhat, m1}),
-                                        emit(OpKind::Mul, {xhat, m2})});
-      contribute(in(0), emit(OpKind::Mul, {inner, inv}));
-    }
-    break;
-  }
-  case OpKind::Dropout: {
-    // y = x * mask / (1 - ratio) in training mode, else x.
-    const TensorData *training =
-        node.getNumOperands() > 2 ? getConstantValue(in(2)) : nullptr;
-    if (node.getNumOperands() < 3 ||
-        (training && training->getInt(0) == 0)) {
-      contribute(in(0), g);
-      break;
-    }
-    if (node.getNumResults() < 2)
-      graph_.addResult(&node, graph_.uniqueName(y->getName().str() + "_mask"),
-                       TensorType(DType::Bool, y->getType().getDims()));
-    Value *ratio = node.getNumOperands() > 1 ? castTo(in(1), dt)
-                                             : scalar(dt, 0.5);
-    Value *scale = emit(OpKind::Div, {scalar(dt, 1),
-                                      emit(OpKind::Sub,
-                                           {scalar(dt, 1), ratio})});
-    Value *masked = emit(OpKind::Mul,
-                         {emit(OpKind::Mul,
-                               {g, castTo(node.getResult(1), dt)}),
-                          scale});
-    if (!training)
-      masked = emit(OpKind::Where, {in(2), masked, g});
-    contribute(in(0), masked);
-    break;
-  }
-  case OpKind::ReduceMean:
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMax: {
-    const TensorType &tx = typeOf(0);
-    std::vector<int64_t> axes;
-    bool all = false;
-    if (node.getOp() == OpKind::ReduceSum) {
-      if (node.getNumOperands() > 1) {
-        const TensorData *data = getConstantValue(in(1));
-        if (!data)
-          return makeError(node.describe() +
-                           ": autodiff needs constant axes for ReduceSum");
-        axes = data->getInts();
-      }
-      if (axes.empty()) {
-        if (intAttr(node, "noop_with_empty_axes", 0)) {
-          contribute(in(0), g);
-          break;
-        }
-        all = true;
-      }
-    } else if (auto list = attrs.getInts("axes")) {
-      axes = *list;
-    } else {
-      all = true;
-    }
-    if (all)
-      for (unsigned i = 0; i < tx.getRank(); ++i)
-        axes.push_back(i);
-    auto kd = keepDims(tx, axes);
-    Value *gk = reshape(g, kd);
-    if (node.getOp() == OpKind::ReduceMax) {
-      Value *yk = reshape(y, kd);
-      contribute(in(0), emit(OpKind::Where,
-                             {emit(OpKind::Equal, {in(0), yk}), gk,
-                              scalar(dt, 0)}));
-      break;
-    }
-    Value *expanded = emit(OpKind::Expand, {gk, ints(tx.getDims())});
-    if (node.getOp() == OpKind::ReduceMean) {
-      int64_t count = 1;
-      for (int64_t axis : axes)
-        count *= tx.getDim(normAxis(axis, tx.getRank()));
-      expanded = emit(OpKind::Div, {expanded, scalar(dt, double(count))});
-    }
-    contribute(in(0), expanded);
-    break;
-  }
-  case OpKind::Reshape:
-  case OpKind::Unsqueeze:
-  case OpKind::Squeeze:
-    contribute(in(0), reshape(g, typeOf(0).getDims()));
-    break;
-  case OpKind::Expand:
-    contribute(in(0), sumTo(g, typeOf(0)));
-    break;
-  case OpKind::Transpose: {
-    unsigned rank = typeOf(0).getRank();
-    std::vector<int64_t> perm(rank);
-    std::iota(perm.begin(), perm.end(), 0);
-    if (auto given = attrs.getInts("perm"))
-      perm = *given;
-    else
-      std::reverse(perm.begin(), perm.end());
-    std::vector<int64_t> inverse(rank);
-    for (unsigned i = 0; i < rank; ++i)
-      inverse[perm[i]] = i;
-    AttrList a;
-    a.set("perm", inverse);
-    contribute(in(0), emit(OpKind::Transpose, {g}, a));
-    break;
-  }
-  case OpKind::Concat: {
-    unsigned rank = y->getType().getRank();
-    int64_t axis = normAxis(intAttr(node, "axis", 0), rank);
-    if (node.getNumOperands() == 1) {
-      contribute(in(0), g);
-      break;
-    }
-    std::vector<int64_t> sizes;
-    for (unsigned i = 0; i < node.getNumOperands(); ++i)
-      sizes.push_back(typeOf(i).getDim(axis));
-    AttrList a;
-    a.set("axis", axis);
-    Node *split = emitNode(OpKind::Split, {g, ints(sizes)}, a,
-                           node.getNumOperands());
-    if (!split)
-      break;
-    for (unsigned i = 0; i < node.getNumOperands(); ++i)
-      if (wants(node, i))
-        contribute(in(i), split->getResult(i));
-    break;
-  }
-  case OpKind::Split: {
-    unsigned rank = y->getType().getRank();
-    int64_t axis = normAxis(intAttr(node, "axis", 0), rank);
-    llvm::SmallVector<Value *, 4> parts;
-    bool any = false;
-    for (unsigned i = 0; i < node.getNumResults(); ++i) {
-      any |= grads[i] != nullptr;
-      parts.push_back(grads[i] ? grads[i]
-                               : zeros(node.getResult(i)->getType()));
-    }
-    if (!any)
-      break;
-    AttrList a;
-    a.set("axis", axis);
-    contribute(in(0), parts.size() == 1 ? parts[0]
-                                        : emit(OpKind::Concat, parts, a));
-    break;
-  }
-  case OpKind::Slice: {
-    // Scatter g into zeros at the flat positions the same Slice takes from
-    // an iota of the data's shape.
-    const TensorType &tx = typeOf(0);
-    int64_t n = tx.getNumElements();
-    Value *iota = emit(OpKind::Range, {scalar(DType::I64, 0),
-                                       scalar(DType::I64, double(n)),
-                                       scalar(DType::I64, 1)});
-    llvm::SmallVector<Value *, 5> operands{reshape(iota, tx.getDims())};
-    for (unsigned i = 1; i < node.getNumOperands(); ++i)
-      operands.push_back(in(i));
-    Value *taken = emit(OpKind::Slice, operands);
-    int64_t m = y->getType().getNumElements();
-    AttrList a;
-    a.set("axis", int64_t(0));
-    a.set("reduction", std::string("add"));
-    Value *flat = emit(OpKind::ScatterElements,
-                       {zeros(TensorType(dt, {n})), reshape(taken, {m}),
-                        reshape(g, {m})},
-                       a);
-    contribute(in(0), reshape(flat, tx.getDims()));
-    break;
-  }
-  case OpKind::Gather: {
-    // View data as [outer, A, inner] and the gradient as [outer, n, inner];
-    // ScatterElements needs indices of the updates' shape, so the indices
-    // are reshaped to [1, n, 1] and expanded.
-    const TensorType &tx = typeOf(0);
-    int64_t axis = normAxis(intAttr(node, "axis", 0), tx.getRank());
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < axis; ++i)
-      outer *= tx.getDim(i);
-    for (int64_t i = axis + 1; i < tx.getRank(); ++i)
-      inner *= tx.getDim(i);
-    int64_t n = typeOf(1).getNumElements();
-    Value *idx = emit(OpKind::Expand, {reshape(in(1), {1, n, 1}),
-                                       ints({outer, n, inner})});
-    AttrList a;
-    a.set("axis", int64_t(1));
-    a.set("reduction", std::string("add"));
-    Value *scattered = emit(
-        OpKind::ScatterElements,
-        {zeros(TensorType(dt, {outer, tx.getDim(axis), inner})), idx,
-         reshape(g, {outer, n, inner})},
-        a);
-    contribute(in(0), reshape(scattered, tx.getDims()));
-    break;
-  }
-  case OpKind::SoftmaxCrossEntropyLoss:
-    if (Error err = backpropLoss(node, g))
-      return err;
-    break;
-  case OpKind::Gelu: {
-    Value *x = in(0);
-    std::string approx = attrs.getString("approximate").value_or("none");
-    Value *half = scalar(dt, 0.5), *one = scalar(dt, 1);
-    Value *d;
-    if (approx == "tanh") {
-      // u = c (x + k x^3), d = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3k x^2).
-      double c = std::sqrt(2 / M_PI), k = 0.044715;
-      Value *x2 = emit(OpKind::Mul, {x, x});
-      Value *u = emit(OpKind::Mul,
-                      {scalar(dt, c),
-                       emit(OpKind::Add,
-                            {x, emit(OpKind::Mul,
-                                     {scalar(dt, k), emit(OpKind::Mul,
-                                                          {x2, x})})})});
-      Value *t = emit(OpKind::Tanh, {u});
-      Value *du = emit(OpKind::Mul,
-                       {scalar(dt, c),
-                        emit(OpKind::Add,
-                             {one, emit(OpKind::Mul,
-                                        {scalar(dt, 3 * k), x2})})});
-      Value *sech2 = emit(OpKind::Sub, {one, emit(OpKind::Mul, {t, t})});
-      d = emit(OpKind::Add,
-               {emit(OpKind::Mul, {half, emit(OpKind::Add, {one, t})}),
-                emit(OpKind::Mul,
-                     {emit(OpKind::Mul, {half, x}),
-                      emit(OpKind::Mul, {sech2, du})})});
-    } else {
-      // d = Phi(x) + x phi(x).
-      Value *cdf = emit(OpKind::Mul,
-                        {half, emit(OpKind::Add,
-                                    {one, emit(OpKind::Erf,
-                                               {emit(OpKind::Mul,
-                                                     {x, scalar(dt, M_SQRT1_2)})})})});
-      Value *pdf = emit(
-          OpKind::Mul,
-          {scalar(dt, 1 / std::sqrt(2 * M_PI)),
-           emit(OpKind::Exp,
-                {emit(OpKind::Mul, {scalar(dt, -0.5),
-                                    emit(OpKind::Mul, {x, x})})})});
-      d = emit(OpKind::Add, {cdf, emit(OpKind::Mul, {x, pdf})});
-    }
-    contribute(x, emit(OpKind::Mul, {g, d}));
-    break;
-  }
-  default:
-    llvm_unreachable("op without a gradient rule reached backprop");
-  }
+  if (Error err = rule(*this, {node, grads, g, y, y->getType().getDType()}))
+    return err;
   if (failure_)
     return makeError("autodiff failed to build the gradient of " +
                      node.describe() + ": " + *failure_);
-  return Error::success();
-}
-
-/// SoftmaxCrossEntropyLoss w.r.t. scores [N, C, d...]:
-///   dscores = g' * w_n * (softmax(scores) - onehot(label_n))
-/// with w_n = 0 at ignore_index, else the class weight (or 1), and g' = g per
-/// element (none), g (sum), or g / sum(w_n) (mean).
-Error Differentiator::backpropLoss(Node &node, Value *g) {
-  Value *scores = node.getOperand(0), *labels = node.getOperand(1);
-  const TensorType &ts = scores->getType();
-  DType dt = ts.getDType();
-  DType lt = labels->getType().getDType();
-  if (node.getNumResults() < 2)
-    graph_.addResult(
-        &node,
-        graph_.uniqueName(node.getResult(0)->getName().str() + "_log_prob"),
-        ts);
-  Value *prob = emit(OpKind::Exp, {node.getResult(1)});
-  std::optional<int64_t> ignore = node.getAttrs().getInt("ignore_index");
-  std::string reduction =
-      node.getAttrs().getString("reduction").value_or("mean");
-  Value *safe = labels;
-  Value *ignored = nullptr;
-  if (ignore) {
-    ignored = emit(OpKind::Equal, {labels, ints({*ignore}, lt)});
-    safe = emit(OpKind::Where, {ignored, ints({0}, lt), labels});
-  }
-  // w_n, of the labels' shape.
-  Value *w;
-  if (node.getNumOperands() > 2)
-    w = emit(OpKind::Gather, {node.getOperand(2), safe});
-  else
-    w = emit(OpKind::Expand, {scalar(dt, 1),
-                              ints(labels->getType().getDims())});
-  if (ignored)
-    w = emit(OpKind::Where, {ignored, scalar(dt, 0), w});
-  Value *scale = w;
-  if (reduction == "mean")
-    scale = emit(OpKind::Div, {w, emit(OpKind::ReduceSum, {w})});
-  scale = emit(OpKind::Mul, {scale, g}); // g is [] or labels-shaped.
-  // One-hot along axis 1: labels [N, 1, d...] == classes [1, C, 1...].
-  std::vector<int64_t> classDims(ts.getRank(), 1);
-  classDims[1] = ts.getDim(1);
-  std::vector<int64_t> classes(ts.getDim(1));
-  std::iota(classes.begin(), classes.end(), 0);
-  Value *classValues = reshape(ints(classes, lt), classDims);
-  Value *axis1 = ints({1});
-  Value *onehot = castTo(emit(OpKind::Equal,
-                              {emit(OpKind::Unsqueeze, {safe, axis1}),
-                               classValues}),
-                         dt);
-  Value *diff = emit(OpKind::Sub, {prob, onehot});
-  contribute(scores,
-             emit(OpKind::Mul, {diff, emit(OpKind::Unsqueeze, {scale, axis1})}));
   return Error::success();
 }
 
@@ -925,8 +1121,6 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
     return !hasRule(node.getOp()) || isDifferentiableOperand(node, i);
   };
   for (Node &node : graph.getNodes()) {
-    if (isNonDifferentiable(node.getOp()))
-      continue;
     bool any = false;
     for (unsigned i = 0; i < node.getNumOperands(); ++i)
       any |= carries(node, i);

@@ -28,28 +28,6 @@ namespace {
 
 constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 62;
 
-/// Ops whose kernel reads operand element i only to write result element i,
-/// so that the result may overwrite an operand of the same type.
-bool allowsInPlace(ir::OpKind op) {
-  switch (op) {
-  case ir::OpKind::Add:
-  case ir::OpKind::Sub:
-  case ir::OpKind::Mul:
-  case ir::OpKind::Div:
-  case ir::OpKind::Sqrt:
-  case ir::OpKind::Erf:
-  case ir::OpKind::Tanh:
-  case ir::OpKind::Relu:
-  case ir::OpKind::Sigmoid:
-  case ir::OpKind::Exp:
-  case ir::OpKind::Log:
-  case ir::OpKind::Neg:
-    return true;
-  default:
-    return false;
-  }
-}
-
 /// Values that share one placement.
 struct Buffer {
   uint64_t bytes = 0;   // rounded up to the alignment
@@ -125,7 +103,7 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
     LiveRange range = liveness.getRange(value);
     const ir::Node *node = value->getDefiningNode();
     if (inPlace && bytes != 0 && node->getNumResults() == 1 &&
-        allowsInPlace(node->getOp())) {
+        ir::hasTrait(node->getOp(), ir::kInPlace)) {
       bool reused = false;
       for (const ir::Value *operand : node->getOperands()) {
         if (operand->isGraphInput() || operand->isGraphOutput() ||
