@@ -103,11 +103,12 @@ makeInputs(const ir::Graph &graph,
         return makeError("input '" + input->getName() + "' expects " +
                          type.str() + ", but its file holds " +
                          it->second->getType().str());
-      tensors.push_back(runtime::OwnedTensor::fromData(*it->second));
+      tensors.push_back(runtime::OwnedTensor::share(it->second));
       continue;
     }
+    // Weights are held once: the runtime views the IR's bytes.
     if (input->getData()) {
-      tensors.push_back(runtime::OwnedTensor::fromData(*input->getData()));
+      tensors.push_back(runtime::OwnedTensor::share(input->getData()));
       continue;
     }
     auto data = std::make_shared<ir::TensorData>(type);
@@ -133,7 +134,7 @@ makeInputs(const ir::Graph &graph,
         data->setInt(i, value);
       }
     }
-    tensors.push_back(runtime::OwnedTensor::fromData(*data));
+    tensors.push_back(runtime::OwnedTensor::share(std::move(data)));
   }
   return std::move(tensors);
 }
@@ -305,6 +306,7 @@ int runMain(int argc, char **argv) {
   std::vector<double> times;
   runtime::RunResult last;
   for (unsigned step = 1; step <= steps; ++step) {
+    last = runtime::RunResult(); // Its outputs hold the previous arena.
     auto result = (*executable)->run(views);
     if (!result)
       return fail(result.takeError());
