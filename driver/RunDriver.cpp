@@ -13,6 +13,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -321,13 +322,28 @@ int runMain(int argc, char **argv) {
                  << llvm::format("%.1f", double(result->peakBytes) / (1 << 20))
                  << " MiB";
     if (result->plannedBytes) {
-      // A plan exists: the arena's planned size, the high-water mark the
-      // step touched in it, and the process's max RSS so far.
+      // A plan exists: the planned peak (DESIGN.md "Memory model":
+      // persistent + arena), the arena's high-water mark the step touched,
+      // and the process's max RSS so far, which should be close to the
+      // planned peak since weights are held once.
+      uint64_t weightBytes = 0, inputBytes = 0;
+      for (const ir::Value *input : g.getInputs())
+        (input->isWeight() ? weightBytes : inputBytes) +=
+            uint64_t(input->getType().getByteSize());
+      uint64_t plannedPeak = weightBytes + inputBytes + result->plannedBytes;
+      // One unit on the line: bytes for a small plan, else MiB.
+      auto size = [&](uint64_t bytes) {
+        if (plannedPeak < (1 << 20))
+          return std::to_string(bytes) + " B";
+        return llvm::formatv("{0:F1} MiB", double(bytes) / (1 << 20)).str();
+      };
       struct rusage usage;
       getrusage(RUSAGE_SELF, &usage);
-      llvm::outs() << "  planned peak " << result->plannedBytes
-                   << " B  measured peak " << result->peakBytes
-                   << " B  max RSS "
+      llvm::outs() << "  planned peak " << size(plannedPeak)
+                   << " (weights " << size(weightBytes) << " + inputs "
+                   << size(inputBytes) << " + arena "
+                   << size(result->plannedBytes) << "), measured arena peak "
+                   << size(result->peakBytes) << ", max RSS "
                    << llvm::format("%.1f", double(usage.ru_maxrss) / 1024)
                    << " MiB";
     }
