@@ -106,11 +106,12 @@ makeInputs(const ir::Graph &graph,
         return makeError("input '" + input->getName() + "' expects " +
                          type.str() + ", but its file holds " +
                          it->second->getType().str());
-      tensors.push_back(runtime::OwnedTensor::fromData(*it->second));
+      tensors.push_back(runtime::OwnedTensor::share(it->second));
       continue;
     }
+    // Weights are held once: the runtime views the IR's bytes.
     if (input->getData()) {
-      tensors.push_back(runtime::OwnedTensor::fromData(*input->getData()));
+      tensors.push_back(runtime::OwnedTensor::share(input->getData()));
       continue;
     }
     auto data = std::make_shared<ir::TensorData>(type);
@@ -136,7 +137,7 @@ makeInputs(const ir::Graph &graph,
         data->setInt(i, value);
       }
     }
-    tensors.push_back(runtime::OwnedTensor::fromData(*data));
+    tensors.push_back(runtime::OwnedTensor::share(std::move(data)));
   }
   return std::move(tensors);
 }
@@ -295,7 +296,8 @@ int runMain(int argc, char **argv) {
                              cl::desc("<model .rir, .onnx or BERT config .json>"),
                              cl::cat(category));
   cl::opt<std::string> backendName(
-      "backend", cl::desc("Backend that runs the steps (cpu)"),
+      "backend", cl::desc("Backend that runs the steps (" +
+                          llvm::join(runtime::listBackends(), ", ") + ")"),
       cl::init("cpu"), cl::cat(category));
   cl::list<std::string> inputFiles(
       "input", cl::desc("Input from a TensorProto file (repeatable); others are generated"),
@@ -442,9 +444,6 @@ int runMain(int argc, char **argv) {
     return reportError(prepared.takeError());
   const ir::Graph &g = **graph;
   int lossIndex = findLossOutput(g);
-  uint64_t persistentBytes = 0;
-  for (const ir::Value *input : g.getInputs())
-    persistentBytes += uint64_t(input->getType().getByteSize());
 
   llvm::outs() << "remat-run: " << model << ": " << g.getNumNodes()
                << " nodes on " << (*backend)->getName();
@@ -456,6 +455,7 @@ int runMain(int argc, char **argv) {
   runtime::RunResult last;
   constexpr double kMiB = 1 << 20;
   for (unsigned step = 1; step <= steps; ++step) {
+    last = runtime::RunResult(); // Its outputs hold the previous arena.
     auto result = prepared->executable->run(prepared->views);
     if (!result)
       return reportError(result.takeError());
@@ -471,23 +471,32 @@ int runMain(int argc, char **argv) {
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     if (result->plannedBytes) {
-      // A plan exists. Planned peak = persistent (weights + inputs) + arena,
-      // as in every report; the measured arena peak is the high-water mark
-      // the step touched in it.
-      llvm::outs() << "  planned peak "
-                   << llvm::format("%.1f",
-                                   double(persistentBytes + result->plannedBytes) /
-                                       kMiB)
-                   << " MiB (persistent "
-                   << llvm::format("%.1f", double(persistentBytes) / kMiB)
-                   << " + arena " << result->plannedBytes
-                   << " B)  measured arena peak " << result->peakBytes << " B";
+      // A plan exists: the planned peak (DESIGN.md "Memory model":
+      // persistent + arena) and the arena's high-water mark the step
+      // touched; the max RSS after it should be close to the planned peak
+      // since weights are held once.
+      uint64_t weightBytes = 0, inputBytes = 0;
+      for (const ir::Value *input : g.getInputs())
+        (input->isWeight() ? weightBytes : inputBytes) +=
+            uint64_t(input->getType().getByteSize());
+      uint64_t plannedPeak = weightBytes + inputBytes + result->plannedBytes;
+      // One unit on the line: bytes for a small plan, else MiB.
+      auto size = [&](uint64_t bytes) {
+        if (plannedPeak < (1 << 20))
+          return std::to_string(bytes) + " B";
+        return llvm::formatv("{0:F1} MiB", double(bytes) / (1 << 20)).str();
+      };
+      llvm::outs() << "  planned peak " << size(plannedPeak)
+                   << " (weights " << size(weightBytes) << " + inputs "
+                   << size(inputBytes) << " + arena "
+                   << size(result->plannedBytes) << "), measured arena peak "
+                   << size(result->peakBytes) << ",";
     } else {
       llvm::outs() << "  peak intermediates "
                    << llvm::format("%.1f", double(result->peakBytes) / kMiB)
                    << " MiB";
     }
-    llvm::outs() << "  max RSS "
+    llvm::outs() << " max RSS "
                  << llvm::format("%.1f", double(usage.ru_maxrss) / 1024)
                  << " MiB\n";
     llvm::outs().flush();

@@ -19,7 +19,8 @@ namespace remat::driver {
 /// loss labels below the class count with about one in eight set to the
 /// loss's ignore_index, other integers 0 or 1 as masks, mostly 1), other
 /// floats normal(0, 1). Everything is drawn from \p seed.
-/// \returns one tensor per graph input, in order.
+/// \returns one tensor per graph input, in order; those of weights and of
+/// \p given view their TensorData (weights are held once, not copied).
 llvm::Expected<std::vector<runtime::OwnedTensor>>
 makeInputs(const ir::Graph &graph,
            const llvm::StringMap<ir::TensorDataPtr> &given, uint64_t seed);

@@ -29,8 +29,12 @@ struct CompileOptions {
 
 /// What one step produced.
 struct RunResult {
-  /// One per graph output, in order.
+  /// One per graph output, in order, in host memory. On the CPU they view
+  /// the step's arena rather than copying it (gradients are as large as the
+  /// weights); holding them while the next step runs costs that step a
+  /// fresh arena.
   std::vector<OwnedTensor> outputs;
+  /// The step's time on the device's clock (Device::now).
   double seconds = 0;
   /// The most bytes of intermediate tensors live at once during the step
   /// (graph inputs excluded; graph outputs included while live).
@@ -64,8 +68,12 @@ public:
   compile(const ir::Graph &graph, const CompileOptions &options) = 0;
 };
 
-/// \returns the backend named \p name ("cpu"), or an error listing those
-/// that exist.
+/// \returns the names of the backends this build has, in the order of the
+/// registry (runtime/Backend.cpp): "cpu" always, "cuda" when it is built.
+std::vector<llvm::StringRef> listBackends();
+
+/// \returns the backend named \p name, or an error naming it and listing the
+/// backends this build has.
 llvm::Expected<std::unique_ptr<Backend>> createBackend(llvm::StringRef name);
 
 /// Checks that \p inputs match the inputs of \p graph in count and type;

@@ -3,86 +3,58 @@
 
 #include "ir/Support.h"
 
-#include "llvm/ADT/DenseSet.h"
-
-#include <chrono>
-#include <cstdlib>
 #include <cstring>
 
 namespace remat::runtime {
 
-Executable::~Executable() = default;
-Backend::~Backend() = default;
 Allocator::~Allocator() = default;
 
-llvm::Error checkInputs(const ir::Graph &graph, llvm::ArrayRef<Tensor> inputs) {
-  if (inputs.size() != graph.getNumInputs())
-    return makeError("graph @" + graph.getName() + " has " +
-                     llvm::Twine(graph.getNumInputs()) + " inputs, got " +
-                     llvm::Twine(inputs.size()) + " tensors");
-  for (unsigned i = 0; i < inputs.size(); ++i) {
-    const ir::Value *input = graph.getInput(i);
-    if (inputs[i].getType() != input->getType())
-      return makeError("input %" + input->getName() + " expects " +
-                       input->getType().str() + ", got " +
-                       inputs[i].getType().str());
-    if (!inputs[i].getData() && input->getType().getByteSize() != 0)
-      return makeError("input %" + input->getName() + " has no data");
-  }
-  return llvm::Error::success();
-}
-
-llvm::Expected<void *> HeapAllocator::allocate(const ir::Value &value) {
+llvm::Expected<Placement> HeapAllocator::allocate(const ir::Value &value) {
   uint64_t bytes = uint64_t(value.getType().getByteSize());
-  // aligned_alloc needs a size that is a multiple of the alignment, and
-  // zero-sized tensors still get a distinct, valid pointer.
-  uint64_t rounded = std::max<uint64_t>(64, (bytes + 63) / 64 * 64);
-  void *data = std::aligned_alloc(64, rounded);
-  if (!data)
-    return makeError("out of memory allocating " + llvm::Twine(bytes) +
-                     " bytes for %" + value.getName());
+  auto buffer = device_.allocate(bytes, "%" + value.getName());
+  if (!buffer)
+    return buffer.takeError();
   currentBytes_ += bytes;
   peakBytes_ = std::max(peakBytes_, currentBytes_);
-  return data;
+  void *data = buffer->get();
+  return Placement{data, std::move(*buffer)};
 }
 
-void HeapAllocator::release(const ir::Value &value, void *data) {
+void HeapAllocator::release(const ir::Value &value) {
   currentBytes_ -= uint64_t(value.getType().getByteSize());
-  std::free(data);
 }
 
-ArenaAllocator::ArenaAllocator(const ir::MemoryPlan &plan) : plan_(plan) {}
+void ArenaAllocator::beginStep() {
+  highWaterBytes_ = 0;
+  // Outputs of an earlier step still held by the caller lie in this arena:
+  // leave it to them.
+  if (arena_.use_count() > 1)
+    arena_.reset();
+}
 
-ArenaAllocator::~ArenaAllocator() { std::free(base_); }
-
-llvm::Expected<void *> ArenaAllocator::allocate(const ir::Value &value) {
+llvm::Expected<Placement> ArenaAllocator::allocate(const ir::Value &value) {
   std::optional<uint64_t> offset = plan_.lookup(&value);
   if (!offset)
     return makeError("memory plan has no offset for %" + value.getName());
-  if (!base_) {
-    // One allocation for the whole step; at least one aligned block so that
-    // zero-sized values still get a valid pointer.
-    const uint64_t align = ir::MemoryPlan::kAlignment;
-    uint64_t rounded =
-        std::max<uint64_t>(align, (plan_.arenaBytes + align - 1) / align * align);
-    if (rounded > uint64_t(SIZE_MAX))
-      return makeError("arena of " + llvm::Twine(plan_.arenaBytes) +
-                       " bytes does not fit in this process");
-    base_ = static_cast<char *>(std::aligned_alloc(align, size_t(rounded)));
-    if (!base_)
-      return makeError("out of memory allocating the arena of " +
-                       llvm::Twine(plan_.arenaBytes) + " bytes");
+  if (!arena_) {
+    // One allocation for the whole step.
+    static_assert(kDeviceAlignment % ir::MemoryPlan::kAlignment == 0,
+                  "planned offsets must stay aligned in a device block");
+    auto arena = device_.allocate(plan_.arenaBytes, "the arena");
+    if (!arena)
+      return arena.takeError();
+    arena_ = std::move(*arena);
   }
   uint64_t bytes = uint64_t(value.getType().getByteSize());
   assert(*offset + bytes <= plan_.arenaBytes && "value outside the arena");
   highWaterBytes_ = std::max(highWaterBytes_, *offset + bytes);
-  return base_ + *offset;
+  return Placement{static_cast<char *>(arena_.get()) + *offset, arena_};
 }
 
 Executor::Executor(const ir::Graph &graph, std::vector<NodeRunner> runners,
-                   Allocator &allocator, bool profile)
+                   Allocator &allocator, Device &device, bool profile)
     : graph_(graph), runners_(std::move(runners)), allocator_(allocator),
-      profile_(profile) {
+      device_(device), profile_(profile) {
   for (const ir::Node &node : graph.getNodes())
     nodes_.push_back(&node);
   assert(runners_.size() == nodes_.size() && "one runner per node");
@@ -104,23 +76,40 @@ Executor::Executor(const ir::Graph &graph, std::vector<NodeRunner> runners,
   }
 }
 
+namespace {
+/// A value during a step: the tensor kernels see and the block it lies in.
+struct LiveTensor {
+  Tensor tensor;
+  DeviceBuffer buffer;
+};
+} // namespace
+
 llvm::Expected<RunResult> Executor::run(llvm::ArrayRef<Tensor> inputs) {
   if (auto err = checkInputs(graph_, inputs))
     return std::move(err);
-  using Clock = std::chrono::steady_clock;
-  auto start = Clock::now();
-  allocator_.resetPeak();
-  llvm::DenseMap<const ir::Value *, Tensor> live;
-  for (unsigned i = 0; i < inputs.size(); ++i)
-    live[graph_.getInput(i)] = inputs[i];
+  auto start = device_.now();
+  if (!start)
+    return start.takeError();
+  allocator_.beginStep();
+  llvm::DenseMap<const ir::Value *, LiveTensor> live;
 
   // On error, give back everything still held.
   auto releaseAll = [&]() {
     for (auto &entry : live)
       if (!entry.first->isGraphInput())
-        allocator_.release(*entry.first, entry.second.getData());
+        allocator_.release(*entry.first);
     live.clear();
   };
+
+  for (unsigned i = 0; i < inputs.size(); ++i) {
+    LiveTensor &input = live[graph_.getInput(i)];
+    auto uploaded = device_.upload(inputs[i], input.buffer);
+    if (!uploaded) {
+      releaseAll();
+      return uploaded.takeError();
+    }
+    input.tensor = *uploaded;
+  }
 
   RunResult result;
   if (profile_)
@@ -131,44 +120,77 @@ llvm::Expected<RunResult> Executor::run(llvm::ArrayRef<Tensor> inputs) {
     operandTensors.clear();
     resultTensors.clear();
     for (const ir::Value *operand : node.getOperands())
-      operandTensors.push_back(live.lookup(operand));
+      operandTensors.push_back(live.lookup(operand).tensor);
     for (const ir::Value *value : node.getResults()) {
-      auto data = allocator_.allocate(*value);
-      if (!data) {
+      auto placement = allocator_.allocate(*value);
+      if (!placement) {
         releaseAll();
-        return data.takeError();
+        return placement.takeError();
       }
-      Tensor tensor(value->getType(), *data);
-      live[value] = tensor;
+      Tensor tensor(value->getType(), placement->data);
+      live[value] = LiveTensor{tensor, std::move(placement->buffer)};
       resultTensors.push_back(tensor);
     }
-    auto nodeStart = profile_ ? Clock::now() : Clock::time_point();
+    double nodeStart = 0;
+    if (profile_) {
+      auto time = device_.now();
+      if (!time) {
+        releaseAll();
+        return time.takeError();
+      }
+      nodeStart = *time;
+    }
     if (auto err = runners_[i](node, operandTensors, resultTensors)) {
       releaseAll();
       return std::move(err);
     }
-    if (profile_)
-      result.nodeSeconds[i] =
-          std::chrono::duration<double>(Clock::now() - nodeStart).count();
+    if (profile_) {
+      auto time = device_.now();
+      if (!time) {
+        releaseAll();
+        return time.takeError();
+      }
+      result.nodeSeconds[i] = *time - nodeStart;
+    }
     for (const ir::Value *dead : releaseAfter_[i]) {
-      allocator_.release(*dead, live.lookup(dead).getData());
+      allocator_.release(*dead);
       live.erase(dead);
     }
   }
 
+  if (auto err = device_.synchronize()) {
+    releaseAll();
+    return std::move(err);
+  }
   for (const ir::Value *output : graph_.getOutputs()) {
-    OwnedTensor owned(output->getType());
-    Tensor source = live.lookup(output);
-    if (output->getType().getByteSize() != 0)
-      std::memcpy(owned.getData(), source.getData(),
-                  size_t(output->getType().getByteSize()));
-    result.outputs.push_back(std::move(owned));
+    const LiveTensor &source = live.find(output)->second;
+    if (output->isGraphInput()) {
+      // The caller's own host tensor: hand back a copy, not a view of it.
+      unsigned index = 0;
+      while (graph_.getInput(index) != output)
+        ++index;
+      OwnedTensor owned(output->getType());
+      if (output->getType().getByteSize() != 0)
+        std::memcpy(owned.getData(), inputs[index].getData(),
+                    size_t(output->getType().getByteSize()));
+      result.outputs.push_back(std::move(owned));
+      continue;
+    }
+    auto owned = device_.download(source.tensor, source.buffer);
+    if (!owned) {
+      releaseAll();
+      return owned.takeError();
+    }
+    result.outputs.push_back(std::move(*owned));
   }
   releaseAll();
   result.peakBytes = allocator_.getPeakBytes();
   if (const ir::MemoryPlan *plan = graph_.getMemoryPlan())
     result.plannedBytes = plan->arenaBytes;
-  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  auto end = device_.now();
+  if (!end)
+    return end.takeError();
+  result.seconds = *end - *start;
   return std::move(result);
 }
 

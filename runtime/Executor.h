@@ -4,6 +4,7 @@
 
 #include "ir/Graph.h"
 #include "runtime/Backend.h"
+#include "runtime/Device.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -15,30 +16,44 @@
 
 namespace remat::runtime {
 
-/// Where tensors live during a step. The simple allocator here takes each
-/// tensor from the heap; the memory planner replaces it with one arena at
-/// planned offsets.
+/// Where a value's memory lies: its address and the device block that holds
+/// it (the arena, or a block of its own).
+struct Placement {
+  void *data = nullptr;
+  DeviceBuffer buffer;
+};
+
+/// Where tensors live during a step. The simple allocator here takes a block
+/// of device memory for each tensor; the memory planner replaces it with one
+/// arena at planned offsets.
 class Allocator {
 public:
   virtual ~Allocator();
-  /// \returns memory for \p value (its type's byte size, 64-byte aligned).
-  virtual llvm::Expected<void *> allocate(const ir::Value &value) = 0;
-  /// Returns the memory of \p value.
-  virtual void release(const ir::Value &value, void *data) = 0;
-  /// The most bytes held at once since the last resetPeak().
+  /// Starts a step: the peak counts from here.
+  virtual void beginStep() = 0;
+  /// \returns memory for \p value (its type's byte size, aligned as the
+  /// memory plan's offsets are).
+  virtual llvm::Expected<Placement> allocate(const ir::Value &value) = 0;
+  /// Marks the memory of \p value as free; the block itself goes when its
+  /// last holder (an output handed to the caller, say) lets go.
+  virtual void release(const ir::Value &value) = 0;
+  /// The most bytes held at once since beginStep().
   virtual uint64_t getPeakBytes() const = 0;
-  virtual void resetPeak() = 0;
 };
 
-/// Takes every tensor from the heap and counts bytes held.
+/// Takes a block of device memory for every tensor and counts bytes held.
 class HeapAllocator : public Allocator {
 public:
-  llvm::Expected<void *> allocate(const ir::Value &value) override;
-  void release(const ir::Value &value, void *data) override;
+  /// \p device must outlive the allocator.
+  explicit HeapAllocator(Device &device) : device_(device) {}
+
+  void beginStep() override { peakBytes_ = currentBytes_; }
+  llvm::Expected<Placement> allocate(const ir::Value &value) override;
+  void release(const ir::Value &value) override;
   uint64_t getPeakBytes() const override { return peakBytes_; }
-  void resetPeak() override { peakBytes_ = currentBytes_; }
 
 private:
+  Device &device_;
   uint64_t currentBytes_ = 0;
   uint64_t peakBytes_ = 0;
 };
@@ -46,26 +61,28 @@ private:
 /// Places every tensor at its offset in one arena of exactly the planned
 /// size (DESIGN.md "Memory model": the plan is the truth the runtime obeys).
 /// The peak it reports is the high-water mark actually touched: the largest
-/// offset + byte size of a value allocated since resetPeak().
+/// offset + byte size of a value allocated since beginStep(). The outputs of
+/// a step lie in its arena and hold it: a step that starts while the caller
+/// still holds outputs of an earlier one takes a fresh arena rather than
+/// overwriting them.
 class ArenaAllocator : public Allocator {
 public:
-  /// \p plan must outlive the allocator.
-  explicit ArenaAllocator(const ir::MemoryPlan &plan);
-  ~ArenaAllocator() override;
-  ArenaAllocator(const ArenaAllocator &) = delete;
-  ArenaAllocator &operator=(const ArenaAllocator &) = delete;
+  /// \p plan and \p device must outlive the allocator.
+  ArenaAllocator(const ir::MemoryPlan &plan, Device &device)
+      : plan_(plan), device_(device) {}
 
+  void beginStep() override;
   /// \returns an error for a value the plan does not place, or when the
   /// arena could not be allocated.
-  llvm::Expected<void *> allocate(const ir::Value &value) override;
-  void release(const ir::Value &, void *) override {}
+  llvm::Expected<Placement> allocate(const ir::Value &value) override;
+  void release(const ir::Value &) override {}
   uint64_t getPeakBytes() const override { return highWaterBytes_; }
-  void resetPeak() override { highWaterBytes_ = 0; }
   uint64_t getArenaBytes() const { return plan_.arenaBytes; }
 
 private:
   const ir::MemoryPlan &plan_;
-  char *base_ = nullptr;
+  Device &device_;
+  DeviceBuffer arena_;
   uint64_t highWaterBytes_ = 0;
 };
 
@@ -74,15 +91,16 @@ using NodeRunner = std::function<llvm::Error(
     const ir::Node &node, llvm::ArrayRef<Tensor> inputs,
     llvm::ArrayRef<Tensor> outputs)>;
 
-/// Walks a graph's schedule (Note [Schedule]): allocates each node's
-/// results, runs the node, and releases every intermediate after its last
-/// use. Backends supply how a node runs; the walk is the same for all.
+/// Walks a graph's schedule (Note [Schedule]): uploads the inputs,
+/// allocates each node's results, runs the node, releases every intermediate
+/// after its last use, and downloads the outputs. Backends supply how a node
+/// runs and the Device its tensors live on; the walk is the same for all.
 class Executor {
 public:
-  /// \p graph must outlive the executor. \p runners has one entry per node
-  /// in schedule order.
+  /// \p graph, \p allocator and \p device must outlive the executor.
+  /// \p runners has one entry per node in schedule order.
   Executor(const ir::Graph &graph, std::vector<NodeRunner> runners,
-           Allocator &allocator, bool profile);
+           Allocator &allocator, Device &device, bool profile);
 
   /// Runs one step; see Executable::run.
   llvm::Expected<RunResult> run(llvm::ArrayRef<Tensor> inputs);
@@ -92,6 +110,7 @@ private:
   std::vector<const ir::Node *> nodes_;
   std::vector<NodeRunner> runners_;
   Allocator &allocator_;
+  Device &device_;
   bool profile_;
   /// For each node, the intermediate values whose last use it is.
   std::vector<std::vector<const ir::Value *>> releaseAfter_;

@@ -39,8 +39,11 @@ private:
   void *data_ = nullptr;
 };
 
-/// A tensor that owns its memory (inputs read from files, outputs handed to
-/// the caller). 64-byte aligned.
+/// A tensor that holds its memory: a block it allocated (64-byte aligned,
+/// for inputs read from files), the bytes of an ir::TensorData it shares
+/// (weights: held once, by the IR and the runtime together), or a block of
+/// device memory it was handed (outputs in a step's arena). Copies share the
+/// memory.
 class OwnedTensor {
 public:
   OwnedTensor() = default;
@@ -48,19 +51,24 @@ public:
   explicit OwnedTensor(ir::TensorType type);
   /// Copies \p data.
   static OwnedTensor fromData(const ir::TensorData &data);
+  /// Views the bytes of \p data without copying them and keeps \p data
+  /// alive. The tensor is read-only: kernels never write a graph input, and
+  /// nothing else may write it either.
+  static OwnedTensor share(ir::TensorDataPtr data);
+  /// Views \p data, which lies in the memory that \p holder keeps alive.
+  static OwnedTensor adopt(ir::TensorType type, void *data,
+                           std::shared_ptr<const void> holder);
 
-  Tensor view() const { return Tensor(type_, buffer_.get()); }
+  Tensor view() const { return Tensor(type_, data_); }
   const ir::TensorType &getType() const { return type_; }
-  void *getData() const { return buffer_.get(); }
+  void *getData() const { return data_; }
   /// \returns a TensorData copy (for .pb files and comparisons).
   std::shared_ptr<ir::TensorData> toData() const;
 
 private:
-  struct Free {
-    void operator()(void *p) const;
-  };
   ir::TensorType type_;
-  std::unique_ptr<void, Free> buffer_;
+  void *data_ = nullptr;
+  std::shared_ptr<const void> holder_;
 };
 
 } // namespace remat::runtime

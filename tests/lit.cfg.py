@@ -16,6 +16,11 @@ config.substitutions.append(("%not", config.not_tool))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%test-python", config.test_python))
 
+# Sanitizers multiply memory use: checks of the process's RSS declare
+# `UNSUPPORTED: sanitize`.
+if getattr(config, "remat_sanitize", "").upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("sanitize")
+
 # Reference checks that need the onnx Python package (scripts/setup.sh puts
 # it in .venv) declare `REQUIRES: onnx`; without it lit reports them
 # UNSUPPORTED, visibly, instead of passing.

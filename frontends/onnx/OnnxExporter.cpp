@@ -12,7 +12,10 @@
 //     copied and the check costs the same for a 1 KB or a 5 GB model.
 //  3. The initializers get their bytes: inline, or as references into a data
 //     file that is written next to the model (Note [ONNX export conventions]
-//     in the header).
+//     in the header). Either way the bytes stream from the graph's
+//     TensorData to the file: inline, the model is written around them
+//     (writeInline), so that no ModelProto or string holds a second copy of
+//     the weights.
 //
 // Protobuf and ONNX throw; every call into them that can is wrapped here and
 // turned into an llvm::Error.
@@ -627,15 +630,139 @@ std::vector<ExternalTensor> externalizeInitializers(ModelBuilder &builder,
   return layout;
 }
 
-/// Gives every initializer of \p builder's model its bytes inline.
-void inlineInitializers(ModelBuilder &builder) {
-  pb::GraphProto *graph = builder.getModel().mutable_graph();
+/// Protobuf's wire format, for the parts of a model written around it.
+namespace wire {
+
+constexpr int kLengthDelimited = 2;
+
+uint64_t varintSize(uint64_t value) {
+  uint64_t size = 1;
+  for (; value >= 0x80; value >>= 7)
+    ++size;
+  return size;
+}
+
+void writeVarint(llvm::raw_ostream &os, uint64_t value) {
+  for (; value >= 0x80; value >>= 7)
+    os << char(uint8_t(value) | 0x80);
+  os << char(value);
+}
+
+/// The bytes of a length-delimited field \p number holding \p length bytes,
+/// before those bytes.
+uint64_t fieldHeaderSize(int number, uint64_t length) {
+  return varintSize(uint64_t(number) << 3 | kLengthDelimited) +
+         varintSize(length);
+}
+
+void writeFieldHeader(llvm::raw_ostream &os, int number, uint64_t length) {
+  writeVarint(os, uint64_t(number) << 3 | kLengthDelimited);
+  writeVarint(os, length);
+}
+
+} // namespace wire
+
+/// A message with one length-delimited field cut out: the bytes of its
+/// fields numbered below the cut and above it. Protobuf writes the known
+/// fields of a message in field-number order (unknown fields last), so the
+/// message with the cut field set serializes to head + that field + tail.
+struct SplitMessage {
+  std::string head, tail;
+};
+
+/// Splits \p message around field \p number (whose value is dropped).
+Expected<SplitMessage> splitAround(const google::protobuf::Message &message,
+                                   int number, const Twine &what) {
+  const google::protobuf::Descriptor *descriptor = message.GetDescriptor();
+  const google::protobuf::Reflection *reflection = message.GetReflection();
+  std::unique_ptr<google::protobuf::Message> head(message.New());
+  std::unique_ptr<google::protobuf::Message> tail(message.New());
+  head->CopyFrom(message);
+  tail->CopyFrom(message);
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor *field = descriptor->field(i);
+    if (field->number() >= number)
+      reflection->ClearField(head.get(), field);
+    if (field->number() <= number)
+      reflection->ClearField(tail.get(), field);
+  }
+  reflection->MutableUnknownFields(head.get())->Clear();
+  SplitMessage split;
+  for (auto [part, bytes] : {std::pair(head.get(), &split.head),
+                             std::pair(tail.get(), &split.tail)}) {
+    google::protobuf::io::StringOutputStream stream(bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!part->SerializePartialToCodedStream(&coded) || coded.HadError())
+      return makeError("cannot serialize " + what);
+  }
+  return split;
+}
+
+/// Writes the model of \p builder with every initializer's bytes inline,
+/// byte for byte what serializing that model would give, without building
+/// it: the bytes go from each TensorData straight to \p os, so that the
+/// weights are not held a second (ModelProto) and third (serialized) time.
+/// The model is larger than \p maxBytes is an error, before anything is
+/// written.
+Error writeInline(ModelBuilder &builder, llvm::raw_ostream &os,
+                  uint64_t maxBytes) {
+  // Field numbers of onnx.proto: ModelProto.graph, GraphProto.initializer,
+  // TensorProto.raw_data.
+  constexpr int kModelGraph = pb::ModelProto::kGraphFieldNumber;
+  constexpr int kGraphInitializer = pb::GraphProto::kInitializerFieldNumber;
+  constexpr int kTensorRawData = pb::TensorProto::kRawDataFieldNumber;
+  const pb::ModelProto &model = builder.getModel();
+  const pb::GraphProto &graph = model.graph();
+  std::string what = "the model of graph '" + graph.name() + "'";
   ArrayRef<const ir::Value *> values = builder.getInitializerValues();
+  assert(size_t(graph.initializer_size()) == values.size() &&
+         "one initializer per value with data");
+
+  auto modelSplit = splitAround(model, kModelGraph, what);
+  if (!modelSplit)
+    return modelSplit.takeError();
+  auto graphSplit = splitAround(graph, kGraphInitializer, what);
+  if (!graphSplit)
+    return graphSplit.takeError();
+  std::vector<SplitMessage> tensorSplits;
+  std::vector<uint64_t> tensorSizes;
+  uint64_t graphSize = graphSplit->head.size() + graphSplit->tail.size();
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto split = splitAround(graph.initializer(int(i)), kTensorRawData, what);
+    if (!split)
+      return split.takeError();
+    uint64_t rawSize = values[i]->getData()->getBytes().size();
+    uint64_t size = split->head.size() +
+                    wire::fieldHeaderSize(kTensorRawData, rawSize) + rawSize +
+                    split->tail.size();
+    graphSize += wire::fieldHeaderSize(kGraphInitializer, size) + size;
+    tensorSplits.push_back(std::move(*split));
+    tensorSizes.push_back(size);
+  }
+  uint64_t modelSize = modelSplit->head.size() +
+                       wire::fieldHeaderSize(kModelGraph, graphSize) +
+                       graphSize + modelSplit->tail.size();
+  if (modelSize > maxBytes || modelSize > kMaxProtobufBytes)
+    return makeError(what + " is " + Twine(modelSize) + " bytes, over the " +
+                     Twine(std::min(maxBytes, kMaxProtobufBytes)) +
+                     "-byte limit of an inline ONNX model (protobuf's 2 GB); "
+                     "write it to a file with external data");
+
+  os << modelSplit->head;
+  wire::writeFieldHeader(os, kModelGraph, graphSize);
+  os << graphSplit->head;
   for (size_t i = 0; i < values.size(); ++i) {
     ArrayRef<uint8_t> bytes = values[i]->getData()->getBytes();
-    graph->mutable_initializer(i)->set_raw_data(
-        reinterpret_cast<const char *>(bytes.data()), bytes.size());
+    wire::writeFieldHeader(os, kGraphInitializer, tensorSizes[i]);
+    os << tensorSplits[i].head;
+    wire::writeFieldHeader(os, kTensorRawData, bytes.size());
+    os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+    os << tensorSplits[i].tail;
   }
+  os << graphSplit->tail;
+  os << modelSplit->tail;
+  return Error::success();
 }
 
 /// Writes the tensors of \p layout at their offsets, zero-padded between.
@@ -715,21 +842,17 @@ Error exportOnnxFile(const ir::Graph &graph, StringRef path,
       builder.estimateInlineBytes() > options.maxInlineBytes)
     return writeWithExternalData(builder, path);
 
-  inlineInitializers(builder);
-  auto bytes = serialize(builder.getModel(), options.maxInlineBytes,
-                         "the model of graph '" +
-                             builder.getModel().graph().name() + "'");
-  if (!bytes)
-    return bytes.takeError();
   if (path == "-") {
-    llvm::outs() << *bytes;
+    if (auto err = writeInline(builder, llvm::outs(), options.maxInlineBytes))
+      return err;
     llvm::outs().flush();
     return Error::success();
   }
   auto file = PendingFile::create(path);
   if (!file)
     return file.takeError();
-  (*file)->os() << *bytes;
+  if (auto err = writeInline(builder, (*file)->os(), options.maxInlineBytes))
+    return err;
   if (auto err = (*file)->close())
     return err;
   return (*file)->commit();
@@ -748,10 +871,12 @@ Expected<std::string> exportOnnxBytes(const ir::Graph &graph,
                      Twine(atLeast) + " bytes, over the " + Twine(limit) +
                      "-byte limit of an inline ONNX model (protobuf's 2 GB); "
                      "write it to a file with external data");
-  inlineInitializers(builder);
-  return serialize(builder.getModel(), options.maxInlineBytes,
-                   "the model of graph '" + builder.getModel().graph().name() +
-                       "'");
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  if (auto err = writeInline(builder, os, options.maxInlineBytes))
+    return std::move(err);
+  os.flush();
+  return bytes;
 }
 
 } // namespace remat::onnx_frontend

@@ -44,6 +44,7 @@
 #include "llvm/Support/Path.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
@@ -1561,31 +1562,31 @@ Expected<std::unique_ptr<Graph>> Importer::run() {
   return std::move(graph_);
 }
 
-/// Parses \p bytes as a ModelProto; protobuf's 2 GiB limit applies.
-Expected<std::unique_ptr<onnx::ModelProto>> parseModel(StringRef bytes,
-                                                       StringRef sourceName) {
-  if (bytes.size() > static_cast<size_t>(INT_MAX))
+/// Parses the \p size bytes of \p input as a ModelProto; protobuf's 2 GiB
+/// limit applies.
+Expected<std::unique_ptr<onnx::ModelProto>>
+parseModel(google::protobuf::io::ZeroCopyInputStream &input, uint64_t size,
+           StringRef sourceName) {
+  if (size > static_cast<uint64_t>(INT_MAX))
     return makeError("cannot parse '" + sourceName +
                      "' as an ONNX model: it "
                      "is " +
-                     Twine(bytes.size()) +
+                     Twine(size) +
                      " bytes, more than "
                      "protobuf's limit of " +
                      Twine(INT_MAX) +
                      " bytes (store the weights as external data)");
-  if (bytes.empty())
+  if (size == 0)
     return makeError("cannot parse '" + sourceName +
                      "' as an ONNX model: the file is empty");
   auto model = std::make_unique<onnx::ModelProto>();
-  google::protobuf::io::ArrayInputStream input(bytes.data(),
-                                               static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&input);
   coded.SetTotalBytesLimit(INT_MAX);
   if (!model->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     return makeError("cannot parse '" + sourceName +
                      "' as an ONNX model: "
                      "the protobuf data is truncated or corrupt (" +
-                     Twine(bytes.size()) + " bytes)");
+                     Twine(size) + " bytes)");
   // Random bytes and other messages (a TensorProto .pb) can parse as a
   // ModelProto; a real model has all three.
   SmallVector<std::string, 3> missing;
@@ -1602,6 +1603,14 @@ Expected<std::unique_ptr<onnx::ModelProto>> parseModel(StringRef bytes,
                      llvm::join(missing, ", ") +
                      " (is it a TensorProto or another message?)");
   return model;
+}
+
+/// Parses \p bytes as a ModelProto.
+Expected<std::unique_ptr<onnx::ModelProto>> parseModel(StringRef bytes,
+                                                       StringRef sourceName) {
+  google::protobuf::io::ArrayInputStream input(
+      bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
+  return parseModel(input, bytes.size(), sourceName);
 }
 
 /// Runs \p step, turning anything protobuf or an allocation throws into an
@@ -1668,14 +1677,24 @@ importOnnxFile(StringRef path, const ImportOptions &options) {
                      Twine(size) + " bytes, more than protobuf's limit of " +
                      Twine(INT_MAX) +
                      " bytes (store the weights as external data)");
-  // The file's bytes are unmapped once parsed.
+  // The file is read in small blocks as it is parsed rather than mapped
+  // whole, so that its bytes are not resident next to the ModelProto's.
   auto model = guarded<std::unique_ptr<onnx::ModelProto>>(path, [&]() {
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                              /*RequiresNullTerminator=*/false);
-    if (!buffer)
-      return Expected<std::unique_ptr<onnx::ModelProto>>(makeError(
-          "cannot read '" + path + "': " + buffer.getError().message()));
-    return parseModel((*buffer)->getBuffer(), path);
+    int fd = -1;
+    if (std::error_code ec = llvm::sys::fs::openFileForRead(path, fd))
+      return Expected<std::unique_ptr<onnx::ModelProto>>(
+          makeError("cannot read '" + path + "': " + ec.message()));
+    google::protobuf::io::FileInputStream input(fd);
+    input.SetCloseOnDelete(true);
+    auto parsed = parseModel(input, size, path);
+    if (input.GetErrno() != 0) {
+      if (!parsed)
+        llvm::consumeError(parsed.takeError());
+      return Expected<std::unique_ptr<onnx::ModelProto>>(
+          makeError("cannot read '" + path +
+                    "': " + std::strerror(input.GetErrno())));
+    }
+    return parsed;
   });
   if (!model)
     return model.takeError();

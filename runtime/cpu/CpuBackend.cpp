@@ -3,6 +3,7 @@
 
 #include "ir/Support.h"
 #include "ir/Verifier.h"
+#include "runtime/Device.h"
 #include "runtime/Executor.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/Parallel.h"
@@ -18,12 +19,13 @@ class CpuExecutable : public Executable {
 public:
   CpuExecutable(std::unique_ptr<ir::Graph> graph, unsigned numThreads,
                 bool profile, std::vector<Kernel> kernels)
-      : graph_(std::move(graph)), parallel_(numThreads) {
+      : graph_(std::move(graph)), device_(createHostDevice()),
+        parallel_(numThreads) {
     // A planned graph runs in its arena; others take tensors from the heap.
     if (const ir::MemoryPlan *plan = graph_->getMemoryPlan())
-      allocator_ = std::make_unique<ArenaAllocator>(*plan);
+      allocator_ = std::make_unique<ArenaAllocator>(*plan, *device_);
     else
-      allocator_ = std::make_unique<HeapAllocator>();
+      allocator_ = std::make_unique<HeapAllocator>(*device_);
     std::vector<NodeRunner> runners;
     for (Kernel &kernel : kernels)
       runners.push_back([this, kernel = std::move(kernel)](
@@ -32,7 +34,7 @@ public:
         return kernel(KernelContext{node, inputs, outputs, parallel_});
       });
     executor_ = std::make_unique<Executor>(*graph_, std::move(runners),
-                                           *allocator_, profile);
+                                           *allocator_, *device_, profile);
   }
 
   llvm::Expected<RunResult> run(llvm::ArrayRef<Tensor> inputs) override {
@@ -41,7 +43,10 @@ public:
   const ir::Graph &getGraph() const override { return *graph_; }
 
 private:
+  /// A copy of the compiled graph; its weights share their TensorData with
+  /// the caller's graph (Graph::clone copies TensorDataPtr, not bytes).
   std::unique_ptr<ir::Graph> graph_;
+  std::unique_ptr<Device> device_;
   ThreadPoolParallelFor parallel_;
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<Executor> executor_;
@@ -78,11 +83,5 @@ std::unique_ptr<Backend> createCpuBackend() {
 }
 
 } // namespace cpu
-
-llvm::Expected<std::unique_ptr<Backend>> createBackend(llvm::StringRef name) {
-  if (name == "cpu")
-    return cpu::createCpuBackend();
-  return makeError("unknown backend '" + name + "' (available: cpu)");
-}
 
 } // namespace remat::runtime

@@ -19,6 +19,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <doctest/doctest.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -927,6 +929,45 @@ TEST_CASE("external data cannot go to stdout") {
 //===----------------------------------------------------------------------===//
 // Determinism
 //===----------------------------------------------------------------------===//
+
+TEST_CASE("inline export writes the bytes protobuf would, around the weights") {
+  // The exporter writes the model around each weight's bytes instead of
+  // copying them into a ModelProto (writeInline). Protobuf must read back a
+  // model that it serializes to exactly those bytes: fields in number order,
+  // every length right. %w's doc_string (field 12) comes after its raw_data
+  // (9); %e is empty; %c is no weight; a Constant keeps its tensor
+  // attribute; metadata_props (14) come after the graph (7).
+  auto graph = parse(R"(
+graph @s(%x: f32[2,4], %w: f32[4,3] weight = dense<f32[4,3]: 0.5>, %e: f32[0] weight = dense<f32[0]: []>, %c: i64[2] = dense<i64[2]: [3, 2]>) {
+  %h = MatMul(%x, %w) : f32[2,3]
+  %k = Constant() {value = dense<f32[3]: [1.0, 2.0, 3.0]>} : f32[3]
+  %a = Add(%h, %k) : f32[2,3]
+  %r = Reshape(%a, %c) : f32[3,2]
+  return %r, %e
+}
+)");
+  ExportOptions options;
+  options.metadata = {{"k", "v"}};
+  auto bytes = exportOnnxBytes(*graph, options);
+  if (!bytes)
+    FAIL("unexpected export error: " << errorToString(bytes.takeError()));
+  pb::ModelProto model = parseModel(*bytes);
+  REQUIRE(model.graph().initializer_size() == 3);
+  CHECK(model.graph().initializer(0).raw_data() ==
+        rawBytes(*graph->lookup("w")->getData()));
+  CHECK(model.graph().initializer(0).doc_string() == "weight");
+  CHECK(model.graph().initializer(1).has_raw_data());
+  CHECK(model.metadata_props_size() == 2);
+  std::string again;
+  {
+    google::protobuf::io::StringOutputStream stream(&again);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    REQUIRE(model.SerializeToCodedStream(&coded));
+  }
+  CHECK(again.size() == bytes->size());
+  CHECK(again == *bytes);
+}
 
 TEST_CASE("the same graph gives the same bytes") {
   auto graph = parse(R"(
