@@ -9,6 +9,7 @@
 #include "ir/Support.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
+#include "runtime/cpu/Evaluator.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -30,6 +31,7 @@ llvm::Error runPipeline(ir::Graph &graph, const OptOptions &options,
   if (auto err = ir::verify(graph))
     return err;
   passes::PassManager pm;
+  pm.setContext({runtime::cpu::makeCpuEvaluator()});
   if (auto err = passes::parsePassPipeline(options.pipeline, registry, pm))
     return err;
   if (!options.unusedWeights.empty())

@@ -8,6 +8,7 @@
 #include "ir/Support.h"
 #include "passes/PassManager.h"
 #include "runtime/Backend.h"
+#include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -230,6 +231,7 @@ int runMain(int argc, char **argv) {
     passes::PassRegistry registry;
     passes::registerAllPasses(registry);
     passes::PassManager pm;
+    pm.setContext({runtime::cpu::makeCpuEvaluator()});
     if (auto err = passes::parsePassPipeline(pipelineText, registry, pm))
       return fail(std::move(err));
     if (unusedWeights.getNumOccurrences())

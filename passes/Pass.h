@@ -3,6 +3,7 @@
 #define REMAT_PASSES_PASS_H
 
 #include "ir/Graph.h"
+#include "ir/NodeEvaluator.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -24,6 +25,15 @@ struct PassOption {
   std::variant<int64_t *, double *, bool *, std::string *> storage;
   /// \returns "int", "float", "bool" or "string".
   llvm::StringRef kindName() const;
+};
+
+/// What a pass gets from whoever runs it (the driver, a test) rather than from
+/// a layer passes/ may not include. The PassManager hands its context to
+/// every pass before running it.
+struct PassContext {
+  /// Evaluates one node on constant data, for fold-constants and
+  /// canonicalize: runtime::cpu::makeCpuEvaluator(), the reference kernels.
+  ir::NodeEvaluator evaluator;
 };
 
 /// A transformation or analysis over a Graph. Passes are created by the
@@ -51,12 +61,20 @@ public:
   /// PassManager passes its own stream on when it has one).
   void setDiagnosticStream(llvm::raw_ostream *os) { diagnostics_ = os; }
 
+  /// Sets what the pass gets from outside; \p context must outlive run().
+  void setContext(const PassContext &context) { context_ = &context; }
+  /// \returns the context set last (an empty one before any).
+  const PassContext &getContext() const;
+
 protected:
   /// Prints "warning: <message>" on the diagnostic stream: for what a user
   /// should know but that does not stop the pass.
   void emitWarning(const llvm::Twine &message);
   /// Prints "note: <message>" on the diagnostic stream.
   void emitNote(const llvm::Twine &message);
+  /// \returns the context's evaluator, or an error naming this pass when
+  /// whoever runs it gave none.
+  llvm::Expected<const ir::NodeEvaluator *> getEvaluator() const;
 
   /// Declares an option stored in \p storage (a member of the pass that
   /// already holds its default).
@@ -69,6 +87,7 @@ protected:
 private:
   llvm::SmallVector<PassOption, 2> options_;
   llvm::raw_ostream *diagnostics_ = nullptr;
+  const PassContext *context_ = nullptr;
 };
 
 } // namespace remat::passes
