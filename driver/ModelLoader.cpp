@@ -6,6 +6,8 @@
 #include "frontends/onnx/OnnxImporter.h"
 #include "ir/Parser.h"
 #include "ir/Support.h"
+#include "passes/FoldingPolicy.h"
+#include "runtime/cpu/Evaluator.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -68,6 +70,8 @@ loadModels(llvm::StringRef path, const LoadOptions &options) {
   if (*format == ModelFormat::Onnx) {
     onnx_frontend::ImportOptions importOptions;
     importOptions.bindings = std::move(bindings);
+    importOptions.evaluator =
+        passes::makeFoldingEvaluator(runtime::cpu::makeCpuEvaluator());
     auto graph = onnx_frontend::importOnnxFile(path, importOptions);
     if (!graph)
       return graph.takeError();

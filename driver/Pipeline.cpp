@@ -5,6 +5,7 @@
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
+#include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -80,6 +81,8 @@ static llvm::Error buildPassManager(llvm::StringRef pipeline,
                                     passes::PassManager &pm) {
   passes::PassRegistry registry;
   passes::registerAllPasses(registry);
+  // Constant folding runs the reference CPU kernels (Note in passes/Pass.h).
+  pm.setContext({runtime::cpu::makeCpuEvaluator()});
   if (auto err = passes::parsePassPipeline(pipeline, registry, pm))
     return err;
   auto set = [&](llvm::StringRef flag, llvm::StringRef pass,

@@ -15,7 +15,10 @@ llvm::Expected<bool> CanonicalizePass::run(ir::Graph &graph) {
   if (maxIterations_ < 1)
     return makeError("max-iterations must be at least 1, got " +
                      llvm::Twine(maxIterations_));
+  if (auto evaluator = getEvaluator(); !evaluator)
+    return evaluator.takeError();
   FoldConstantsPass fold;
+  fold.setContext(getContext());
   CsePass cse;
   DcePass dce;
   bool changed = false;

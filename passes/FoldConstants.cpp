@@ -2,10 +2,14 @@
 //
 // Walks the schedule once, in order. A node folds when every operand is the
 // result of a Constant node (Shape needs only its operand's static type, so
-// it always folds), its op is one ConstantEval implements, and each result
-// is small enough (max-elements). Because the walk is in schedule order, a
-// chain such as Shape -> Gather -> Unsqueeze -> Concat collapses in one run:
-// each folded node becomes a Constant before its users are visited.
+// it always folds), passes/FoldingPolicy.h allows it, and each result is
+// small enough (max-elements). The values come from the PassContext's
+// evaluator: the CPU kernels, so a folded constant holds exactly the bits
+// the runtime would compute; an evaluator error (integer division by zero,
+// an index out of range, ...) leaves the node for the runtime. Because the
+// walk is in schedule order, a chain such as Shape -> Gather -> Unsqueeze ->
+// Concat collapses in one run: each folded node becomes a Constant before its
+// users are visited.
 //
 // Each result is replaced by a new Constant node placed where the folded node
 // was, with the folded node's name, stage, layer and location, so printed IR
@@ -16,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/ConstantEval.h"
+#include "passes/FoldingPolicy.h"
 #include "passes/Passes.h"
 
 #include "ir/ShapeInference.h"
@@ -24,6 +28,9 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
+
+#include <cmath>
+#include <cstdio>
 
 using namespace remat;
 using namespace remat::ir;
@@ -81,7 +88,112 @@ void replaceWithConstants(Graph &graph, Node &node,
     value->setName(name);
 }
 
+/// \returns true if the (already truncated) \p value is representable in
+/// integer dtype \p dtype.
+bool fitsInteger(double value, DType dtype) {
+  switch (dtype) {
+  case DType::I64:
+    return value >= -0x1p63 && value < 0x1p63;
+  case DType::I32:
+    return value >= -2147483648.0 && value <= 2147483647.0;
+  case DType::I8:
+    return value >= -128.0 && value <= 127.0;
+  case DType::U8:
+    return value >= 0.0 && value <= 255.0;
+  default:
+    llvm_unreachable("not an integer dtype");
+  }
+}
+
+/// Refuses a Cast of \p data, a float tensor, to integer dtype \p target
+/// when an element truncated toward zero is NaN or outside the dtype.
+llvm::Error checkCastRange(const Node &node, const TensorData &data,
+                           DType target) {
+  for (int64_t i = 0, e = data.getNumElements(); i < e; ++i) {
+    double value = data.getDouble(i);
+    double truncated = std::trunc(value);
+    if (!std::isnan(truncated) && fitsInteger(truncated, target))
+      continue;
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", value);
+    return makeError(node.describe() + ": cannot cast " + text + " to " +
+                     dtypeName(target));
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
+
+bool remat::passes::isFoldable(OpKind op) {
+  switch (op) {
+  case OpKind::Shape:
+  case OpKind::Gather:
+  case OpKind::Unsqueeze:
+  case OpKind::Squeeze:
+  case OpKind::Concat:
+  case OpKind::Slice:
+  case OpKind::Reshape:
+  case OpKind::Expand:
+  case OpKind::Cast:
+  case OpKind::Identity:
+  case OpKind::Range:
+  case OpKind::ConstantOfShape:
+  case OpKind::Equal:
+  case OpKind::Where:
+  case OpKind::GreaterOrEqual:
+  case OpKind::And:
+  case OpKind::Max:
+  case OpKind::Mod:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Pow:
+  case OpKind::Neg:
+  case OpKind::Sqrt:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Erf:
+  case OpKind::Tanh:
+  case OpKind::Relu:
+  case OpKind::Sigmoid:
+  case OpKind::Gelu:
+  case OpKind::Transpose:
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+  case OpKind::ReduceMax:
+    return true;
+  default:
+    return false;
+  }
+}
+
+llvm::Error
+remat::passes::checkFoldable(const Node &node,
+                             llvm::ArrayRef<const TensorData *> operands) {
+  assert(operands.size() == node.getNumOperands() &&
+         "one operand data entry per operand");
+  if (!isFoldable(node.getOp()))
+    return makeError(node.describe() + ": constant folding does not evaluate " +
+                     node.getOpSpelling());
+  if (node.getOp() == OpKind::Cast && operands[0] &&
+      isFloat(operands[0]->getType().getDType())) {
+    DType target = node.getResult(0)->getType().getDType();
+    if (isInteger(target))
+      return checkCastRange(node, *operands[0], target);
+  }
+  return llvm::Error::success();
+}
+
+NodeEvaluator remat::passes::makeFoldingEvaluator(NodeEvaluator evaluator) {
+  return [evaluator = std::move(evaluator)](
+             const Node &node, llvm::ArrayRef<const TensorData *> operands)
+             -> Expected<SmallVector<TensorDataPtr, 1>> {
+    if (auto err = checkFoldable(node, operands))
+      return std::move(err);
+    return evaluator(node, operands);
+  };
+}
 
 FoldConstantsPass::FoldConstantsPass() {
   declareOption("max-elements",
@@ -94,12 +206,15 @@ Expected<bool> FoldConstantsPass::run(Graph &graph) {
   if (maxElements_ < 0)
     return makeError("option max-elements must not be negative, got " +
                      llvm::Twine(maxElements_));
+  auto evaluator = getEvaluator();
+  if (!evaluator)
+    return evaluator.takeError();
 
   bool changed = false;
   SmallVector<const TensorData *, 4> operands;
   for (Node &node : llvm::make_early_inc_range(graph.getNodes())) {
-    // Most selective first: most nodes are ops ConstantEval does not know.
-    if (node.getOp() == OpKind::Constant || !canEvaluate(node.getOp()))
+    // Most selective first: most nodes are ops that never fold.
+    if (node.getOp() == OpKind::Constant || !isFoldable(node.getOp()))
       continue;
 
     bool isShape = node.getOp() == OpKind::Shape;
@@ -121,10 +236,14 @@ Expected<bool> FoldConstantsPass::run(Graph &graph) {
     if (!small)
       continue;
 
-    // Evaluation refuses what it cannot or must not compute (an unsupported
-    // dtype, integer division by zero, ...); such nodes are left for the
+    // What the policy or the evaluator refuses (an out-of-range cast, an
+    // unsupported dtype, integer division by zero, ...) is left for the
     // runtime, and the verifier still reports a graph that is invalid.
-    auto results = evaluateNode(node, operands);
+    if (auto err = checkFoldable(node, operands)) {
+      llvm::consumeError(std::move(err));
+      continue;
+    }
+    auto results = (**evaluator)(node, operands);
     if (!results) {
       llvm::consumeError(results.takeError());
       continue;

@@ -29,6 +29,22 @@ void Pass::emitRaw(llvm::StringRef text) {
   os.flush();
 }
 
+
+const PassContext &Pass::getContext() const {
+  static const PassContext empty;
+  return context_ ? *context_ : empty;
+}
+
+llvm::Expected<const ir::NodeEvaluator *> Pass::getEvaluator() const {
+  const ir::NodeEvaluator &evaluator = getContext().evaluator;
+  if (!evaluator)
+    return makeError(llvm::Twine(getName()) +
+                     " needs a constant evaluator; give its PassManager a "
+                     "PassContext whose evaluator is "
+                     "runtime::cpu::makeCpuEvaluator()");
+  return &evaluator;
+}
+
 std::string PassOption::kindName() const {
   switch (storage.index()) {
   case 0:

@@ -3,6 +3,7 @@
 #define REMAT_PASSES_PASS_H
 
 #include "ir/Graph.h"
+#include "ir/NodeEvaluator.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -67,6 +68,15 @@ struct PassOption {
   std::string kindName() const;
 };
 
+/// What a pass gets from whoever runs it (the driver, a test) rather than from
+/// a layer passes/ may not include. The PassManager hands its context to
+/// every pass before running it.
+struct PassContext {
+  /// Evaluates one node on constant data, for fold-constants and
+  /// canonicalize: runtime::cpu::makeCpuEvaluator(), the reference kernels.
+  ir::NodeEvaluator evaluator;
+};
+
 /// A transformation or analysis over a Graph. Passes are created by the
 /// PassRegistry from passes/Passes.def; nothing registers itself at load.
 class Pass {
@@ -92,6 +102,11 @@ public:
   /// PassManager passes its own stream on when it has one).
   void setDiagnosticStream(llvm::raw_ostream *os) { diagnostics_ = os; }
 
+  /// Sets what the pass gets from outside; \p context must outlive run().
+  void setContext(const PassContext &context) { context_ = &context; }
+  /// \returns the context set last (an empty one before any).
+  const PassContext &getContext() const;
+
 protected:
   /// Prints "warning: <message>" on the diagnostic stream: for what a user
   /// should know but that does not stop the pass.
@@ -101,6 +116,9 @@ protected:
   /// Prints \p text as it is on the diagnostic stream (reports such as
   /// remat's --explain).
   void emitRaw(llvm::StringRef text);
+  /// \returns the context's evaluator, or an error naming this pass when
+  /// whoever runs it gave none.
+  llvm::Expected<const ir::NodeEvaluator *> getEvaluator() const;
 
   /// Declares an option stored in \p storage (a member of the pass that
   /// already holds its default).
@@ -127,6 +145,7 @@ protected:
 private:
   llvm::SmallVector<PassOption, 2> options_;
   llvm::raw_ostream *diagnostics_ = nullptr;
+  const PassContext *context_ = nullptr;
 };
 
 } // namespace remat::passes

@@ -88,6 +88,7 @@ llvm::Expected<bool> PassManager::run(ir::Graph &graph) {
   for (const std::unique_ptr<Pass> &pass : passes_) {
     if (diagnostics_)
       pass->setDiagnosticStream(diagnostics_);
+    pass->setContext(context_);
     auto start = Clock::now();
     llvm::Expected<bool> passChanged = pass->run(graph);
     auto ran = Clock::now();

@@ -46,6 +46,9 @@ public:
   /// Sends the warnings and notes of every pass to \p os (default
   /// llvm::errs()).
   void setDiagnosticStream(llvm::raw_ostream *os) { diagnostics_ = os; }
+  /// Sets what every pass gets from outside (the constant evaluator of
+  /// fold-constants and canonicalize); run() hands it to each pass.
+  void setContext(PassContext context) { context_ = std::move(context); }
   size_t size() const { return passes_.size(); }
   /// The passes in pipeline order (for reading what a pass reported).
   std::vector<const Pass *> getPasses() const {
@@ -76,6 +79,7 @@ private:
   llvm::raw_ostream *printAfterAll_ = nullptr;
   llvm::raw_ostream *timing_ = nullptr;
   llvm::raw_ostream *diagnostics_ = nullptr;
+  PassContext context_;
 };
 
 /// Parses a textual pipeline, e.g. `dce,cse,fold-constants{max-elements=64}`

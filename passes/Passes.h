@@ -41,7 +41,8 @@ public:
 /// Evaluates nodes whose operands are all Constant results and replaces them
 /// with Constant nodes: shape subgraphs (Shape, Gather, Concat, Unsqueeze,
 /// ...) of any size, other ops when the result has at most max-elements
-/// elements.
+/// elements. Computes with the PassContext's evaluator (the CPU kernels)
+/// under passes/FoldingPolicy.h; without one it is an error.
 class FoldConstantsPass : public Pass {
 public:
   FoldConstantsPass();
@@ -69,6 +70,7 @@ public:
 
 /// Runs fold-constants, cse and dce until none changes the graph (or
 /// max-iterations rounds), then checks every type against shape inference.
+/// Needs the PassContext's evaluator, as fold-constants does.
 /// With dims bound at import, every shape chain of a transformer export
 /// collapses to constants: no Shape op remains.
 class CanonicalizePass : public Pass {

@@ -14,8 +14,8 @@
 //     Flatten -> Reshape, GatherND with constant indices -> Reshape + Gather,
 //     seeds for Dropout, ...). Every result type comes from ir::inferTypes;
 //     a node whose operands are all constants (or a Shape of a static type)
-//     is evaluated with passes::evaluateNode and replaced by a Constant of
-//     the same name, so that shape subgraphs resolve to static shapes.
+//     is evaluated with ImportOptions::evaluator and replaced by a Constant
+//     of the same name, so that shape subgraphs resolve to static shapes.
 //     Declared types (value_info, graph outputs) must agree with inference.
 //
 // libonnx is used for the protobuf classes only: its schemas, checker and
@@ -31,7 +31,6 @@
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
-#include "passes/ConstantEval.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -1177,7 +1176,7 @@ Importer::convertGatherND(const FlatNode &flat, ArrayRef<Value *> operands,
 }
 
 Value *Importer::tryFold(Node *node) {
-  if (!passes::canEvaluate(node->getOp()) || node->getNumResults() != 1)
+  if (node->getOp() == OpKind::Constant || node->getNumResults() != 1)
     return nullptr;
   SmallVector<const TensorData *, 4> data;
   for (Value *operand : node->getOperands()) {
@@ -1189,7 +1188,7 @@ Value *Importer::tryFold(Node *node) {
   Value *result = node->getResult(0);
   if (result->getType().getByteSize() > kMaxFoldBytes)
     return nullptr;
-  auto folded = passes::evaluateNode(*node, data);
+  auto folded = options_.evaluator(*node, data);
   if (!folded) {
     foldFailures_[result->getName()] = errorToString(folded.takeError());
     return nullptr;
@@ -1626,6 +1625,15 @@ Expected<T> guarded(StringRef sourceName, Step step) {
   }
 }
 
+/// Errors unless \p options can import anything.
+Error checkOptions(StringRef sourceName, const ImportOptions &options) {
+  if (!options.evaluator)
+    return makeError("cannot import '" + sourceName +
+                     "': no constant evaluator was given "
+                     "(ImportOptions::evaluator folds shape subgraphs)");
+  return Error::success();
+}
+
 Expected<std::unique_ptr<Graph>> importModel(onnx::ModelProto &model,
                                              StringRef sourceName,
                                              StringRef baseDir,
@@ -1669,6 +1677,8 @@ llvm::Error parseBindings(StringRef text, llvm::StringMap<int64_t> &bindings) {
 
 llvm::Expected<std::unique_ptr<ir::Graph>>
 importOnnxFile(StringRef path, const ImportOptions &options) {
+  if (auto err = checkOptions(path, options))
+    return std::move(err);
   uint64_t size = 0;
   if (std::error_code ec = llvm::sys::fs::file_size(path, size))
     return makeError("cannot read '" + path + "': " + ec.message());
@@ -1705,6 +1715,8 @@ importOnnxFile(StringRef path, const ImportOptions &options) {
 llvm::Expected<std::unique_ptr<ir::Graph>>
 importOnnxBytes(StringRef bytes, StringRef sourceName, StringRef baseDir,
                 const ImportOptions &options) {
+  if (auto err = checkOptions(sourceName, options))
+    return std::move(err);
   auto model = guarded<std::unique_ptr<onnx::ModelProto>>(
       sourceName, [&] { return parseModel(bytes, sourceName); });
   if (!model)

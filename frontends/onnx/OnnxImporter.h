@@ -11,6 +11,7 @@
 #define REMAT_FRONTENDS_ONNX_ONNXIMPORTER_H
 
 #include "ir/Graph.h"
+#include "ir/NodeEvaluator.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -30,6 +31,12 @@ struct ImportOptions {
   /// which must stay constants so that they are neither trained nor opaque
   /// to shape inference. Set this to import them as weights as well.
   bool singleElementWeights = false;
+  /// Evaluates a node whose operands are all constants (and is at most
+  /// 16 MiB) so that it becomes a Constant; a node it refuses stays. Required:
+  /// shape subgraphs must fold for shapes to be static. The driver gives the
+  /// CPU kernels under the fold-constants policy
+  /// (passes::makeFoldingEvaluator(runtime::cpu::makeCpuEvaluator())).
+  ir::NodeEvaluator evaluator;
 };
 
 /// Parses "batch=2,seq=16" into \p bindings. Errors name the bad entry.

@@ -772,10 +772,9 @@ Kernel selectConstantOfShape(const ir::Node &node) {
   });
 }
 
-/// Range as passes/ConstantEval computes it: the length is ceil((limit -
-/// start) / delta) (the difference in the element type, the division in
-/// double; exact in 128 bits for integers), and element i is start + i *
-/// delta.
+/// Range: the length is ceil((limit - start) / delta) (the difference in the
+/// element type, the division in double; exact in 128 bits for integers),
+/// and element i is start + i * delta.
 template <typename T> Kernel makeRangeKernel() {
   return [](const KernelContext &ctx) -> Error {
     T start = *ctx.inputs[0].getData<T>();

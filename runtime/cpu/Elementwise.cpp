@@ -6,8 +6,8 @@
 // innermost dim (contiguous or scalar), so the loops vectorize. Elements are
 // independent, so the work is split across threads freely.
 //
-// Float formulas match passes/ConstantEval term for term (Gelu included), so
-// a folded constant equals what the runtime computes.
+// Constant folding computes with these kernels (runtime/cpu/Evaluator.h), so
+// a folded constant is what the runtime computes, bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -298,9 +298,9 @@ int64_t intPow(int64_t base, int64_t exponent) {
   return result;
 }
 
-/// Pow with an integer base, as passes/ConstantEval computes it: exact with
-/// an integer exponent (a negative exponent gives the truncated reciprocal),
-/// through double with a float exponent. Serial, since it may fail.
+/// Pow with an integer base: exact with an integer exponent (a negative
+/// exponent gives the truncated reciprocal), through double with a float
+/// exponent. Serial, since it may fail.
 template <typename T, typename E>
 Kernel makeIntPowKernel(BroadcastPlan<2> plan) {
   return [plan = std::move(plan)](const KernelContext &ctx) -> Error {

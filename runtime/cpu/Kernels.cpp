@@ -38,7 +38,7 @@
 //   add, mul). reduction "add"/"mul" on bool: no arithmetic on bool.
 // - ReduceMean and ReduceMax over an axis of size 0 (with a non-empty
 //   result): the mean is 0/0 and opset 17 leaves the max of nothing
-//   undefined; passes/ConstantEval refuses the same. ReduceSum of nothing is
+//   undefined, so constant folding leaves them too. ReduceSum of nothing is
 //   0 and is supported.
 // - Mod and integer Div by zero, integer Pow with 0 to a negative power or a
 //   result outside the dtype, Gather/ScatterElements indices out of range,

@@ -14,7 +14,7 @@
 //     adds each element's inputs in the same row-major order.
 //
 // Integers accumulate in int64 (wrapping) and are wrapped to the dtype when
-// stored; ReduceMean of integers truncates, as passes/ConstantEval does.
+// stored; ReduceMean of integers truncates (C's division).
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,7 +143,7 @@ template <ReduceKind K, typename T> struct Accumulate {
   using Acc = AccOf<T>;
   static Acc apply(Acc acc, T value) {
     if constexpr (K == ReduceKind::Max) {
-      // The first NaN wins, as in numpy and passes/ConstantEval.
+      // The first NaN wins, as in numpy.
       if constexpr (std::is_floating_point_v<T>) {
         if (std::isnan(acc))
           return acc;

@@ -20,7 +20,9 @@
 #include "frontends/onnx/TensorFile.h"
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
+#include "passes/FoldingPolicy.h"
 #include "runtime/Backend.h"
+#include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
@@ -248,6 +250,8 @@ CaseResult runCase(StringRef caseDir, runtime::Backend &backend,
   }
 
   onnx_frontend::ImportOptions options;
+  options.evaluator =
+      passes::makeFoldingEvaluator(runtime::cpu::makeCpuEvaluator());
   if (auto err = bindSymbolicDims(modelPath, inputs, options.bindings))
     return fail(errorToString(std::move(err)));
   auto graph = onnx_frontend::importOnnxFile(modelPath, options);

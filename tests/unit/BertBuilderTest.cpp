@@ -14,6 +14,7 @@
 #include "ir/Support.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
+#include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
@@ -800,6 +801,7 @@ TEST_CASE("canonicalize keeps the pooler of bert, an output") {
   passes::PassRegistry registry;
   passes::registerAllPasses(registry);
   passes::PassManager pm;
+  pm.setContext({runtime::cpu::makeCpuEvaluator()});
   if (llvm::Error err = passes::parsePassPipeline("canonicalize", registry, pm))
     FAIL(errorToString(std::move(err)));
   auto changed = pm.run(*graph);

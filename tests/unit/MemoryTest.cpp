@@ -11,6 +11,7 @@
 #include "passes/Passes.h"
 #include "runtime/Backend.h"
 #include "runtime/Executor.h"
+#include "runtime/cpu/Evaluator.h"
 
 #include <doctest/doctest.h>
 
@@ -240,6 +241,7 @@ llvm::Error runPipeline(Graph &graph, llvm::StringRef pipeline) {
   PassRegistry registry;
   registerAllPasses(registry);
   PassManager pm;
+  pm.setContext({runtime::cpu::makeCpuEvaluator()});
   if (auto err = parsePassPipeline(pipeline, registry, pm))
     return err;
   return pm.run(graph).takeError();

@@ -2,15 +2,15 @@
 //
 // Exports small .rir graphs and reads the ModelProto back: header, inputs
 // vs initializers, attributes, value_info, stages, remat.Gelu's
-// decomposition (its structure, and its values evaluated with ConstantEval
-// against the original op and against <cmath>), external data files,
+// decomposition (its structure, and its values evaluated with the CPU
+// kernels against the original op and against <cmath>), external data files,
 // atomic writes, determinism and every error path with its message.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxExporter.h"
 #include "ir/Parser.h"
 #include "ir/Support.h"
-#include "passes/ConstantEval.h"
+#include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -152,7 +152,7 @@ TensorDataPtr tensorFromProto(const pb::TensorProto &proto) {
   return std::make_shared<TensorData>(type, std::move(bytes));
 }
 
-/// Runs the nodes of \p model in order with ConstantEval (Constant nodes
+/// Runs the nodes of \p model in order with the CPU kernels (Constant nodes
 /// directly), starting from \p values (graph inputs by name), and \returns
 /// every value by name. Result types come from value_info and outputs, so
 /// that evaluation also checks what the model declares.
@@ -199,7 +199,7 @@ evaluateModel(const pb::ModelProto &model,
     }
     REQUIRE(proto.attribute_size() == 0);
     Node *node = scratch.createNode(*op, operands, resultTypes, resultNames);
-    auto results = passes::evaluateNode(*node, operandData);
+    auto results = runtime::cpu::evaluateNode(*node, operandData);
     if (!results)
       FAIL("cannot evaluate: " << errorToString(results.takeError()));
     for (size_t i = 0; i < results->size(); ++i)
@@ -616,7 +616,7 @@ TEST_CASE("the Gelu decomposition computes Gelu") {
       const TensorData &exported = *values["y"];
       // What remat itself computes for the original op.
       auto original =
-          passes::evaluateNode(graph->getNodes().front(), {x.get()});
+          runtime::cpu::evaluateNode(graph->getNodes().front(), {x.get()});
       REQUIRE(original);
       const TensorData &expected = *(*original)[0];
 

@@ -13,6 +13,8 @@
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
+#include "passes/FoldingPolicy.h"
+#include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
@@ -198,9 +200,17 @@ void attrInts(onnx::NodeProto *node, const std::string &name,
     attr->add_ints(value);
 }
 
+/// What the driver imports with: the CPU kernels under the folding policy.
+ImportOptions defaults() {
+  ImportOptions options;
+  options.evaluator =
+      passes::makeFoldingEvaluator(runtime::cpu::makeCpuEvaluator());
+  return options;
+}
+
 ImportOptions
 bind(std::initializer_list<std::pair<const char *, int64_t>> list) {
-  ImportOptions options;
+  ImportOptions options = defaults();
   for (const auto &[name, value] : list)
     options.bindings[name] = value;
   return options;
@@ -208,7 +218,7 @@ bind(std::initializer_list<std::pair<const char *, int64_t>> list) {
 
 /// Imports \p bytes; fails the test with the message on error.
 std::unique_ptr<Graph> importOk(const std::string &bytes,
-                                const ImportOptions &options = {}) {
+                                const ImportOptions &options = defaults()) {
   auto graph = importOnnxBytes(bytes, "model.onnx", "", options);
   if (!graph) {
     std::string message = errorToString(graph.takeError());
@@ -220,7 +230,7 @@ std::unique_ptr<Graph> importOk(const std::string &bytes,
 
 /// \returns the import error message, or "ok".
 std::string importError(const std::string &bytes,
-                        const ImportOptions &options = {}) {
+                        const ImportOptions &options = defaults()) {
   auto graph = importOnnxBytes(bytes, "model.onnx", "", options);
   if (graph)
     return "ok";
@@ -566,6 +576,77 @@ TEST_CASE("a shape that cannot be made static names the operand") {
         "model.onnx: node 'reshape' (Reshape): cannot infer a static shape "
         "for 'y': operand 1 ('shape') is not a constant (it is a graph "
         "input)");
+}
+
+TEST_CASE("import folds through the evaluator it is given, and needs one") {
+  // target = Concat(Unsqueeze(Shape(x)[0]), [-1]), as in the chain above.
+  ModelBuilder m;
+  m.input("x", kFloat, {"batch", 8});
+  m.node("Shape", {"x"}, {"s"}, "shape");
+  m.constInts("zero", {0});
+  m.node("Gather", {"s", "zero"}, {"d0"}, "gather");
+  m.constInts("minus_one", {-1});
+  onnx::NodeProto *concat =
+      m.node("Concat", {"d0", "minus_one"}, {"target"}, "concat");
+  attrInt(concat, "axis", 0);
+  m.node("Reshape", {"x", "target"}, {"y"}, "reshape");
+  m.output("y");
+
+  ImportOptions none;
+  none.bindings["batch"] = 2;
+  CHECK(importError(m.bytes(), none) ==
+        "cannot import 'model.onnx': no constant evaluator was given "
+        "(ImportOptions::evaluator folds shape subgraphs)");
+
+  // Every all-constant node goes through the evaluator: Shape, Gather and
+  // Concat, but not the Constant nodes themselves.
+  ImportOptions counting = bind({{"batch", 2}});
+  std::vector<std::string> evaluated;
+  counting.evaluator = [&](const Node &node,
+                           llvm::ArrayRef<const TensorData *> operands) {
+    evaluated.push_back(node.getOpSpelling());
+    return runtime::cpu::evaluateNode(node, operands);
+  };
+  auto graph = importOk(m.bytes(), counting);
+  REQUIRE(graph);
+  CHECK(evaluated == std::vector<std::string>{"Shape", "Gather", "Concat"});
+  CHECK(getConstantValue(graph->lookup("target"))->getInts() ==
+        std::vector<int64_t>{2, -1});
+
+  // What the evaluator refuses stays, and a shape that needs it says why.
+  ImportOptions refusing = bind({{"batch", 2}});
+  refusing.evaluator = [](const Node &node,
+                          llvm::ArrayRef<const TensorData *> operands)
+      -> llvm::Expected<llvm::SmallVector<TensorDataPtr, 1>> {
+    if (node.getOp() == OpKind::Concat)
+      return makeError(node.describe() + ": refused");
+    return runtime::cpu::evaluateNode(node, operands);
+  };
+  CHECK_CONTAINS(importError(m.bytes(), refusing),
+                 "cannot infer a static shape for 'y': operand 1 ('target') "
+                 "is not a constant (it is computed by node 'concat' "
+                 "(Concat)); evaluating it at import failed: Concat "
+                 "'%target': refused");
+}
+
+TEST_CASE("import refuses to fold a float cast out of the integer range") {
+  // The CPU kernel saturates; folding must not bake that in (passes/
+  // FoldingPolicy.h), so the shape stays unknown and the error says why.
+  ModelBuilder m;
+  m.input("x", kFloat, {6});
+  onnx::NodeProto *values = m.node("Constant", {}, {"f"}, "values");
+  onnx::AttributeProto *attr = values->add_attribute();
+  attr->set_name("value_floats");
+  attr->set_type(onnx::AttributeProto::FLOATS);
+  attr->add_floats(6);
+  attr->add_floats(1e19f);
+  onnx::NodeProto *cast = m.node("Cast", {"f"}, {"target"}, "cast");
+  attrInt(cast, "to", kInt64);
+  m.node("Reshape", {"x", "target"}, {"y"}, "reshape");
+  m.output("y");
+  CHECK_CONTAINS(importError(m.bytes()),
+                 "evaluating it at import failed: Cast '%target': cannot "
+                 "cast 1e+19 to i64");
 }
 
 TEST_CASE("opset-18 ReduceMean axes input becomes the axes attribute") {
@@ -922,7 +1003,7 @@ TEST_CASE("external data is read relative to the model's directory") {
   dir.write("weights.bin", data);
   dir.write("model.onnx", externalModel(8));
 
-  auto graph = importOnnxFile(dir.file("model.onnx"), {});
+  auto graph = importOnnxFile(dir.file("model.onnx"), defaults());
   REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
   const Value *w = (*graph)->lookup("w");
   REQUIRE(w);
@@ -934,7 +1015,7 @@ TEST_CASE("external data is read relative to the model's directory") {
 
   // Offset past the end of the file.
   dir.write("far.onnx", externalModel(16));
-  auto far = importOnnxFile(dir.file("far.onnx"), {});
+  auto far = importOnnxFile(dir.file("far.onnx"), defaults());
   REQUIRE_FALSE(bool(far));
   CHECK(errorToString(far.takeError()) ==
         dir.file("far.onnx") +
@@ -944,7 +1025,7 @@ TEST_CASE("external data is read relative to the model's directory") {
 
   // A length that does not match the tensor.
   dir.write("short.onnx", externalModel(0, 8));
-  auto shortLength = importOnnxFile(dir.file("short.onnx"), {});
+  auto shortLength = importOnnxFile(dir.file("short.onnx"), defaults());
   REQUIRE_FALSE(bool(shortLength));
   CHECK(errorToString(shortLength.takeError()) ==
         dir.file("short.onnx") +
@@ -954,7 +1035,7 @@ TEST_CASE("external data is read relative to the model's directory") {
 TEST_CASE("a missing external data file names the tensor and the path") {
   TempDir dir;
   dir.write("model.onnx", externalModel(0));
-  auto graph = importOnnxFile(dir.file("model.onnx"), {});
+  auto graph = importOnnxFile(dir.file("model.onnx"), defaults());
   REQUIRE_FALSE(bool(graph));
   std::string message = errorToString(graph.takeError());
   CHECK_CONTAINS(message, dir.file("model.onnx") +
@@ -986,7 +1067,7 @@ TEST_CASE("truncated and corrupt bytes") {
   CHECK(importError("") ==
         "cannot parse 'model.onnx' as an ONNX model: the file is empty");
 
-  auto missing = importOnnxFile("/nonexistent/remat/model.onnx", {});
+  auto missing = importOnnxFile("/nonexistent/remat/model.onnx", defaults());
   REQUIRE_FALSE(bool(missing));
   CHECK_CONTAINS(errorToString(missing.takeError()),
                  "cannot read '/nonexistent/remat/model.onnx': ");
@@ -1001,7 +1082,7 @@ TEST_CASE("files beyond protobuf's 2 GiB limit are refused") {
   std::error_code ec = llvm::sys::fs::resize_file(fd, uint64_t(1) << 31);
   llvm::sys::Process::SafelyCloseFileDescriptor(fd);
   REQUIRE_FALSE(ec);
-  auto graph = importOnnxFile(path, {});
+  auto graph = importOnnxFile(path, defaults());
   REQUIRE_FALSE(bool(graph));
   CHECK(errorToString(graph.takeError()) ==
         "cannot parse '" + path +

@@ -18,6 +18,7 @@
 #include "passes/remat/Segments.h"
 #include "passes/remat/Solver.h"
 #include "runtime/Backend.h"
+#include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -34,6 +35,7 @@ llvm::Error runPasses(Graph &graph, llvm::StringRef pipeline) {
   PassRegistry registry;
   registerAllPasses(registry);
   PassManager pm;
+  pm.setContext({runtime::cpu::makeCpuEvaluator()});
   pm.setDiagnosticStream(&llvm::nulls());
   if (auto err = parsePassPipeline(pipeline, registry, pm))
     return err;
