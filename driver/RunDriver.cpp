@@ -429,8 +429,13 @@ int runMain(int argc, char **argv) {
   compileOptions.profile = !profilePath.empty();
 
   if (checkEquivalenceFlag) {
+    PipelineOptions referenceOptions = pipelineOptions;
+    referenceOptions.budget.clear();
+    referenceOptions.strategy.clear();
+    referenceOptions.costProfile.clear();
+    referenceOptions.explain = false;
     auto refRan = runPipeline(*reference, withoutRemat(pipelineText),
-                              pipelineOptions, llvm::nulls());
+                              referenceOptions, llvm::nulls());
     if (!refRan)
       return reportError(refRan.takeError());
     if (auto err = checkEquivalence(**backend, *reference, **graph, given,

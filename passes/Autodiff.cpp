@@ -60,9 +60,9 @@ AutodiffPass::AutodiffPass() {
   declareOption("loss", "the output to differentiate (default: the single "
                         "scalar float output)",
                 &loss_);
-  declareOption("unused-weights",
-                "warn, error or drop for weights that do not reach the loss",
-                &unusedWeights_);
+  declareEnumOption("unused-weights",
+                    "what to do with weights that do not reach the loss",
+                    &unusedWeights_, {"warn", "error", "drop"});
 }
 
 namespace {
@@ -1068,10 +1068,9 @@ Error Differentiator::run(Value *loss, llvm::ArrayRef<Value *> weights,
 } // namespace
 
 Expected<bool> AutodiffPass::run(Graph &graph) {
-  if (unusedWeights_ != "warn" && unusedWeights_ != "error" &&
-      unusedWeights_ != "drop")
-    return makeError("autodiff option 'unused-weights' is '" + unusedWeights_ +
-                     "', expected warn, error or drop");
+  assert((unusedWeights_ == "warn" || unusedWeights_ == "error" ||
+          unusedWeights_ == "drop") &&
+         "checked when the option was parsed");
   for (Value *output : graph.getOutputs())
     if (output->getName().endswith("_grad"))
       return makeError("graph already has gradient outputs ('" +

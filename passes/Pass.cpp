@@ -65,8 +65,11 @@ std::string PassOption::kindName() const {
 }
 
 std::string ByteAmount::str() const {
-  if (isPercent)
-    return llvm::formatv("{0}%", percent).str();
+  if (isPercent) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g%%", percent);
+    return text;
+  }
   return formatBytes(bytes);
 }
 

@@ -56,7 +56,7 @@ std::string Solver::explainValue(const ir::Value *value,
                ? "kept: its segment is kept whole (" + cost + ")"
                : "kept: cheap, but the budget is met without it (" + cost + ")";
   return "kept: expensive, " + cost + " (more than " +
-         llvm::formatv("{0}", kCheapPasses).str() + ")";
+         std::to_string(int(kCheapPasses)) + ")";
 }
 
 void Solver::explain(const PlanResult &plan,

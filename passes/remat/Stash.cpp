@@ -29,6 +29,9 @@ StashInfo analyseStash(ir::Graph &graph) {
     });
     for (ir::Value *result : node.getResults()) {
       info.dependsOnWeight[result] = fromWeight;
+      // A Constant is held whatever remat decides: not a stash to trade.
+      if (node.getOp() == ir::OpKind::Constant)
+        continue;
       bool readByBackward = llvm::any_of(result->getUses(), [](const ir::Use &u) {
         return u.user->getStage() == ir::Stage::Backward;
       });

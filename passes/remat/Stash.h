@@ -25,7 +25,7 @@ struct StashInfo {
   /// Position of each forward node in forwardNodes.
   llvm::DenseMap<const ir::Node *, unsigned> forwardPosition;
   /// Forward node results with at least one Stage::Backward user, in
-  /// schedule order.
+  /// schedule order (Constant results excluded: they are always held).
   std::vector<ir::Value *> stashed;
   /// Index of each stashed value in stashed.
   llvm::DenseMap<const ir::Value *, unsigned> stashIndex;

@@ -472,9 +472,6 @@ TEST_CASE("autodiff: errors") {
     return %l })",
               "", "op ScatterElements has no gradient rule, but it is on a "
                   "path from a weight to the loss 'l'");
-  expectError(noScalar, "unused-weights=maybe",
-              "autodiff option 'unused-weights' is 'maybe', expected warn, "
-              "error or drop");
   expectError(R"(graph @g(%a: f64[2] weight) {
     %l = ReduceSum(%a) {keepdims = 0} : f64[]
     %a_grad = Exp(%a) : f64[2]

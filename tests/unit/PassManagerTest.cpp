@@ -78,7 +78,7 @@ TEST_CASE("every pass of Passes.def is registered, in order") {
   CHECK(registry.getNames() ==
         std::vector<std::string>{"dce", "cse", "fold-constants",
                                  "canonicalize", "disable-dropout", "autodiff",
-                                 "schedule", "plan-memory"});
+                                 "schedule", "remat", "plan-memory"});
   std::string listing;
   llvm::raw_string_ostream os(listing);
   registry.printPasses(os);
@@ -96,7 +96,7 @@ TEST_CASE("pipelines parse, with options") {
 
 TEST_CASE("bad pipelines say what exists") {
   CHECK(parseMessage("dce,frobnicate") ==
-        "unknown pass 'frobnicate' (available: dce, cse, fold-constants, canonicalize, disable-dropout, autodiff, schedule, plan-memory)");
+        "unknown pass 'frobnicate' (available: dce, cse, fold-constants, canonicalize, disable-dropout, autodiff, schedule, remat, plan-memory)");
   CHECK(parseMessage("fold-constants{limit=3}") ==
         "unknown option 'limit' for pass 'fold-constants' (its options: "
         "max-elements)");
@@ -115,6 +115,55 @@ TEST_CASE("bad pipelines say what exists") {
   CHECK(parseMessage("fold-constants{64}") ==
         "pipeline 'fold-constants{64}' column 16: expected key=value in the "
         "options of 'fold-constants', got '64'");
+}
+
+TEST_CASE("typed options are checked when the pipeline is parsed") {
+  CHECK(parseMessage("autodiff{unused-weights=maybe}") ==
+        "option 'unused-weights' of pass 'autodiff' must be one of warn, "
+        "error, drop; got 'maybe'");
+  CHECK(parseMessage("remat{strategy=fastest}") ==
+        "option 'strategy' of pass 'remat' must be one of none, every-layer, "
+        "sqrt, chain-dp, selective, auto; got 'fastest'");
+  CHECK(parseMessage("remat{budget=6gigs}") ==
+        "option 'budget' of pass 'remat': '6gigs' is not a byte size or a "
+        "percentage (e.g. 6GiB, 512MiB or 40%)");
+  CHECK(parseMessage("remat{budget=0%}") ==
+        "option 'budget' of pass 'remat': '0%' is not a percentage in (0%, "
+        "1000%], e.g. 40%");
+  CHECK(parseMessage("remat{budget=6GiB strategy=auto}") == "ok");
+}
+
+TEST_CASE("byte sizes and percentages") {
+  auto bytes = [](llvm::StringRef text) {
+    auto parsed = passes::parseByteSize(text);
+    REQUIRE_MESSAGE(bool(parsed), text.str());
+    return *parsed;
+  };
+  CHECK(bytes("6GiB") == 6ull << 30);
+  CHECK(bytes("512MiB") == 512ull << 20);
+  CHECK(bytes("1.5 KiB") == 1536);
+  CHECK(bytes("1000") == 1000);
+  CHECK(bytes("2GB") == 2000000000ull);
+  CHECK(bytes("7B") == 7);
+  for (const char *bad : {"", "GiB", "6 GIB", "-1GiB", "6GiBs", "1e3"})
+    CHECK_MESSAGE(!passes::parseByteSize(bad), bad);
+  auto percent = passes::parseByteAmount("40%", /*allowPercent=*/true);
+  REQUIRE(bool(percent));
+  CHECK(percent->isPercent);
+  CHECK(percent->resolve(1000) == 400);
+  CHECK(!passes::parseByteAmount("40%", /*allowPercent=*/false));
+}
+
+TEST_CASE("an option for a pass the pipeline lacks is an error") {
+  passes::PassRegistry registry;
+  passes::registerAllPasses(registry);
+  passes::PassManager pm;
+  REQUIRE(!passes::parsePassPipeline("dce", registry, pm));
+  llvm::Error err = pm.setPassOption("autodiff", "unused-weights", "drop");
+  REQUIRE(bool(err));
+  CHECK(errorToString(std::move(err)) ==
+        "option 'unused-weights' is for pass 'autodiff', which the pipeline "
+        "does not run");
 }
 
 TEST_CASE("options of every kind parse") {
