@@ -144,7 +144,21 @@ llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph) {
   if (auto err = groupBuffers(liveness, /*inPlace=*/true, plan, buffers,
                               bufferOf))
     return std::move(err);
-  return Liveness(graph, plan).getPeakBytes();
+  // Liveness(graph, plan).getPeakBytes() without a second analysis: each
+  // buffer counts its bytes once over its members' combined range.
+  size_t n = liveness.getSchedule().size();
+  std::vector<int64_t> delta(n + 1, 0);
+  for (const Buffer &buffer : buffers) {
+    int64_t bytes = int64_t(Liveness::getBytes(buffer.tail));
+    delta[buffer.start] += bytes;
+    delta[buffer.end + 1] -= bytes;
+  }
+  int64_t live = 0, peak = 0;
+  for (size_t i = 0; i < n; ++i) {
+    live += delta[i];
+    peak = std::max(peak, live);
+  }
+  return uint64_t(peak);
 }
 
 llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,

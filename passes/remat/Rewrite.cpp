@@ -10,8 +10,8 @@ namespace {
 class Rewriter {
 public:
   Rewriter(ir::Graph &graph, const RecomputePlan &plan,
-           const CostProfile &profile)
-      : graph_(graph), plan_(plan), profile_(profile) {}
+           const CostProfile &profile, RecomputeUndo *undo)
+      : graph_(graph), plan_(plan), profile_(profile), undo_(undo) {}
 
   RecomputeStats run() {
     // Collect the backward nodes first: cloning inserts nodes as we go.
@@ -24,6 +24,8 @@ public:
         ir::Value *operand = node->getOperand(i);
         if (!plan_.drop.count(operand) || plan_.keep.count(operand))
           continue;
+        if (undo_)
+          undo_->rewired.emplace_back(node, i, operand);
         node->setOperand(i, materialize(operand, node));
       }
     return stats_;
@@ -60,7 +62,10 @@ private:
     ir::Node *def = value->getDefiningNode();
     for (ir::Value *operand : def->getOperands())
       materialize(operand, before);
-    graph_.cloneNode(*def, clones_, before, ir::Stage::Recompute, ".remat");
+    ir::Node *clone =
+        graph_.cloneNode(*def, clones_, before, ir::Stage::Recompute, ".remat");
+    if (undo_)
+      undo_->clones.push_back(clone);
     ++stats_.clonedNodes;
     stats_.clonedNames.push_back(def->getResult(0)->getName().str());
     stats_.recomputeFlops += nodeFlops(*def);
@@ -71,6 +76,7 @@ private:
   ir::Graph &graph_;
   const RecomputePlan &plan_;
   const CostProfile &profile_;
+  RecomputeUndo *undo_;
   /// Original forward value -> its clone. Filled by Graph::cloneNode, which
   /// also reads it to rewire the clone's operands.
   llvm::DenseMap<const ir::Value *, ir::Value *> clones_;
@@ -80,8 +86,16 @@ private:
 } // namespace
 
 RecomputeStats applyRecomputePlan(ir::Graph &graph, const RecomputePlan &plan,
-                                  const CostProfile &profile) {
-  return Rewriter(graph, plan, profile).run();
+                                  const CostProfile &profile,
+                                  RecomputeUndo *undo) {
+  return Rewriter(graph, plan, profile, undo).run();
+}
+
+void undoRecomputePlan(ir::Graph &graph, const RecomputeUndo &undo) {
+  for (auto it = undo.rewired.rbegin(); it != undo.rewired.rend(); ++it)
+    std::get<0>(*it)->setOperand(std::get<1>(*it), std::get<2>(*it));
+  for (auto it = undo.clones.rbegin(); it != undo.clones.rend(); ++it)
+    graph.eraseNode(*it);
 }
 
 } // namespace remat::passes::recompute

@@ -21,6 +21,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace remat::passes::recompute {
@@ -44,10 +45,25 @@ struct RecomputeStats {
   double recomputeSeconds = 0;
 };
 
+/// What a rewrite changed, so that it can be undone (the solver measures a
+/// candidate plan on the graph itself and then restores it).
+struct RecomputeUndo {
+  /// Clones in the order they were created.
+  std::vector<ir::Node *> clones;
+  /// (backward node, operand index, original operand) per rewired use.
+  std::vector<std::tuple<ir::Node *, unsigned, ir::Value *>> rewired;
+};
+
 /// Rewrites \p graph (a scheduled training step) under \p plan; the plan's
-/// values must be \p graph's. \returns what was cloned, priced by \p profile.
+/// values must be \p graph's. \returns what was cloned, priced by
+/// \p profile. With \p undo, records how to restore the graph.
 RecomputeStats applyRecomputePlan(ir::Graph &graph, const RecomputePlan &plan,
-                                  const CostProfile &profile);
+                                  const CostProfile &profile,
+                                  RecomputeUndo *undo = nullptr);
+
+/// Restores \p graph to what it was before the rewrite \p undo recorded
+/// (the same nodes, operands and names; the memory plan stays dropped).
+void undoRecomputePlan(ir::Graph &graph, const RecomputeUndo &undo);
 
 } // namespace remat::passes::recompute
 

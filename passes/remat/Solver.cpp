@@ -52,8 +52,6 @@ Solver::Solver(ir::Graph &graph, const StashInfo &stash,
     persistentBytes_ += bytesOf(input);
   for (const ir::Node &node : graph.getNodes())
     baseSeconds_ += nodeSeconds(node, profile);
-  Liveness liveness(graph);
-  baseLivePeakBytes_ = liveness.getPeakBytes();
 
   chainSeconds_.resize(stash.stashed.size());
   for (size_t i = 0; i < stash.stashed.size(); ++i)
@@ -179,8 +177,11 @@ PlanResult Solver::evaluate(llvm::StringRef strategy,
     if (!stash_.isStashed(graph_.lookup(name)))
       result.keptStashBytes += bytesOf(graph_.lookup(name));
 
-  std::unique_ptr<ir::Graph> copy = rewrittenCopy(result);
-  auto lowerBound = lowerBoundArenaBytes(*copy);
+  // Measure on the graph itself, then put it back: cheaper than a copy.
+  RecomputeUndo undo;
+  result.stats = applyRecomputePlan(graph_, toRewrite(result), profile_, &undo);
+  auto lowerBound = lowerBoundArenaBytes(graph_);
+  undoRecomputePlan(graph_, undo);
   // An arena past 2^62 bytes: rank it last; planning it reports the error.
   result.estimatedPeakBytes =
       persistentBytes_ +
@@ -189,22 +190,22 @@ PlanResult Solver::evaluate(llvm::StringRef strategy,
   return result;
 }
 
-std::unique_ptr<ir::Graph> Solver::rewrittenCopy(PlanResult &plan) const {
-  std::unique_ptr<ir::Graph> copy = graph_.clone();
+RecomputePlan Solver::toRewrite(const PlanResult &plan) const {
   RecomputePlan rewrite;
   for (const std::string &name : plan.dropNames)
-    rewrite.drop.insert(copy->lookup(name));
+    rewrite.drop.insert(graph_.lookup(name));
   for (const std::string &name : plan.keepNames)
-    rewrite.keep.insert(copy->lookup(name));
-  plan.stats = applyRecomputePlan(*copy, rewrite, profile_);
-  return copy;
+    rewrite.keep.insert(graph_.lookup(name));
+  return rewrite;
 }
 
-llvm::Error Solver::planExactly(PlanResult &plan) const {
+llvm::Error Solver::planExactly(PlanResult &plan) {
   if (plan.plannedPeakBytes)
     return llvm::Error::success();
-  std::unique_ptr<ir::Graph> copy = rewrittenCopy(plan);
-  auto memoryPlan = planMemory(*copy);
+  RecomputeUndo undo;
+  applyRecomputePlan(graph_, toRewrite(plan), profile_, &undo);
+  auto memoryPlan = planMemory(graph_);
+  undoRecomputePlan(graph_, undo);
   if (!memoryPlan)
     return memoryPlan.takeError();
   plan.plannedPeakBytes = persistentBytes_ + memoryPlan->arenaBytes;
@@ -473,12 +474,7 @@ llvm::Expected<PlanResult> Solver::smallestPlan() {
 }
 
 RecomputeStats Solver::apply(const PlanResult &plan) {
-  RecomputePlan rewrite;
-  for (const std::string &name : plan.dropNames)
-    rewrite.drop.insert(graph_.lookup(name));
-  for (const std::string &name : plan.keepNames)
-    rewrite.keep.insert(graph_.lookup(name));
-  return applyRecomputePlan(graph_, rewrite, profile_);
+  return applyRecomputePlan(graph_, toRewrite(plan), profile_);
 }
 
 } // namespace remat::passes::recompute

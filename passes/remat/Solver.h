@@ -31,10 +31,10 @@
 // PyTorch's activation_memory_budget is not monotone: a smaller budget can
 // give a larger peak. remat's is, by construction. The solver builds one
 // pool of candidate plans that does not depend on the budget: the fixed
-// plans (none, every-layer, sqrt), the most compact plans, 16 selective
+// plans (none, every-layer, sqrt), the most compact plans, 12 selective
 // prefixes (the cheap stashed values, cheapest rebuild per byte first), and
 // the chain DP with and without selective segments at a ladder of budgets
-// (16 rungs from the smallest estimated peak to no remat, plus each fixed
+// (12 rungs from the smallest estimated peak to no remat, plus each fixed
 // plan's peak). Every candidate is rewritten on a copy and its peak is
 // bounded below by its live bytes under plan-memory's in-place sharing. The pool is sorted once by (recompute time,
 // estimated peak, build order). A budget B then takes the first member, in
@@ -141,11 +141,11 @@ private:
   PlanResult evaluate(llvm::StringRef strategy,
                       std::vector<SegmentChoice> choices,
                       const std::vector<std::string> *drop = nullptr);
-  /// \returns a copy of the graph rewritten under \p plan (filling its
-  /// stats).
-  std::unique_ptr<ir::Graph> rewrittenCopy(PlanResult &plan) const;
-  /// Fills \p plan's planned peak with plan-memory on a rewritten copy.
-  llvm::Error planExactly(PlanResult &plan) const;
+  /// \returns \p plan's values in the graph.
+  RecomputePlan toRewrite(const PlanResult &plan) const;
+  /// Fills \p plan's planned peak: plan-memory on the graph rewritten under
+  /// it, which is then restored.
+  llvm::Error planExactly(PlanResult &plan);
   /// Every candidate plan, in the fixed order solve() reads them in.
   std::vector<PlanResult> &getPool();
   std::vector<SegmentChoice> fixedPlan(llvm::StringRef strategy) const;
@@ -165,7 +165,6 @@ private:
   const CostProfile &profile_;
   uint64_t persistentBytes_ = 0;
   uint64_t basePeakBytes_ = 0;
-  uint64_t baseLivePeakBytes_ = 0;
   double baseSeconds_ = 0;
   /// Per stashed value (stash index): rebuild seconds if dropped alone.
   std::vector<double> chainSeconds_;
@@ -177,7 +176,7 @@ private:
   std::vector<PlanResult> pool_;
   bool poolBuilt_ = false;
   /// Rungs of the budget ladder and of the selective prefixes.
-  static constexpr unsigned kLadderSteps = 16;
+  static constexpr unsigned kLadderSteps = 12;
 };
 
 } // namespace remat::passes::recompute
