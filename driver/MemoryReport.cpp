@@ -1,6 +1,8 @@
 //===- driver/MemoryReport.cpp - Peak memory reports ----------------------===//
 #include "driver/MemoryReport.h"
 
+#include "ir/OutputFile.h"
+
 #include "passes/Liveness.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -388,6 +390,24 @@ std::string getMemoryTimelineSvg(const ir::Graph &graph) {
   os << "</g>\n</svg>\n";
   os.flush();
   return svg;
+}
+
+llvm::Error writeMemoryReports(
+    llvm::StringRef path, llvm::ArrayRef<const ir::Graph *> graphs,
+    llvm::ArrayRef<const llvm::json::Object *> rematReports) {
+  llvm::json::Array reports;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    llvm::json::Object report = getMemoryReport(*graphs[i]);
+    if (i < rematReports.size() && rematReports[i])
+      report["remat"] = llvm::json::Object(*rematReports[i]);
+    reports.push_back(std::move(report));
+  }
+  llvm::json::Object root{{"version", 1}, {"graphs", std::move(reports)}};
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  stream << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
+  stream.flush();
+  return writeOutputFile(path, text);
 }
 
 } // namespace remat::driver

@@ -4,6 +4,8 @@
 
 #include "ir/Graph.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -17,6 +19,13 @@ void printMemoryReport(const ir::Graph &graph, llvm::raw_ostream &os);
 
 /// The same as JSON; the fields are documented in docs/memory-report.md.
 llvm::json::Object getMemoryReport(const ir::Graph &graph);
+
+/// Writes the report of each graph (getMemoryReport, with the remat pass's
+/// decisions under "remat" where \p rematReports has one) to \p path as
+/// `{"version": 1, "graphs": [...]}`; nothing is written on an error.
+llvm::Error writeMemoryReports(
+    llvm::StringRef path, llvm::ArrayRef<const ir::Graph *> graphs,
+    llvm::ArrayRef<const llvm::json::Object *> rematReports);
 
 /// An SVG plot of \p graph's live bytes (persistent + live arena, Liveness)
 /// over its schedule: forward / backward / recompute ranges shaded, the peak

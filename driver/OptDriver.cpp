@@ -98,20 +98,15 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
     for (const std::unique_ptr<ir::Graph> &graph : *graphs)
       printMemoryReport(*graph, diag);
   if (!options.reportPath.empty()) {
-    llvm::json::Array reports;
+    std::vector<const ir::Graph *> graphPtrs;
+    std::vector<const llvm::json::Object *> rematReports;
     for (size_t i = 0; i < graphs->size(); ++i) {
-      llvm::json::Object report = getMemoryReport(*(*graphs)[i]);
-      if (results[i].rematReport)
-        report["remat"] = llvm::json::Object(*results[i].rematReport);
-      reports.push_back(std::move(report));
+      graphPtrs.push_back((*graphs)[i].get());
+      rematReports.push_back(results[i].rematReport ? &*results[i].rematReport
+                                                    : nullptr);
     }
-    llvm::json::Object root{{"version", 1}, {"graphs", std::move(reports)}};
-    std::string text;
-    llvm::raw_string_ostream stream(text);
-    stream << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)))
-           << '\n';
-    stream.flush();
-    if (auto err = writeOutputFile(options.reportPath, text))
+    if (auto err =
+            writeMemoryReports(options.reportPath, graphPtrs, rematReports))
       return err;
   }
 

@@ -286,6 +286,122 @@ llvm::Error writeProfile(const ir::Graph &graph,
   return llvm::Error::success();
 }
 
+/// The --input NAME=FILE.pb entries, read and checked against \p graph.
+llvm::Expected<llvm::StringMap<ir::TensorDataPtr>>
+readInputFiles(const ir::Graph &graph, llvm::ArrayRef<std::string> entries) {
+  llvm::StringMap<ir::TensorDataPtr> given;
+  for (llvm::StringRef entry : entries) {
+    auto [name, path] = entry.split('=');
+    if (name.empty() || path.empty())
+      return makeError("--input expects NAME=FILE.pb, got '" + entry + "'");
+    if (!graph.lookup(name) || !graph.lookup(name)->isGraphInput()) {
+      std::string names;
+      for (const ir::Value *input : graph.getInputs())
+        if (!input->isWeight())
+          names += (names.empty() ? "" : ", ") + input->getName().str();
+      return makeError("--input names '" + name +
+                       "', which is not an input of the model (its inputs: " +
+                       names + ")");
+    }
+    auto tensor = onnx_frontend::readTensorFile(path);
+    if (!tensor)
+      return tensor.takeError();
+    given[name] = tensor->data;
+  }
+  return std::move(given);
+}
+
+/// The last step's result and every step's per-node times.
+struct StepsResult {
+  runtime::RunResult result;
+  std::vector<std::vector<double>> nodeTimes;
+};
+
+/// Runs \p steps steps, printing the loss, time, planned and measured peak
+/// and max RSS of each, then the median step time.
+llvm::Expected<StepsResult> runSteps(const ir::Graph &g, Prepared &prepared,
+                                     unsigned steps) {
+  int lossIndex = findLossOutput(g);
+  std::vector<double> times;
+  StepsResult out;
+  constexpr double kMiB = 1 << 20;
+  for (unsigned step = 1; step <= steps; ++step) {
+    out.result = runtime::RunResult(); // Its outputs hold the previous arena.
+    auto result = prepared.executable->run(prepared.views);
+    if (!result)
+      return result.takeError();
+    times.push_back(result->seconds);
+    out.nodeTimes.push_back(result->nodeSeconds);
+    llvm::outs() << "step " << step << ":";
+    if (lossIndex >= 0) {
+      auto loss = result->outputs[size_t(lossIndex)].toData();
+      llvm::outs() << " loss " << llvm::format("%.6f", loss->getDouble(0));
+    }
+    llvm::outs() << "  time " << llvm::format("%.1f", result->seconds * 1e3)
+                 << " ms";
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    if (result->plannedBytes) {
+      // A plan exists: the planned peak (DESIGN.md "Memory model":
+      // persistent + arena) and the arena's high-water mark the step
+      // touched; the max RSS after it should be close to the planned peak
+      // since weights are held once.
+      uint64_t weightBytes = 0, inputBytes = 0;
+      for (const ir::Value *input : g.getInputs())
+        (input->isWeight() ? weightBytes : inputBytes) +=
+            uint64_t(input->getType().getByteSize());
+      uint64_t plannedPeak = weightBytes + inputBytes + result->plannedBytes;
+      // One unit on the line: bytes for a small plan, else MiB.
+      auto size = [&](uint64_t bytes) {
+        if (plannedPeak < (1 << 20))
+          return std::to_string(bytes) + " B";
+        return llvm::formatv("{0:F1} MiB", double(bytes) / (1 << 20)).str();
+      };
+      llvm::outs() << "  planned peak " << size(plannedPeak)
+                   << " (weights " << size(weightBytes) << " + inputs "
+                   << size(inputBytes) << " + arena "
+                   << size(result->plannedBytes) << "), measured arena peak "
+                   << size(result->peakBytes) << ",";
+    } else {
+      llvm::outs() << "  peak intermediates "
+                   << llvm::format("%.1f", double(result->peakBytes) / kMiB)
+                   << " MiB";
+    }
+    llvm::outs() << " max RSS "
+                 << llvm::format("%.1f", double(usage.ru_maxrss) / 1024)
+                 << " MiB\n";
+    llvm::outs().flush();
+    out.result = std::move(*result);
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  llvm::outs() << "median step time: "
+               << llvm::format("%.1f", sorted[sorted.size() / 2] * 1e3)
+               << " ms over " << steps << " step" << (steps == 1 ? "" : "s")
+               << '\n';
+  return std::move(out);
+}
+
+/// Writes every output of \p result as DIR/<name>.pb.
+llvm::Error dumpOutputs(const ir::Graph &g, const runtime::RunResult &result,
+                        llvm::StringRef dumpDir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
+    return makeError("cannot create '" + dumpDir + "': " + ec.message());
+  for (size_t i = 0; i < g.getOutputs().size(); ++i) {
+    std::string name = g.getOutputs()[i]->getName().str();
+    std::string fileName = name;
+    std::replace(fileName.begin(), fileName.end(), '/', '_');
+    llvm::SmallString<256> path(dumpDir);
+    llvm::sys::path::append(path, fileName + ".pb");
+    if (auto err = onnx_frontend::writeTensorFile(path, name,
+                                                  *result.outputs[i].toData()))
+      return err;
+  }
+  llvm::outs() << "wrote " << g.getOutputs().size() << " outputs to "
+               << dumpDir << '\n';
+  return llvm::Error::success();
+}
+
 } // namespace
 
 int runMain(int argc, char **argv) {
@@ -385,41 +501,14 @@ int runMain(int argc, char **argv) {
     return reportError(ran.takeError());
   if (flags.printMemory)
     printMemoryReport(**graph, llvm::errs());
-  if (!flags.report.empty()) {
-    llvm::json::Object report = getMemoryReport(**graph);
-    if (ran->rematReport)
-      report["remat"] = llvm::json::Object(*ran->rematReport);
-    llvm::json::Object root{{"version", 1},
-                            {"graphs", llvm::json::Array{std::move(report)}}};
-    std::string text;
-    llvm::raw_string_ostream stream(text);
-    stream << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)))
-           << '\n';
-    stream.flush();
-    if (auto err = writeOutputFile(flags.report, text))
+  if (!flags.report.empty())
+    if (auto err = writeMemoryReports(
+            flags.report, {graph->get()},
+            {ran->rematReport ? &*ran->rematReport : nullptr}))
       return reportError(std::move(err));
-  }
-
-  llvm::StringMap<ir::TensorDataPtr> given;
-  for (llvm::StringRef entry : inputFiles) {
-    auto [name, path] = entry.split('=');
-    if (name.empty() || path.empty())
-      return reportError(
-          makeError("--input expects NAME=FILE.pb, got '" + entry + "'"));
-    if (!(*graph)->lookup(name) || !(*graph)->lookup(name)->isGraphInput()) {
-      std::string names;
-      for (const ir::Value *input : (*graph)->getInputs())
-        if (!input->isWeight())
-          names += (names.empty() ? "" : ", ") + input->getName().str();
-      return reportError(makeError("--input names '" + name +
-                                   "', which is not an input of the model "
-                                   "(its inputs: " + names + ")"));
-    }
-    auto tensor = onnx_frontend::readTensorFile(path);
-    if (!tensor)
-      return reportError(tensor.takeError());
-    given[name] = tensor->data;
-  }
+  auto given = readInputFiles(**graph, inputFiles);
+  if (!given)
+    return reportError(given.takeError());
 
   auto backend = runtime::createBackend(backendName);
   if (!backend)
@@ -438,102 +527,30 @@ int runMain(int argc, char **argv) {
                               referenceOptions, llvm::nulls());
     if (!refRan)
       return reportError(refRan.takeError());
-    if (auto err = checkEquivalence(**backend, *reference, **graph, given,
+    if (auto err = checkEquivalence(**backend, *reference, **graph, *given,
                                     seed, compileOptions))
       return reportError(std::move(err));
     return 0;
   }
 
-  auto prepared = prepare(**backend, **graph, given, seed, compileOptions);
+  auto prepared = prepare(**backend, **graph, *given, seed, compileOptions);
   if (!prepared)
     return reportError(prepared.takeError());
   const ir::Graph &g = **graph;
-  int lossIndex = findLossOutput(g);
-
   llvm::outs() << "remat-run: " << model << ": " << g.getNumNodes()
                << " nodes on " << (*backend)->getName();
   if (!pipelineText.empty())
     llvm::outs() << " after -p " << pipelineText;
   llvm::outs() << '\n';
-  std::vector<double> times;
-  std::vector<std::vector<double>> nodeTimes;
-  runtime::RunResult last;
-  constexpr double kMiB = 1 << 20;
-  for (unsigned step = 1; step <= steps; ++step) {
-    last = runtime::RunResult(); // Its outputs hold the previous arena.
-    auto result = prepared->executable->run(prepared->views);
-    if (!result)
-      return reportError(result.takeError());
-    times.push_back(result->seconds);
-    nodeTimes.push_back(result->nodeSeconds);
-    llvm::outs() << "step " << step << ":";
-    if (lossIndex >= 0) {
-      auto loss = result->outputs[size_t(lossIndex)].toData();
-      llvm::outs() << " loss " << llvm::format("%.6f", loss->getDouble(0));
-    }
-    llvm::outs() << "  time " << llvm::format("%.1f", result->seconds * 1e3)
-                 << " ms";
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    if (result->plannedBytes) {
-      // A plan exists: the planned peak (DESIGN.md "Memory model":
-      // persistent + arena) and the arena's high-water mark the step
-      // touched; the max RSS after it should be close to the planned peak
-      // since weights are held once.
-      uint64_t weightBytes = 0, inputBytes = 0;
-      for (const ir::Value *input : g.getInputs())
-        (input->isWeight() ? weightBytes : inputBytes) +=
-            uint64_t(input->getType().getByteSize());
-      uint64_t plannedPeak = weightBytes + inputBytes + result->plannedBytes;
-      // One unit on the line: bytes for a small plan, else MiB.
-      auto size = [&](uint64_t bytes) {
-        if (plannedPeak < (1 << 20))
-          return std::to_string(bytes) + " B";
-        return llvm::formatv("{0:F1} MiB", double(bytes) / (1 << 20)).str();
-      };
-      llvm::outs() << "  planned peak " << size(plannedPeak)
-                   << " (weights " << size(weightBytes) << " + inputs "
-                   << size(inputBytes) << " + arena "
-                   << size(result->plannedBytes) << "), measured arena peak "
-                   << size(result->peakBytes) << ",";
-    } else {
-      llvm::outs() << "  peak intermediates "
-                   << llvm::format("%.1f", double(result->peakBytes) / kMiB)
-                   << " MiB";
-    }
-    llvm::outs() << " max RSS "
-                 << llvm::format("%.1f", double(usage.ru_maxrss) / 1024)
-                 << " MiB\n";
-    llvm::outs().flush();
-    last = std::move(*result);
-  }
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  llvm::outs() << "median step time: "
-               << llvm::format("%.1f", sorted[sorted.size() / 2] * 1e3)
-               << " ms over " << steps << " step" << (steps == 1 ? "" : "s")
-               << '\n';
+  auto last = runSteps(g, *prepared, steps);
+  if (!last)
+    return reportError(last.takeError());
   if (!profilePath.empty())
-    if (auto err = writeProfile(g, nodeTimes, profilePath, llvm::errs()))
+    if (auto err = writeProfile(g, last->nodeTimes, profilePath, llvm::errs()))
       return reportError(std::move(err));
-
-  if (!dumpDir.empty()) {
-    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
-      return reportError(
-          makeError("cannot create '" + dumpDir + "': " + ec.message()));
-    for (size_t i = 0; i < g.getOutputs().size(); ++i) {
-      std::string name = g.getOutputs()[i]->getName().str();
-      std::string fileName = name;
-      std::replace(fileName.begin(), fileName.end(), '/', '_');
-      llvm::SmallString<256> path(dumpDir);
-      llvm::sys::path::append(path, fileName + ".pb");
-      if (auto err = onnx_frontend::writeTensorFile(
-              path, name, *last.outputs[i].toData()))
-        return reportError(std::move(err));
-    }
-    llvm::outs() << "wrote " << g.getOutputs().size() << " outputs to "
-                 << dumpDir << '\n';
-  }
+  if (!dumpDir.empty())
+    if (auto err = dumpOutputs(g, last->result, dumpDir))
+      return reportError(std::move(err));
   return 0;
 }
 

@@ -9,20 +9,18 @@
 namespace remat::passes::recompute {
 
 CostKind getCostKind(ir::OpKind op) {
-  switch (op) {
-  case ir::OpKind::MatMul:
-  case ir::OpKind::Gemm:
+  // The op table's cost class (ir/Ops.def); reductions and normalizations
+  // stream their operands once, like elementwise ops.
+  switch (ir::getOpInfo(op).cost) {
+  case ir::CostClass::Gemm:
     return CostKind::Gemm;
-  case ir::OpKind::Constant:
-  case ir::OpKind::Shape:
-  case ir::OpKind::Reshape:
-  case ir::OpKind::Squeeze:
-  case ir::OpKind::Unsqueeze:
-  case ir::OpKind::Identity:
+  case ir::CostClass::Free:
     return CostKind::Free;
-  default:
+  case ir::CostClass::MemoryBound:
+  case ir::CostClass::Reduction:
     return CostKind::MemoryBound;
   }
+  llvm_unreachable("unknown cost class");
 }
 
 double nodeFlops(const ir::Node &node) {

@@ -35,7 +35,8 @@ def run_config(args, name, flags, report):
     out = proc.stdout
     median = float(re.search(r"median step time: ([\d.]+) ms", out).group(1))
     planned = re.findall(r"planned peak ([\d.]+) MiB", out)
-    measured = re.findall(r"measured arena peak (\d+) B", out)
+    measured = [float(v) / (2**20 if unit == "B" else 1) for v, unit in
+                re.findall(r"measured arena peak ([\d.]+) (MiB|B)", out)]
     rss = re.findall(r"max RSS ([\d.]+) MiB", out)
     with open(report) as f:
         graph = json.load(f)["graphs"][0]
@@ -43,7 +44,7 @@ def run_config(args, name, flags, report):
     return {
         "median_ms": median,
         "planned_mib": float(planned[-1]) if planned else None,
-        "arena_measured_mib": int(measured[-1]) / 2**20 if measured else None,
+        "arena_measured_mib": measured[-1] if measured else None,
         "arena_planned_mib": graph.get("arena_bytes", 0) / 2**20,
         "rss_mib": float(rss[-1]) if rss else None,
         "kept_mib": remat.get("activation_bytes_kept", 0) / 2**20,
