@@ -96,8 +96,11 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
          << llvm::format("%.1f", milliseconds(readStart)) << " ms\n";
   std::string errors;
   for (std::unique_ptr<ir::Graph> &graph : *graphs)
-    if (auto err = runPipeline(*graph, options, registry, diag))
-      errors += (errors.empty() ? "" : "\n") + errorToString(std::move(err));
+    if (auto err = runPipeline(*graph, options, registry, diag)) {
+      if (!errors.empty())
+        errors += '\n';
+      errors += errorToString(std::move(err));
+    }
   if (!errors.empty())
     return makeError(errors);
 

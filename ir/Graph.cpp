@@ -285,7 +285,7 @@ std::string Graph::uniqueName(llvm::StringRef base) const {
   if (base.empty() || base == "t") {
     std::string name;
     do
-      name = "t" + std::to_string(nextFreshName_++);
+      name = ("t" + llvm::Twine(nextFreshName_++)).str();
     while (names_.count(name));
     return name;
   }

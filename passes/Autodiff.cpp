@@ -899,7 +899,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
     for (Value *output : graph.getOutputs())
       if (isScalarFloat(output) &&
           !llvm::is_contained(scalars, output->getName().str())) {
-        scalars.push_back("'" + output->getName().str() + "'");
+        scalars.push_back(("'" + output->getName() + "'").str());
         loss = output;
       }
     if (scalars.empty())
@@ -964,7 +964,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
   if (!unused.empty() && unusedWeights_ == "error") {
     llvm::SmallVector<std::string, 4> names;
     for (Value *weight : unused)
-      names.push_back("'" + weight->getName().str() + "'");
+      names.push_back(("'" + weight->getName() + "'").str());
     return makeError("weights that do not reach the loss '" + loss->getName() +
                      "': " + llvm::join(names, ", ") +
                      " (use autodiff{unused-weights=warn} or drop)");

@@ -21,7 +21,9 @@ const TensorType kVec(DType::F32, {4});
 std::string schedule(const Graph &graph) {
   std::string names;
   for (const Node &node : graph.getNodes())
-    names += (names.empty() ? "" : " ") + node.getResult(0)->getName().str();
+    names +=
+        (llvm::Twine(names.empty() ? "" : " ") + node.getResult(0)->getName())
+            .str();
   return names;
 }
 
