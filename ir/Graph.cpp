@@ -34,6 +34,12 @@ void Value::setName(llvm::StringRef name) {
   graph_->registerName(this);
 }
 
+void Value::setType(TensorType type) {
+  if (graph_)
+    graph_->clearMemoryPlan();
+  type_ = std::move(type);
+}
+
 void Value::addUse(Use use) {
   graph_->clearMemoryPlan();
   Node *user = use.user;

@@ -40,8 +40,8 @@ class Value;
 /// Where every arena value lives during a step: one allocation of
 /// arenaBytes, each node result (graph inputs are persistent and not in it)
 /// at its offset. Set by the plan-memory pass; any later change to the graph
-/// (a new or erased node, a move, a rewired operand or output) drops it, so a
-/// plan present is a plan of this exact schedule.
+/// (a new or erased node, a move, a rewired operand or output, a new type)
+/// drops it, so a plan present is a plan of this exact schedule.
 struct MemoryPlan {
   /// Bytes the arena needs: the largest offset + byte size of any value.
   uint64_t arenaBytes = 0;
@@ -101,7 +101,8 @@ public:
   void setName(llvm::StringRef name);
 
   const TensorType &getType() const { return type_; }
-  void setType(TensorType type) { type_ = std::move(type); }
+  /// Changes the type; drops the graph's memory plan, whose sizes it read.
+  void setType(TensorType type);
 
   /// \returns the node that defines this value, or null for a graph input.
   Node *getDefiningNode() const { return def_; }

@@ -11,6 +11,10 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <utility>
+#include <vector>
+
 using namespace remat;
 using namespace remat::ir;
 
@@ -175,6 +179,31 @@ TEST_CASE("inputs can be erased when unused") {
   f.graph.eraseInput(z);
   CHECK(f.graph.getNumInputs() == 2);
   CHECK(f.graph.lookup("z") == nullptr);
+}
+
+TEST_CASE("every mutator drops the memory plan") {
+  // A plan is valid only for the graph it was made for (MemoryPlan in
+  // ir/Graph.h): sizes come from types, offsets from the schedule and uses.
+  const TensorType kWide(DType::F32, {8});
+  std::vector<std::pair<std::string, std::function<void(Fixture &)>>> edits = {
+      {"setType", [&](Fixture &f) { f.add->getResult(0)->setType(kWide); }},
+      {"setOperand", [](Fixture &f) { f.add->setOperand(1, f.x); }},
+      {"createNode",
+       [](Fixture &f) {
+         f.graph.createNode(OpKind::Neg, {f.x}, {kVec}, {"n"});
+       }},
+      {"moveBefore", [](Fixture &f) { f.relu->moveBefore(f.add); }},
+      {"addOutput", [](Fixture &f) { f.graph.addOutput(f.x); }},
+  };
+  for (const auto &edit : edits) {
+    INFO(edit.first);
+    Fixture f;
+    MemoryPlan plan;
+    f.graph.setMemoryPlan(std::move(plan));
+    REQUIRE(f.graph.getMemoryPlan());
+    edit.second(f);
+    CHECK(f.graph.getMemoryPlan() == nullptr);
+  }
 }
 
 TEST_CASE("uniqueName picks fresh names") {
