@@ -37,6 +37,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Builder.h"
+#include "ir/GradientName.h"
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
 #include "passes/Passes.h"
@@ -247,8 +248,8 @@ void Differentiator::contribute(Value *operand, Value *grad) {
   // Name a gradient made for this operand after it.
   if (created_.contains(grad) && !grad->isGraphInput() &&
       grad->getDefiningNode()->getOp() != OpKind::Constant &&
-      !grad->getName().startswith(operand->getName().str() + "_grad"))
-    grad->setName(graph_.uniqueName(operand->getName().str() + "_grad"));
+      !grad->getName().startswith(ir::gradientName(operand->getName())))
+    grad->setName(graph_.uniqueName(ir::gradientName(operand->getName())));
   contributions_[operand].push_back(grad);
 }
 
@@ -259,7 +260,7 @@ Value *Differentiator::accumulate(Value *value) {
   llvm::SmallVector<Value *, 2> &parts = it->second;
   Value *sum = parts.front();
   std::string saved = base_;
-  base_ = value->getName().str() + "_grad";
+  base_ = ir::gradientName(value->getName());
   for (Value *part : llvm::drop_begin(parts))
     sum = emit(OpKind::Add, {sum, part});
   base_ = saved;
@@ -299,7 +300,7 @@ Error Differentiator::backprop(Node &node) {
   Value *g = grads.front();
   if (!g && node.getOp() != OpKind::Split)
     return Error::success();
-  base_ = node.getResult(0)->getName().str() + "_grad";
+  base_ = ir::gradientName(node.getResult(0)->getName());
   builder_.setLayer(node.getLayer());
   auto in = [&](unsigned i) { return node.getOperand(i); };
   auto typeOf = [&](unsigned i) -> const TensorType & {
@@ -851,7 +852,7 @@ Error Differentiator::run(Value *loss, llvm::ArrayRef<Value *> weights,
   std::vector<Node *> forward;
   for (Node &node : graph_.getNodes())
     forward.push_back(&node);
-  base_ = loss->getName().str() + "_grad";
+  base_ = ir::gradientName(loss->getName());
   contributions_[loss].push_back(scalar(loss->getType().getDType(), 1));
   for (Node *node : llvm::reverse(forward)) {
     bool reached = llvm::any_of(node->getResults(), [&](Value *result) {
@@ -877,7 +878,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
     return makeError("autodiff option 'unused-weights' is '" + unusedWeights_ +
                      "', expected warn, error or drop");
   for (Value *output : graph.getOutputs())
-    if (output->getName().endswith("_grad"))
+    if (ir::isGradientName(output->getName()))
       return makeError("graph already has gradient outputs ('" +
                        output->getName() + "')");
 
@@ -989,7 +990,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
     if (it == gradOf.end())
       continue;
     Value *grad = it->second;
-    std::string name = weight->getName().str() + "_grad";
+    std::string name = ir::gradientName(weight->getName());
     bool owned = !grad->isGraphInput() &&
                  grad->getDefiningNode()->getStage() == Stage::Backward &&
                  !used.contains(grad) && grad != loss;

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Builder.h"
+#include "ir/GradientName.h"
 #include "ir/Graph.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
@@ -218,6 +219,16 @@ TEST_CASE("uniqueName picks fresh names") {
   f.add->getResult(0)->setName("sum");
   CHECK(f.graph.lookup("sum") == f.add->getResult(0));
   CHECK(f.graph.lookup("a") == nullptr);
+}
+
+TEST_CASE("gradientName and isGradientName spell the _grad rule") {
+  CHECK(gradientName("w") == "w_grad");
+  CHECK(gradientName("layer.0.bias") == "layer.0.bias_grad");
+  CHECK(isGradientName("w_grad"));
+  CHECK(isGradientName(gradientName("loss")));
+  CHECK_FALSE(isGradientName("w_grad.1"));
+  CHECK_FALSE(isGradientName("grad"));
+  CHECK_FALSE(isGradientName("w"));
 }
 
 TEST_CASE("clone is a deep, equal copy") {
