@@ -24,11 +24,14 @@ target_link_libraries(remat_onnx INTERFACE onnx onnx_proto protobuf::libprotobuf
 target_include_directories(remat_onnx SYSTEM INTERFACE ${ONNX_INCLUDE_DIRS}
   ${Protobuf_INCLUDE_DIRS})
 
-# Test tools: doctest (doctest-dev), FileCheck and lit from llvm-14-tools.
-find_path(DOCTEST_INCLUDE_DIR doctest/doctest.h REQUIRED)
-find_program(REMAT_FILECHECK FileCheck HINTS ${LLVM_TOOLS_BINARY_DIR} REQUIRED)
-find_program(REMAT_NOT not HINTS ${LLVM_TOOLS_BINARY_DIR} REQUIRED)
-find_file(REMAT_LIT lit.py
-  HINTS ${LLVM_TOOLS_BINARY_DIR}/../build/utils/lit /usr/lib/llvm-14/build/utils/lit
-  REQUIRED)
-find_package(Python3 REQUIRED COMPONENTS Interpreter)
+# Test tools, needed only to build the tests: doctest (doctest-dev),
+# FileCheck and lit from llvm-14-tools, and Python to run lit.
+if(REMAT_BUILD_TESTS)
+  find_path(DOCTEST_INCLUDE_DIR doctest/doctest.h REQUIRED)
+  find_program(REMAT_FILECHECK FileCheck HINTS ${LLVM_TOOLS_BINARY_DIR} REQUIRED)
+  find_program(REMAT_NOT not HINTS ${LLVM_TOOLS_BINARY_DIR} REQUIRED)
+  find_file(REMAT_LIT lit.py
+    HINTS ${LLVM_TOOLS_BINARY_DIR}/../build/utils/lit /usr/lib/llvm-14/build/utils/lit
+    REQUIRED)
+  find_package(Python3 REQUIRED COMPONENTS Interpreter)
+endif()

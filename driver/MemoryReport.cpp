@@ -30,7 +30,7 @@ std::string describePeak(const passes::Liveness &liveness) {
   if (!node)
     return "(no nodes)";
   std::string name = node->getNumResults()
-                         ? "%" + node->getResult(0)->getName().str()
+                         ? ("%" + node->getResult(0)->getName()).str()
                          : std::string("(no results)");
   return name + " = " + node->getOpSpelling() + " [" +
          ir::stageName(node->getStage()).str() + "]";
@@ -234,7 +234,7 @@ std::string getMemoryTimelineSvg(const ir::Graph &graph) {
 
   std::string svg;
   llvm::raw_string_ostream os(svg);
-  std::string title = "@" + escapeXml(graph.getName());
+  std::string title = ("@" + llvm::Twine(escapeXml(graph.getName()))).str();
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
      << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << ' '

@@ -106,7 +106,9 @@ loadModels(llvm::StringRef path, const LoadOptions &options) {
        splitChunks((*buffer)->getBuffer(), options.splitInputFile)) {
     auto graph = ir::parseGraph(chunk.text, path, chunk.lineOffset);
     if (!graph) {
-      errors += (errors.empty() ? "" : "\n") + errorToString(graph.takeError());
+      if (!errors.empty())
+        errors += '\n';
+      errors += errorToString(graph.takeError());
       continue;
     }
     graphs.push_back(std::move(*graph));

@@ -1,6 +1,7 @@
 //===- driver/Pipeline.cpp - Pipelines the tools share --------------------===//
 #include "driver/Pipeline.h"
 
+#include "ir/GradientName.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
@@ -13,7 +14,7 @@ namespace remat::driver {
 
 bool isTrainingStep(const ir::Graph &graph) {
   return llvm::any_of(graph.getOutputs(), [](const ir::Value *value) {
-    return value->getName().endswith("_grad");
+    return ir::isGradientName(value->getName());
   });
 }
 
@@ -22,7 +23,7 @@ int findLossOutput(const ir::Graph &graph) {
   for (size_t i = 0; i < graph.getOutputs().size(); ++i) {
     const ir::Value *output = graph.getOutputs()[i];
     if (training) {
-      if (!output->getName().endswith("_grad"))
+      if (!ir::isGradientName(output->getName()))
         return int(i);
       continue;
     }

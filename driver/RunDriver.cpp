@@ -9,6 +9,8 @@
 #include "driver/OptDriver.h"
 #include "frontends/bert/BertBuilder.h"
 #include "frontends/onnx/TensorFile.h"
+#include "ir/GradientName.h"
+#include "ir/Hash.h"
 #include "ir/Support.h"
 #include "passes/PassManager.h"
 #include "runtime/Backend.h"
@@ -30,20 +32,6 @@
 namespace remat::driver {
 namespace {
 
-/// splitmix64: a small, well-mixed, platform-independent generator.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t hashName(llvm::StringRef name) {
-  uint64_t h = 0xcbf29ce484222325ull; // FNV-1a.
-  for (char c : name)
-    h = (h ^ uint8_t(c)) * 0x100000001b3ull;
-  return h;
-}
 
 /// What the uses of an integer input accept.
 struct IntRange {
@@ -116,7 +104,7 @@ makeInputs(const ir::Graph &graph,
     }
     auto data = std::make_shared<ir::TensorData>(type);
     int64_t count = type.getNumElements();
-    uint64_t key = mix(seed ^ hashName(input->getName()));
+    uint64_t key = ir::splitMix64(seed ^ ir::fnv1a(input->getName()));
     if (ir::isFloat(type.getDType())) {
       std::vector<float> values(static_cast<size_t>(count));
       bert::fillNormal(values, key, input->getName(),
@@ -126,7 +114,7 @@ makeInputs(const ir::Graph &graph,
     } else {
       IntRange range = findRange(input);
       for (int64_t i = 0; i < count; ++i) {
-        uint64_t r = mix(key + uint64_t(i));
+        uint64_t r = ir::splitMix64(key + uint64_t(i));
         int64_t value;
         if (range.fillOnes)
           value = (r % 8 == 0) ? 0 : 1;
@@ -197,7 +185,7 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
     ir::TensorDataPtr x = ra->outputs[i].toData();
     ir::TensorDataPtr y = rb->outputs[i].toData();
     llvm::StringRef name = reference.getOutputs()[i]->getName();
-    if (name.endswith("_grad"))
+    if (ir::isGradientName(name))
       ++gradients;
     if (x->getBytes() == y->getBytes())
       continue;

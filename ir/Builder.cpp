@@ -4,6 +4,8 @@
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
 
+#include "llvm/ADT/Twine.h"
+
 namespace remat::ir {
 
 llvm::Expected<Node *> Builder::create(OpKind op,
@@ -15,7 +17,7 @@ llvm::Expected<Node *> Builder::create(OpKind op,
   for (unsigned i = 0; i < numResults; ++i) {
     std::string base = name.empty() ? "t" : name.str();
     if (i > 0 && !name.empty())
-      base += "." + std::to_string(i);
+      base = (llvm::Twine(base) + "." + llvm::Twine(i)).str();
     names.push_back(graph_.uniqueName(base));
   }
   // uniqueName() reserves nothing, so names of one node may still collide
@@ -23,7 +25,7 @@ llvm::Expected<Node *> Builder::create(OpKind op,
   for (unsigned i = 1; i < numResults; ++i)
     for (unsigned j = 0; j < i; ++j)
       if (names[i] == names[j])
-        names[i] = names[j] + "." + std::to_string(i);
+        names[i] = (llvm::Twine(names[j]) + "." + llvm::Twine(i)).str();
   Node *node = graph_.createNode(op, operands, placeholderTypes, names,
                                  std::move(attrs), insertBefore_);
   node->setStage(stage_);

@@ -34,6 +34,12 @@ void Value::setName(llvm::StringRef name) {
   graph_->registerName(this);
 }
 
+void Value::setType(TensorType type) {
+  if (graph_)
+    graph_->clearMemoryPlan();
+  type_ = std::move(type);
+}
+
 void Value::addUse(Use use) {
   graph_->clearMemoryPlan();
   Node *user = use.user;
@@ -84,14 +90,6 @@ void Value::replaceUsesWithIf(
       selected.push_back(use);
   for (const Use &use : selected)
     use.user->setOperand(use.operandIndex, other);
-}
-
-void Value::setType(TensorType type) {
-  if (type_ == type)
-    return;
-  type_ = std::move(type);
-  if (graph_)
-    graph_->clearMemoryPlan();
 }
 
 //===----------------------------------------------------------------------===//
@@ -306,7 +304,7 @@ std::string Graph::uniqueName(llvm::StringRef base) const {
   if (base.empty() || base == "t") {
     std::string name;
     do
-      name = "t" + std::to_string(nextFreshName_++);
+      name = ("t" + llvm::Twine(nextFreshName_++)).str();
     while (names_.count(name));
     return name;
   }

@@ -41,8 +41,8 @@ class Value;
 /// Where every arena value lives during a step: one allocation of
 /// arenaBytes, each node result (graph inputs are persistent and not in it)
 /// at its offset. Set by the plan-memory pass; any later change to the graph
-/// (a new or erased node, a move, a rewired operand or output) drops it, so a
-/// plan present is a plan of this exact schedule.
+/// (a new or erased node, a move, a rewired operand or output, a new type)
+/// drops it, so a plan present is a plan of this exact schedule.
 struct MemoryPlan {
   /// Bytes the arena needs: the largest offset + byte size of any value.
   uint64_t arenaBytes = 0;

@@ -356,7 +356,7 @@ struct Literal {
   std::string spelling() const {
     if (kind == Bool)
       return boolValue ? "true" : "false";
-    return (negative ? "-" : "") + text.str();
+    return (llvm::Twine(negative ? "-" : "") + text).str();
   }
 };
 

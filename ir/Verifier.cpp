@@ -134,9 +134,10 @@ private:
       if (current == &node) {
         std::string path;
         for (const Node *n = current; n; n = parent.lookup(n))
-          path = "%" + n->getResult(0)->getName().str() +
-                 (path.empty() ? "" : " -> ") + path;
-        return "%" + node.getResult(0)->getName().str() + " -> " + path;
+          path = (llvm::Twine("%") + n->getResult(0)->getName() +
+                  (path.empty() ? "" : " -> ") + path)
+                     .str();
+        return ("%" + node.getResult(0)->getName() + " -> " + path).str();
       }
       for (const Value *input : current->getOperands()) {
         const Node *def = input->getDefiningNode();

@@ -38,6 +38,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Builder.h"
+#include "ir/GradientName.h"
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
 #include "passes/Passes.h"
@@ -213,8 +214,8 @@ void Differentiator::contribute(Value *operand, Value *grad) {
   // Name a gradient made for this operand after it.
   if (created_.contains(grad) && !grad->isGraphInput() &&
       grad->getDefiningNode()->getOp() != OpKind::Constant &&
-      !grad->getName().startswith(operand->getName().str() + "_grad"))
-    grad->setName(graph_.uniqueName(operand->getName().str() + "_grad"));
+      !grad->getName().startswith(ir::gradientName(operand->getName())))
+    grad->setName(graph_.uniqueName(ir::gradientName(operand->getName())));
   contributions_[operand].push_back(grad);
 }
 
@@ -225,7 +226,7 @@ Value *Differentiator::accumulate(Value *value) {
   llvm::SmallVector<Value *, 2> &parts = it->second;
   Value *sum = parts.front();
   std::string saved = base_;
-  base_ = value->getName().str() + "_grad";
+  base_ = ir::gradientName(value->getName());
   for (Value *part : llvm::drop_begin(parts))
     sum = emit(OpKind::Add, {sum, part});
   base_ = saved;
@@ -1027,7 +1028,7 @@ Error Differentiator::backprop(Node &node) {
   Value *g = grads.front();
   if (!g && node.getOp() != OpKind::Split)
     return Error::success();
-  base_ = node.getResult(0)->getName().str() + "_grad";
+  base_ = ir::gradientName(node.getResult(0)->getName());
   builder_.setLayer(node.getLayer());
   GradRule rule = kGradRules[size_t(node.getOp())];
   assert(rule && "op without a gradient rule reached backprop");
@@ -1047,7 +1048,7 @@ Error Differentiator::run(Value *loss, llvm::ArrayRef<Value *> weights,
   std::vector<Node *> forward;
   for (Node &node : graph_.getNodes())
     forward.push_back(&node);
-  base_ = loss->getName().str() + "_grad";
+  base_ = ir::gradientName(loss->getName());
   contributions_[loss].push_back(scalar(loss->getType().getDType(), 1));
   for (Node *node : llvm::reverse(forward)) {
     bool reached = llvm::any_of(node->getResults(), [&](Value *result) {
@@ -1072,7 +1073,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
           unusedWeights_ == "drop") &&
          "checked when the option was parsed");
   for (Value *output : graph.getOutputs())
-    if (output->getName().endswith("_grad"))
+    if (ir::isGradientName(output->getName()))
       return makeError("graph already has gradient outputs ('" +
                        output->getName() + "')");
 
@@ -1094,7 +1095,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
     for (Value *output : graph.getOutputs())
       if (isScalarFloat(output) &&
           !llvm::is_contained(scalars, output->getName().str())) {
-        scalars.push_back("'" + output->getName().str() + "'");
+        scalars.push_back(("'" + output->getName() + "'").str());
         loss = output;
       }
     if (scalars.empty())
@@ -1157,7 +1158,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
   if (!unused.empty() && unusedWeights_ == "error") {
     llvm::SmallVector<std::string, 4> names;
     for (Value *weight : unused)
-      names.push_back("'" + weight->getName().str() + "'");
+      names.push_back(("'" + weight->getName() + "'").str());
     return makeError("weights that do not reach the loss '" + loss->getName() +
                      "': " + llvm::join(names, ", ") +
                      " (use autodiff{unused-weights=warn} or drop)");
@@ -1182,7 +1183,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
     if (it == gradOf.end())
       continue;
     Value *grad = it->second;
-    std::string name = weight->getName().str() + "_grad";
+    std::string name = ir::gradientName(weight->getName());
     bool owned = !grad->isGraphInput() &&
                  grad->getDefiningNode()->getStage() == Stage::Backward &&
                  !used.contains(grad) && grad != loss;

@@ -1,6 +1,8 @@
 //===- passes/Liveness.cpp - Live ranges and peak memory ------------------===//
 #include "passes/Liveness.h"
 
+#include "ir/GradientName.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 namespace remat::passes {
@@ -128,8 +130,8 @@ MemoryCategory Liveness::classify(const ir::Value *value) const {
   ir::Stage stage = value->getDefiningNode()->getStage();
   if (stage == ir::Stage::Recompute)
     return MemoryCategory::Recompute;
-  if (value->isGraphOutput() && (stage == ir::Stage::Backward ||
-                                 value->getName().endswith("_grad")))
+  if (value->isGraphOutput() &&
+      (stage == ir::Stage::Backward || ir::isGradientName(value->getName())))
     return MemoryCategory::Gradients;
   if (stage == ir::Stage::Forward &&
       llvm::any_of(value->getUses(), [](const ir::Use &use) {

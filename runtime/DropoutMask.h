@@ -10,44 +10,32 @@
 // scaled by 1 / (1 - ratio) computed in the element type (x * scale, as
 // ONNX's reference and onnxruntime compute it), dropped ones are 0. The bits
 // are SplitMix64 (Steele, Lea and Flood 2014): element i is output i + 1 of a
-// SplitMix64 stream whose state starts at mix64(seed + gamma), a pure
+// SplitMix64 stream whose state starts at splitMix64(seed), a pure
 // function of (seed, index) that vectorizes and needs no state.
 //
-// Plain functions with no dependencies, usable from CUDA device code.
+// Plain functions usable from CUDA device code; SplitMix64 itself comes from
+// ir/Hash.h, plain C++ too.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_DROPOUTMASK_H
 #define REMAT_RUNTIME_DROPOUTMASK_H
 
+#include "ir/Hash.h"
+
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define REMAT_HOST_DEVICE __host__ __device__
-#else
-#define REMAT_HOST_DEVICE
-#endif
-
 namespace remat::runtime {
-
-/// The SplitMix64 output function.
-REMAT_HOST_DEVICE inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-/// SplitMix64's increment, 2^64 / golden ratio.
-constexpr uint64_t kDropoutGamma = 0x9E3779B97F4A7C15ull;
 
 /// \returns the stream key of a Dropout node's \p seed.
 REMAT_HOST_DEVICE inline uint64_t dropoutKey(uint64_t seed) {
-  return mix64(seed + kDropoutGamma);
+  return ir::splitMix64(seed);
 }
 
 /// \returns 24 uniform random bits for element \p index of stream \p key.
 REMAT_HOST_DEVICE inline uint32_t dropoutBits24(uint64_t key, uint64_t index) {
-  return static_cast<uint32_t>(mix64(key + (index + 1) * kDropoutGamma) >> 40);
+  return static_cast<uint32_t>(
+      ir::splitMix64Finalize(key + (index + 1) * ir::kSplitMix64Gamma) >> 40);
 }
 
 /// \returns the smallest 24-bit value kept at \p ratio: bits / 2^24 >= ratio

@@ -9,6 +9,7 @@ build_dir=${BUILD_DIR:-build}
 jobs=$(nproc)
 cmake -S . -B "$build_dir" -G Ninja \
   -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} \
-  -DREMAT_SANITIZE=${REMAT_SANITIZE:-OFF} >/dev/null
+  -DREMAT_SANITIZE=${REMAT_SANITIZE:-OFF} \
+  -DREMAT_WERROR=${REMAT_WERROR:-ON} >/dev/null
 cmake --build "$build_dir" -j "$jobs"
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"

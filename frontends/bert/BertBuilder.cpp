@@ -10,6 +10,7 @@
 #include "frontends/bert/BertBuilder.h"
 
 #include "ir/Builder.h"
+#include "ir/Hash.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
 
@@ -44,8 +45,6 @@ using ir::Value;
 
 namespace {
 
-constexpr uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ULL;
-
 // The float arithmetic below must round the same way on every machine, so
 // a * b + c may not become one fused multiply-add where the target has one
 // (-march=native): that changes the last bit of some weights.
@@ -55,24 +54,6 @@ constexpr uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ULL;
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
-
-/// The splitmix64 finalizer: a bijection on uint64 with good avalanche.
-uint64_t mix64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-/// FNV-1a: a hash of \p name that is the same in every build and on every
-/// machine (std::hash promises neither).
-uint64_t hashName(StringRef name) {
-  uint64_t hash = 0xCBF29CE484222325ULL;
-  for (char c : name) {
-    hash ^= static_cast<uint8_t>(c);
-    hash *= 0x100000001B3ULL;
-  }
-  return hash;
-}
 
 /// \returns ln(\p u) for u in [2^-24, 1] (to about 1e-7 relative). The
 /// helpers below use only + - * / and bit operations: libm's logf, sinf and
@@ -119,7 +100,8 @@ constexpr size_t kBlock = 256;
 void normalBlock(uint64_t key, uint64_t first, float stddev, float *out) {
   uint32_t high[kBlock], low[kBlock];
   for (size_t i = 0; i < kBlock; ++i) {
-    uint64_t bits = mix64(key + (first + i + 1) * kGoldenGamma);
+    uint64_t bits =
+        ir::splitMix64Finalize(key + (first + i + 1) * ir::kSplitMix64Gamma);
     high[i] = static_cast<uint32_t>(bits >> 32);
     low[i] = static_cast<uint32_t>(bits);
   }
@@ -167,7 +149,7 @@ void normalBlock(uint64_t key, uint64_t first, float stddev, float *out) {
 
 void fillNormal(llvm::MutableArrayRef<float> out, uint64_t seed, StringRef name,
                 double stddev) {
-  uint64_t key = mix64(hashName(name) ^ mix64(seed + kGoldenGamma));
+  uint64_t key = ir::splitMix64Finalize(ir::fnv1a(name) ^ ir::splitMix64(seed));
   float scale = static_cast<float>(stddev);
   float block[2 * kBlock];
   size_t size = out.size();

@@ -236,8 +236,11 @@ std::string formatParseError(StringRef sourceName, StringRef message) {
 
 std::string formatShape(llvm::ArrayRef<int64_t> dims) {
   std::string text = "[";
-  for (int64_t dim : dims)
-    text += (text.size() > 1 ? "," : "") + std::to_string(dim);
+  for (int64_t dim : dims) {
+    if (text.size() > 1)
+      text += ',';
+    text += std::to_string(dim);
+  }
   return text + "]";
 }
 

@@ -28,6 +28,7 @@
 
 #include "frontends/onnx/OnnxTensor.h"
 
+#include "ir/Hash.h"
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
@@ -105,12 +106,7 @@ std::string domainName(StringRef domain) {
 /// 64-bit FNV-1a of \p text, masked to a non-negative int64: a seed that is
 /// the same on every run and platform.
 int64_t stableSeed(StringRef text) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text.bytes()) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
-  return static_cast<int64_t>(hash & 0x7fffffffffffffffULL);
+  return static_cast<int64_t>(ir::fnv1a(text) & 0x7fffffffffffffffULL);
 }
 
 /// \returns the payloads of the length-delimited unknown fields numbered

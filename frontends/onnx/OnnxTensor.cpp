@@ -33,8 +33,11 @@ const char *const kSupportedDTypes =
 
 std::string formatDims(ArrayRef<int64_t> dims) {
   std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i)
-    text += (i ? "," : "") + std::to_string(dims[i]);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i)
+      text += ',';
+    text += std::to_string(dims[i]);
+  }
   return text + "]";
 }
 

@@ -74,7 +74,7 @@ llvm::Expected<bool> runAutodiff(Graph &graph, llvm::StringRef options = "",
     pm.setDiagnosticStream(diag);
   std::string pipeline = "autodiff";
   if (!options.empty())
-    pipeline += "{" + options.str() + "}";
+    pipeline += ("{" + options + "}").str();
   if (auto err = passes::parsePassPipeline(pipeline, registry, pm))
     return std::move(err);
   return pm.run(graph);

@@ -58,7 +58,7 @@ ThreadPoolParallelFor &fourPool() {
 std::string dimsText(llvm::ArrayRef<int64_t> dims) {
   std::string text = "[";
   for (size_t i = 0; i < dims.size(); ++i)
-    text += (i ? "," : "") + std::to_string(dims[i]);
+    text += (llvm::Twine(i ? "," : "") + llvm::Twine(dims[i])).str();
   return text + "]";
 }
 
@@ -95,7 +95,7 @@ struct OneNode {
 std::vector<std::string> resultNames(unsigned count) {
   std::vector<std::string> names;
   for (unsigned i = 0; i < count; ++i)
-    names.push_back(i == 0 ? "y" : "y" + std::to_string(i));
+    names.push_back(i == 0 ? "y" : ("y" + llvm::Twine(i)).str());
   return names;
 }
 

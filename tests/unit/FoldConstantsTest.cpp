@@ -651,8 +651,9 @@ Value *addConstant(Graph &graph, llvm::StringRef name, TensorDataPtr data) {
 std::string schedule(const Graph &graph) {
   std::string text;
   for (const Node &node : graph.getNodes())
-    text += (text.empty() ? "" : " ") + node.getOpSpelling() + ":" +
-            node.getResult(0)->getName().str();
+    text += (llvm::Twine(text.empty() ? "" : " ") + node.getOpSpelling() + ":" +
+             node.getResult(0)->getName())
+                .str();
   return text;
 }
 

@@ -5,11 +5,16 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Builder.h"
+#include "ir/GradientName.h"
 #include "ir/Graph.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
 
 #include <doctest/doctest.h>
+
+#include <functional>
+#include <utility>
+#include <vector>
 
 using namespace remat;
 using namespace remat::ir;
@@ -21,7 +26,9 @@ const TensorType kVec(DType::F32, {4});
 std::string schedule(const Graph &graph) {
   std::string names;
   for (const Node &node : graph.getNodes())
-    names += (names.empty() ? "" : " ") + node.getResult(0)->getName().str();
+    names +=
+        (llvm::Twine(names.empty() ? "" : " ") + node.getResult(0)->getName())
+            .str();
   return names;
 }
 
@@ -175,6 +182,31 @@ TEST_CASE("inputs can be erased when unused") {
   CHECK(f.graph.lookup("z") == nullptr);
 }
 
+TEST_CASE("every mutator drops the memory plan") {
+  // A plan is valid only for the graph it was made for (MemoryPlan in
+  // ir/Graph.h): sizes come from types, offsets from the schedule and uses.
+  const TensorType kWide(DType::F32, {8});
+  std::vector<std::pair<std::string, std::function<void(Fixture &)>>> edits = {
+      {"setType", [&](Fixture &f) { f.add->getResult(0)->setType(kWide); }},
+      {"setOperand", [](Fixture &f) { f.add->setOperand(1, f.x); }},
+      {"createNode",
+       [](Fixture &f) {
+         f.graph.createNode(OpKind::Neg, {f.x}, {kVec}, {"n"});
+       }},
+      {"moveBefore", [](Fixture &f) { f.relu->moveBefore(f.add); }},
+      {"addOutput", [](Fixture &f) { f.graph.addOutput(f.x); }},
+  };
+  for (const auto &edit : edits) {
+    INFO(edit.first);
+    Fixture f;
+    MemoryPlan plan;
+    f.graph.setMemoryPlan(std::move(plan));
+    REQUIRE(f.graph.getMemoryPlan());
+    edit.second(f);
+    CHECK(f.graph.getMemoryPlan() == nullptr);
+  }
+}
+
 TEST_CASE("uniqueName picks fresh names") {
   Fixture f;
   CHECK(f.graph.uniqueName("q") == "q");
@@ -187,6 +219,16 @@ TEST_CASE("uniqueName picks fresh names") {
   f.add->getResult(0)->setName("sum");
   CHECK(f.graph.lookup("sum") == f.add->getResult(0));
   CHECK(f.graph.lookup("a") == nullptr);
+}
+
+TEST_CASE("gradientName and isGradientName spell the _grad rule") {
+  CHECK(gradientName("w") == "w_grad");
+  CHECK(gradientName("layer.0.bias") == "layer.0.bias_grad");
+  CHECK(isGradientName("w_grad"));
+  CHECK(isGradientName(gradientName("loss")));
+  CHECK_FALSE(isGradientName("w_grad.1"));
+  CHECK_FALSE(isGradientName("grad"));
+  CHECK_FALSE(isGradientName("w"));
 }
 
 TEST_CASE("clone is a deep, equal copy") {

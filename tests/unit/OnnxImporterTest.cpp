@@ -248,7 +248,7 @@ std::string importError(const std::string &bytes,
 std::string opsOf(const Graph &graph) {
   std::string text;
   for (const Node &node : graph.getNodes())
-    text += (text.empty() ? "" : " ") + node.getOpSpelling();
+    text += (llvm::Twine(text.empty() ? "" : " ") + node.getOpSpelling()).str();
   return text;
 }
 

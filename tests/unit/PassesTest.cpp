@@ -24,7 +24,9 @@ bool runPass(Pass &pass, Graph &graph) {
 std::string schedule(const Graph &graph) {
   std::string names;
   for (const Node &node : graph.getNodes())
-    names += (names.empty() ? "" : " ") + node.getResult(0)->getName().str();
+    names +=
+        (llvm::Twine(names.empty() ? "" : " ") + node.getResult(0)->getName())
+            .str();
   return names;
 }
 } // namespace

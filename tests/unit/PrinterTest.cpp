@@ -421,7 +421,7 @@ TEST_CASE("printer round-trips random float bit patterns exactly") {
     std::vector<float> chunk(floats.begin() + i,
                              floats.begin() + std::min(i + 64, floats.size()));
     attrs.set(
-        "t" + std::to_string(i),
+        ("t" + llvm::Twine(i)).str(),
         makeTensor(TensorType(DType::F32, {int64_t(chunk.size())}), chunk));
   }
   attrs.set("floats", floats);

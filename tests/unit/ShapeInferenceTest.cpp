@@ -90,7 +90,7 @@ struct Fixture {
     std::vector<TensorType> types(numResults, f32({}));
     std::vector<std::string> names;
     for (unsigned i = 0; i < numResults; ++i)
-      names.push_back("r" + std::to_string(next++));
+      names.push_back(("r" + llvm::Twine(next++)).str());
     return graph.createNode(op, operands, types, names, std::move(attributes));
   }
 
@@ -99,7 +99,7 @@ struct Fixture {
                  llvm::ArrayRef<TensorType> types, AttrList attributes = {}) {
     std::vector<std::string> names;
     for (size_t i = 0; i < types.size(); ++i)
-      names.push_back("r" + std::to_string(next++));
+      names.push_back(("r" + llvm::Twine(next++)).str());
     return graph.createNode(op, operands, types, names, std::move(attributes));
   }
 

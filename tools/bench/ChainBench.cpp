@@ -38,7 +38,7 @@ std::string makeChain(int64_t numNodes) {
   os << "graph @chain(%x: f32[64]) {\n";
   std::string prev = "x";
   for (int64_t i = 0; i < numNodes;) {
-    std::string name = "v" + std::to_string(i);
+    std::string name = ("v" + llvm::Twine(i)).str();
     os << "  %" << name << " = Add(%" << prev << ", %x) : f32[64]\n";
     ++i;
     if (i % 10 == 3 && i < numNodes) {
