@@ -1,6 +1,7 @@
 //===- passes/remat/Segments.cpp - Cut points and repeated blocks ---------===//
 #include "passes/remat/Segments.h"
 
+#include "ir/Hash.h"
 #include "ir/Printer.h"
 #include "ir/Support.h"
 
@@ -23,7 +24,7 @@ public:
     closeAt_.resize(n);
     for (size_t p = 0; p < n; ++p)
       for (ir::Value *result : stash.forwardNodes[p]->getResults()) {
-        if (!stash.dependsOnWeight.lookup(result))
+        if (!stash.isActivation.lookup(result))
           continue;
         size_t last = p;
         for (const ir::Use &use : result->getUses()) {
@@ -62,22 +63,26 @@ private:
   llvm::DenseMap<const ir::Value *, bool> opensAt_;
 };
 
-/// The structural signature of \p segment (Note [Repeated blocks]). Nodes
-/// off the activation stream (masks computed from inputs alone) are left
-/// out: where the schedule puts them says nothing about the layer.
+/// The structural signature of \p segment (Note [Repeated blocks]): each
+/// node's hash covers its op, attributes (not a Dropout's seed), result
+/// types and its operands' hashes, so it describes the subgraph that
+/// computes it; the signature is the sorted list of those hashes, which does
+/// not depend on the order the schedule happens to give the nodes. Nodes off
+/// the activation stream (masks computed from inputs alone, values computed
+/// from weights alone) are left out: where they are scheduled says nothing
+/// about the layer.
 std::string signatureOf(const Segment &segment, const StashInfo &stash) {
-  llvm::DenseMap<const ir::Value *, std::string> local;
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  unsigned index = 0;
-  for (const ir::Node *nodePtr : segment.nodes) {
-    const ir::Node &node = *nodePtr;
-    if (!llvm::any_of(node.getResults(), [&](const ir::Value *result) {
-          return stash.dependsOnWeight.lookup(result);
+  llvm::DenseMap<const ir::Value *, uint64_t> local;
+  std::vector<uint64_t> hashes;
+  for (const ir::Node *node : segment.nodes) {
+    if (!llvm::any_of(node->getResults(), [&](const ir::Value *result) {
+          return stash.isActivation.lookup(result);
         }))
       continue;
-    os << node.getOpSpelling() << '(';
-    for (const ir::Value *operand : node.getOperands()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << node->getOpSpelling() << '(';
+    for (const ir::Value *operand : node->getOperands()) {
       if (auto it = local.find(operand); it != local.end())
         os << it->second;
       else if (operand == segment.input)
@@ -85,14 +90,14 @@ std::string signatureOf(const Segment &segment, const StashInfo &stash) {
       else if (operand->isGraphInput())
         os << (operand->isWeight() ? "w:" + operand->getType().str()
                                    : "i:" + operand->getName().str());
-      else if (!stash.dependsOnWeight.lookup(operand))
+      else if (!stash.isActivation.lookup(operand))
         os << "s:" << operand->getType().str();
       else
         os << "x:" << operand->getName();
       os << ',';
     }
     os << "){";
-    for (const auto &[name, value] : node.getAttrs().entries()) {
+    for (const auto &[name, value] : node->getAttrs().entries()) {
       if (name == "seed")
         continue;
       os << name << '=';
@@ -100,15 +105,19 @@ std::string signatureOf(const Segment &segment, const StashInfo &stash) {
       os << ',';
     }
     os << "}:";
-    for (unsigned r = 0; r < node.getNumResults(); ++r) {
-      const ir::Value *result = node.getResult(r);
+    for (const ir::Value *result : node->getResults())
       os << result->getType().str() << ',';
-      local[result] = "n" + std::to_string(index) + "." + std::to_string(r);
-    }
-    ++index;
-    os << ';';
+    os.flush();
+    uint64_t hash = ir::fnv1a(text);
+    hashes.push_back(hash);
+    for (unsigned r = 0; r < node->getNumResults(); ++r)
+      local[node->getResult(r)] = ir::splitMix64(hash + r);
   }
-  return os.str();
+  llvm::sort(hashes);
+  std::string signature;
+  for (uint64_t hash : hashes)
+    signature += std::to_string(hash) + ";";
+  return signature;
 }
 
 /// Finds the layer block: the period and start whose repetitions cover the
@@ -179,10 +188,10 @@ findSegments(const ir::Graph &graph, const StashInfo &stash,
         return makeError("boundaries: no value named '" + name + "'");
       ir::Node *def = value->getDefiningNode();
       if (!def || !stash.forwardPosition.count(def) ||
-          !stash.dependsOnWeight.lookup(value))
+          !stash.isActivation.lookup(value))
         return makeError("boundaries: '" + name +
                          "' is not a forward activation (a forward value "
-                         "computed from a weight)");
+                         "computed from the inputs and a weight)");
       auto it = cutPosition.find(value);
       if (it == cutPosition.end()) {
         // Say what crosses it: the activations open right after its node.

@@ -463,8 +463,14 @@ llvm::Expected<PlanResult> Solver::smallestPlan() {
   llvm::stable_sort(byEstimate, [](const PlanResult *a, const PlanResult *b) {
     return a->estimatedPeakBytes < b->estimatedPeakBytes;
   });
+  // Plan the six smallest estimates, and every estimate within 1% of the
+  // smallest (plans that all sit on the same floor rank unreliably by the
+  // bound), at most 32.
   PlanResult *best = nullptr;
-  for (size_t i = 0; i < byEstimate.size() && i < 6; ++i) {
+  uint64_t floor = byEstimate.empty() ? 0 : byEstimate.front()->estimatedPeakBytes;
+  for (size_t i = 0; i < byEstimate.size() && i < 32; ++i) {
+    if (i >= 6 && byEstimate[i]->estimatedPeakBytes > floor + floor / 100)
+      break;
     if (auto err = planExactly(*byEstimate[i]))
       return std::move(err);
     if (!best || byEstimate[i]->plannedPeakBytes < best->plannedPeakBytes)

@@ -14,6 +14,7 @@ uint64_t StashInfo::totalStashedBytes() const {
 
 StashInfo analyseStash(ir::Graph &graph) {
   StashInfo info;
+  llvm::DenseMap<const ir::Value *, unsigned> sourcesOf;
   for (ir::Node &node : graph.getNodes()) {
     if (node.getStage() == ir::Stage::Backward)
       ++info.numBackwardNodes;
@@ -21,14 +22,14 @@ StashInfo analyseStash(ir::Graph &graph) {
       continue;
     info.forwardPosition[&node] = info.forwardNodes.size();
     info.forwardNodes.push_back(&node);
-    bool fromWeight = llvm::any_of(node.getOperands(), [&](ir::Value *v) {
-      if (v->isGraphInput())
-        return v->isWeight();
-      auto it = info.dependsOnWeight.find(v);
-      return it != info.dependsOnWeight.end() && it->second;
-    });
+    // Bit 0: reached from a trainable weight; bit 1: from a data input.
+    unsigned sources = 0;
+    for (ir::Value *operand : node.getOperands())
+      sources |= operand->isGraphInput() ? (operand->isWeight() ? 1u : 2u)
+                                         : sourcesOf.lookup(operand);
     for (ir::Value *result : node.getResults()) {
-      info.dependsOnWeight[result] = fromWeight;
+      sourcesOf[result] = sources;
+      info.isActivation[result] = sources == 3;
       // A Constant is held whatever remat decides: not a stash to trade.
       if (node.getOp() == ir::OpKind::Constant)
         continue;

@@ -29,10 +29,12 @@ struct StashInfo {
   std::vector<ir::Value *> stashed;
   /// Index of each stashed value in stashed.
   llvm::DenseMap<const ir::Value *, unsigned> stashIndex;
-  /// Forward values that depend on a trainable weight (the activation
-  /// stream); the rest (masks and positions computed from inputs alone,
-  /// constants) never break a cut.
-  llvm::DenseMap<const ir::Value *, bool> dependsOnWeight;
+  /// Forward values computed from both a data input and a trainable weight:
+  /// the activation stream. The rest never break a cut: masks and positions
+  /// computed from inputs alone, values computed from weights alone (a
+  /// transposed or sliced weight, which an exporter may hoist to the top of
+  /// the graph), constants.
+  llvm::DenseMap<const ir::Value *, bool> isActivation;
   /// Number of Stage::Backward nodes.
   unsigned numBackwardNodes = 0;
 

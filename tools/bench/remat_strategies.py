@@ -42,6 +42,7 @@ def run_config(args, name, flags, report):
         graph = json.load(f)["graphs"][0]
     remat = graph.get("remat", {}).get("summary", {})
     return {
+        "planned_bytes": remat.get("planned_peak_bytes"),
         "median_ms": median,
         "planned_mib": float(planned[-1]) if planned else None,
         "arena_measured_mib": measured[-1] if measured else None,
@@ -63,27 +64,31 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--remat-run", default="build/remat-run")
-    parser.add_argument("--budgets", default="80%,60%,40%,20%")
+    parser.add_argument("--budgets", default="95%,90%,80%,60%,40%,20%")
     parser.add_argument("--json", help="write every measurement here")
+    parser.add_argument("--fixed", default="none,every-layer,sqrt",
+                        help="fixed strategies to run")
+    parser.add_argument("--budget-strategies", default="auto,selective,chain-dp",
+                        help="strategies to run at each budget")
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="remat-bench-")
-    configs = [("none", ["--strategy", "none"]),
-               ("every-layer", ["--strategy", "every-layer"]),
-               ("sqrt", ["--strategy", "sqrt"])]
+    configs = [(name, ["--strategy", name])
+               for name in ["none"] + [f for f in args.fixed.split(",")
+                                       if f and f != "none"]]
     # every-layer's own planned peak, for auto and chain-dp at the same memory.
     probe = run_config(argparse.Namespace(**{**vars(args), "steps": 1}),
                        "every-layer", ["--strategy", "every-layer"],
                        os.path.join(tmp, "probe.json"))
     if "error" in probe:
         sys.exit("every-layer failed: " + probe["error"])
-    el_bytes = int(probe["planned_mib"] * 2**20)
+    el_bytes = probe["planned_bytes"]
     configs.append(("auto @ every-layer's peak",
                     ["--strategy", "auto", "--budget", str(el_bytes)]))
     configs.append(("chain-dp @ every-layer's peak",
                     ["--strategy", "chain-dp", "--budget", str(el_bytes)]))
-    for budget in args.budgets.split(","):
-        for strategy in ("auto", "selective", "chain-dp"):
+    for budget in filter(None, args.budgets.split(",")):
+        for strategy in args.budget_strategies.split(","):
             configs.append((f"{strategy} @ {budget}",
                             ["--strategy", strategy, "--budget", budget]))
 
