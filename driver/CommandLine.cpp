@@ -14,8 +14,12 @@ namespace remat::driver {
 
 namespace cl = llvm::cl;
 
-static std::string strategyList() {
-  return llvm::join(passes::recompute::getStrategyNames(), "|");
+/// The strategies joined by '|'. llvm::cl keeps a StringRef to it, so it
+/// must outlive every ToolFlags.
+static llvm::StringRef strategyList() {
+  static const std::string list =
+      llvm::join(passes::recompute::getStrategyNames(), "|");
+  return list;
 }
 
 ToolFlags::ToolFlags(cl::OptionCategory &category)

@@ -399,9 +399,12 @@ int runMain(int argc, char **argv) {
   cl::opt<std::string> model(cl::Positional,
                              cl::desc("<model .rir, .onnx or BERT config .json>"),
                              cl::cat(category));
+  // llvm::cl keeps a StringRef to the description: keep the text alive.
+  static const std::string backendHelp =
+      "Backend that runs the steps (" +
+      llvm::join(runtime::listBackends(), ", ") + ")";
   cl::opt<std::string> backendName(
-      "backend", cl::desc("Backend that runs the steps (" +
-                          llvm::join(runtime::listBackends(), ", ") + ")"),
+      "backend", cl::desc(backendHelp),
       cl::init("cpu"), cl::cat(category));
   cl::list<std::string> inputFiles(
       "input", cl::desc("Input from a TensorProto file (repeatable); others are generated"),
