@@ -536,6 +536,26 @@ int runMain(int argc, char **argv) {
   auto last = runSteps(g, *prepared, steps);
   if (!last)
     return reportError(last.takeError());
+  if (ran->rematReport)
+    if (const llvm::json::Object *summary =
+            ran->rematReport->getObject("summary")) {
+      // Predicted next to measured: remat's cost model for this step and
+      // for the step without remat, as a ratio to compare with a run of
+      // --strategy none.
+      llvm::outs() << "remat: predicted step "
+                   << llvm::format("%.1f",
+                                   *summary->getNumber("predicted_seconds") * 1e3)
+                   << " ms (x"
+                   << llvm::format("%.3f",
+                                   *summary->getNumber("predicted_time_ratio"))
+                   << " of no remat), activations kept "
+                   << formatBytes(uint64_t(
+                          *summary->getInteger("activation_bytes_kept")))
+                   << " of "
+                   << formatBytes(uint64_t(
+                          *summary->getInteger("activation_bytes_no_remat")))
+                   << '\n';
+    }
   if (!profilePath.empty())
     if (auto err = writeProfile(g, last->nodeTimes, profilePath, llvm::errs()))
       return reportError(std::move(err));
