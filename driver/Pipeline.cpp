@@ -71,7 +71,9 @@ std::string withoutRemat(llvm::StringRef pipeline) {
     llvm::StringRef name = entry.take_until([](char c) { return c == '{'; });
     if (name.trim() == "remat" || entry.empty())
       continue;
-    result += (result.empty() ? "" : ",") + entry.str();
+    if (!result.empty())
+      result += ',';
+    result += entry;
   }
   return result;
 }

@@ -19,6 +19,14 @@ namespace remat::passes::recompute {
 
 namespace {
 
+/// \returns "%name" (built by appending: GCC 12 warns falsely about
+/// `"literal" + std::string` at -O3).
+std::string valueRef(const ir::Value *value) {
+  std::string ref = "%";
+  ref += value->getName();
+  return ref;
+}
+
 struct SegmentRow {
   uint64_t keptBytes = 0;
   uint64_t recomputedBytes = 0;
@@ -45,9 +53,9 @@ std::string Solver::explainValue(const ir::Value *value,
     return "kept: boundary a recomputed group starts from";
   if (choice.option == SegmentOption::Recompute) {
     const Segment &first = chain_.segments[choice.groupStart];
-    return "recompute: its segment is rebuilt from boundary " +
-           (first.input ? "%" + first.input->getName().str()
-                        : std::string("the graph inputs"));
+    std::string reason = "recompute: its segment is rebuilt from boundary ";
+    reason += first.input ? valueRef(first.input) : "the graph inputs";
+    return reason;
   }
   if (dropped)
     return "recompute: cheap, " + cost;
@@ -169,9 +177,9 @@ llvm::json::Object Solver::explainJson(const PlanResult &plan,
         {"index", int64_t(s)},
         {"layer", int64_t(segment.layer)},
         {"kind", int64_t(segment.kind)},
-        {"input", segment.input ? "%" + segment.input->getName().str()
+        {"input", segment.input ? valueRef(segment.input)
                                 : std::string("(inputs)")},
-        {"output", segment.output ? "%" + segment.output->getName().str()
+        {"output", segment.output ? valueRef(segment.output)
                                   : std::string("(loss)")},
         {"nodes", int64_t(segment.nodes.size())},
         {"option", segmentOptionName(plan.choices[s].option)},

@@ -41,7 +41,7 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
     if (node.getStage() == ir::Stage::Backward)
       ++backward;
     if (node.getStage() == ir::Stage::Recompute && recomputed.size() < 3)
-      recomputed.push_back("%" + node.getResult(0)->getName().str());
+      recomputed.push_back(("%" + node.getResult(0)->getName()).str());
   }
   if (!recomputed.empty())
     return makeError("remat has already been applied to @" + graph.getName() +
@@ -88,8 +88,9 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
       return smallest.takeError();
     return makeError(
         "budget " + formatBytes(*budget) +
-        (budget_.isPercent ? " (" + budget_.str() + " of " +
-                                 formatBytes(solver.getBasePeakBytes()) + ")"
+        (budget_.isPercent ? (" (" + llvm::Twine(budget_.str()) + " of " +
+                              formatBytes(solver.getBasePeakBytes()) + ")")
+                                 .str()
                            : std::string()) +
         " is below every plan of strategy '" + strategy_ +
         "'; the smallest feasible planned peak is " +

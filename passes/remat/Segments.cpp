@@ -88,8 +88,9 @@ std::string signatureOf(const Segment &segment, const StashInfo &stash) {
       else if (operand == segment.input)
         os << "in";
       else if (operand->isGraphInput())
-        os << (operand->isWeight() ? "w:" + operand->getType().str()
-                                   : "i:" + operand->getName().str());
+        os << (operand->isWeight() ? "w:" : "i:")
+           << (operand->isWeight() ? operand->getType().str()
+                                   : operand->getName().str());
       else if (!stash.isActivation.lookup(operand))
         os << "s:" << operand->getType().str();
       else
