@@ -107,8 +107,6 @@ public:
 
   /// The planned peak (persistent + arena) of the graph as it is.
   uint64_t getBasePeakBytes() const { return basePeakBytes_; }
-  /// Predicted seconds of one step of the graph as it is.
-  double getBaseSeconds() const { return baseSeconds_; }
 
   /// \returns the best plan of \p strategy whose planned peak is at most
   /// \p budgetBytes (no bound when unset), or std::nullopt if it has none.

@@ -16,8 +16,6 @@ StashInfo analyseStash(ir::Graph &graph) {
   StashInfo info;
   llvm::DenseMap<const ir::Value *, unsigned> sourcesOf;
   for (ir::Node &node : graph.getNodes()) {
-    if (node.getStage() == ir::Stage::Backward)
-      ++info.numBackwardNodes;
     if (node.getStage() != ir::Stage::Forward)
       continue;
     info.forwardPosition[&node] = info.forwardNodes.size();

@@ -35,8 +35,6 @@ struct StashInfo {
   /// transposed or sliced weight, which an exporter may hoist to the top of
   /// the graph), constants.
   llvm::DenseMap<const ir::Value *, bool> isActivation;
-  /// Number of Stage::Backward nodes.
-  unsigned numBackwardNodes = 0;
 
   bool isStashed(const ir::Value *value) const {
     return stashIndex.count(value) != 0;
