@@ -33,8 +33,11 @@ RematPass::RematPass() {
   declareOption("explain", "print the decisions and their reasons", &explain_);
 }
 
-llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
-  report_.reset();
+namespace recompute {
+
+llvm::Expected<std::unique_ptr<RematProblem>>
+prepareRematProblem(ir::Graph &graph, llvm::StringRef costProfilePath,
+                    llvm::ArrayRef<std::string> boundaries) {
   unsigned backward = 0;
   std::vector<std::string> recomputed;
   for (const ir::Node &node : graph.getNodes()) {
@@ -51,30 +54,65 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
     return makeError("remat needs a training step, and @" + graph.getName() +
                      " has no backward nodes (run autodiff first, e.g. -p "
                      "canonicalize,autodiff,dce,schedule,remat,plan-memory)");
-  bool budgetDriven = strategy_ == "chain-dp" || strategy_ == "selective" ||
-                      strategy_ == "auto";
-  if (budgetDriven && !budget_.isSet)
-    return makeError("strategy '" + strategy_ +
-                     "' needs a budget (budget=6GiB or budget=40%)");
 
-  CostProfile profile;
-  if (!costProfile_.empty()) {
-    auto loaded = loadCostProfile(costProfile_);
+  auto problem = std::make_unique<RematProblem>();
+  if (!costProfilePath.empty()) {
+    auto loaded = loadCostProfile(costProfilePath);
     if (!loaded)
       return loaded.takeError();
-    profile = std::move(*loaded);
+    problem->profile = std::move(*loaded);
   }
-  StashInfo stash = analyseStash(graph);
+  problem->stash = analyseStash(graph);
+  auto chain = findSegments(graph, problem->stash, boundaries);
+  if (!chain)
+    return chain.takeError();
+  problem->chain = std::move(*chain);
+  problem->solver = std::make_unique<Solver>(graph, problem->stash,
+                                             problem->chain, problem->profile);
+  if (auto err = problem->solver->initialize())
+    return std::move(err);
+  return std::move(problem);
+}
+
+llvm::Error makeInfeasibleError(Solver &solver, llvm::StringRef strategy,
+                                uint64_t budgetBytes,
+                                llvm::StringRef budgetText) {
+  auto smallest = solver.smallestPlan();
+  if (!smallest)
+    return smallest.takeError();
+  std::string message = "budget " + formatBytes(budgetBytes);
+  if (budgetText.endswith("%")) {
+    message += " (";
+    message += budgetText;
+    message += " of " + formatBytes(solver.getBasePeakBytes()) + ")";
+  }
+  message += " is below every plan of strategy '";
+  message += strategy;
+  message += "'; the smallest feasible planned peak is " +
+             formatBytes(smallest->plannedPeakBytes) + " (" +
+             std::to_string(smallest->plannedPeakBytes) + " B, strategy '" +
+             smallest->strategy + "'); without remat it is " +
+             formatBytes(solver.getBasePeakBytes());
+  return makeError(message);
+}
+
+} // namespace recompute
+
+llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
+  report_.reset();
+  bool budgetDriven = strategy_ == "chain-dp" || strategy_ == "selective" ||
+                      strategy_ == "auto";
   std::vector<std::string> boundaries;
   for (llvm::StringRef name : llvm::split(boundaries_, ','))
     if (!name.trim().empty())
       boundaries.push_back(name.trim().ltrim('%').str());
-  auto chain = findSegments(graph, stash, boundaries);
-  if (!chain)
-    return chain.takeError();
-  Solver solver(graph, stash, *chain, profile);
-  if (auto err = solver.initialize())
-    return err;
+  auto problem = prepareRematProblem(graph, costProfile_, boundaries);
+  if (!problem)
+    return problem.takeError();
+  if (budgetDriven && !budget_.isSet)
+    return makeError("strategy '" + strategy_ +
+                     "' needs a budget (budget=6GiB or budget=40%)");
+  Solver &solver = *(*problem)->solver;
   std::optional<uint64_t> budget;
   if (budget_.isSet)
     budget = budget_.resolve(solver.getBasePeakBytes());
@@ -82,23 +120,8 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
   auto plan = solver.solve(strategy_, budget);
   if (!plan)
     return plan.takeError();
-  if (!*plan) {
-    auto smallest = solver.smallestPlan();
-    if (!smallest)
-      return smallest.takeError();
-    return makeError(
-        "budget " + formatBytes(*budget) +
-        (budget_.isPercent ? (" (" + llvm::Twine(budget_.str()) + " of " +
-                              formatBytes(solver.getBasePeakBytes()) + ")")
-                                 .str()
-                           : std::string()) +
-        " is below every plan of strategy '" + strategy_ +
-        "'; the smallest feasible planned peak is " +
-        formatBytes(smallest->plannedPeakBytes) + " (" +
-        std::to_string(smallest->plannedPeakBytes) + " B, strategy '" +
-        smallest->strategy + "'); without remat it is " +
-        formatBytes(solver.getBasePeakBytes()));
-  }
+  if (!*plan)
+    return makeInfeasibleError(solver, strategy_, *budget, budget_.str());
   const PlanResult &chosen = **plan;
   report_ = solver.explainJson(chosen, budget);
   if (explain_) {

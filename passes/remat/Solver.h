@@ -56,6 +56,7 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -176,6 +177,31 @@ private:
   /// Rungs of the budget ladder and of the selective prefixes.
   static constexpr unsigned kLadderSteps = 12;
 };
+
+/// What the remat pass builds before it chooses a plan: the stash, the
+/// segment chain, the cost profile and an initialized Solver over them.
+/// remat-sweep asks it for many budgets; the pass asks it once.
+struct RematProblem {
+  StashInfo stash;
+  SegmentChain chain;
+  CostProfile profile;
+  std::unique_ptr<Solver> solver;
+};
+
+/// Checks that \p graph is a scheduled training step without recompute
+/// nodes, then analyses it: \p costProfilePath names remat-run --profile's
+/// JSON ("" for the built-in rates), \p boundaries the segment boundaries
+/// to use instead of the cut points found (empty to find them).
+llvm::Expected<std::unique_ptr<RematProblem>>
+prepareRematProblem(ir::Graph &graph, llvm::StringRef costProfilePath,
+                    llvm::ArrayRef<std::string> boundaries);
+
+/// The error for a budget no plan of \p strategy fits: the budget (and
+/// \p budgetText when it was a percentage), the smallest feasible planned
+/// peak and the peak without remat.
+llvm::Error makeInfeasibleError(Solver &solver, llvm::StringRef strategy,
+                                uint64_t budgetBytes,
+                                llvm::StringRef budgetText);
 
 } // namespace remat::passes::recompute
 
