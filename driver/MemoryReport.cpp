@@ -1,6 +1,7 @@
 //===- driver/MemoryReport.cpp - Peak memory reports ----------------------===//
 #include "driver/MemoryReport.h"
 
+#include "driver/Svg.h"
 #include "ir/OutputFile.h"
 
 #include "passes/Liveness.h"
@@ -16,6 +17,7 @@
 namespace remat::driver {
 
 using passes::MemoryCategory;
+using namespace svg;
 
 namespace {
 
@@ -146,62 +148,6 @@ llvm::json::Object getMemoryReport(const ir::Graph &graph) {
   };
   return report;
 }
-
-namespace {
-
-std::string escapeXml(llvm::StringRef text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    default:
-      out += c;
-    }
-  }
-  return out;
-}
-
-/// The smallest 1, 2 or 5 times a power of ten that cuts \p range into at
-/// most \p maxTicks steps.
-double niceStep(double range, unsigned maxTicks) {
-  if (range <= 0)
-    return 1;
-  double step = 1;
-  while (step * maxTicks < range)
-    step *= 10;
-  while (step / 10 * maxTicks >= range && step > 1e-9)
-    step /= 10;
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (step * m * maxTicks >= range)
-      return step * m;
-  return step * 10;
-}
-
-/// A coordinate with one decimal.
-std::string fmt(double value) { return llvm::formatv("{0:F1}", value).str(); }
-
-/// A tick value: an integer without decimals, else up to 3 significant
-/// fractional digits.
-std::string fmtTick(double value) {
-  if (value == std::floor(value) && std::fabs(value) < 1e15)
-    return std::to_string((long long)value);
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.3g", value);
-  return text;
-}
-
-} // namespace
 
 std::string getMemoryTimelineSvg(const ir::Graph &graph) {
   passes::Liveness liveness(graph);
