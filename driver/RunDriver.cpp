@@ -299,10 +299,12 @@ readInputFiles(const ir::Graph &graph, llvm::ArrayRef<std::string> entries) {
   return std::move(given);
 }
 
-/// The last step's result and every step's per-node times.
+/// The last step's result, every step's per-node times, and what
+/// --step-json writes.
 struct StepsResult {
   runtime::RunResult result;
   std::vector<std::vector<double>> nodeTimes;
+  llvm::json::Object stats;
 };
 
 /// Runs \p steps steps, printing the loss, time, planned and measured peak
@@ -311,6 +313,7 @@ llvm::Expected<StepsResult> runSteps(const ir::Graph &g, Prepared &prepared,
                                      unsigned steps) {
   int lossIndex = findLossOutput(g);
   std::vector<double> times;
+  llvm::json::Array stepStats;
   StepsResult out;
   constexpr double kMiB = 1 << 20;
   for (unsigned step = 1; step <= steps; ++step) {
@@ -321,24 +324,34 @@ llvm::Expected<StepsResult> runSteps(const ir::Graph &g, Prepared &prepared,
     times.push_back(result->seconds);
     out.nodeTimes.push_back(result->nodeSeconds);
     llvm::outs() << "step " << step << ":";
+    llvm::json::Object stepStat{{"seconds", result->seconds}};
     if (lossIndex >= 0) {
       auto loss = result->outputs[size_t(lossIndex)].toData();
       llvm::outs() << " loss " << llvm::format("%.6f", loss->getDouble(0));
+      stepStat["loss"] = loss->getDouble(0);
     }
+    stepStats.push_back(std::move(stepStat));
     llvm::outs() << "  time " << llvm::format("%.1f", result->seconds * 1e3)
                  << " ms";
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
+    uint64_t weightBytes = 0, inputBytes = 0;
+    for (const ir::Value *input : g.getInputs())
+      (input->isWeight() ? weightBytes : inputBytes) +=
+          uint64_t(input->getType().getByteSize());
+    out.stats = llvm::json::Object{
+        {"weight_bytes", int64_t(weightBytes)},
+        {"input_bytes", int64_t(inputBytes)},
+        {"arena_planned_bytes", int64_t(result->plannedBytes)},
+        {"arena_measured_peak_bytes", int64_t(result->peakBytes)},
+        {"max_rss_bytes", int64_t(usage.ru_maxrss) * 1024}};
     if (result->plannedBytes) {
       // A plan exists: the planned peak (DESIGN.md "Memory model":
       // persistent + arena) and the arena's high-water mark the step
       // touched; the max RSS after it should be close to the planned peak
       // since weights are held once.
-      uint64_t weightBytes = 0, inputBytes = 0;
-      for (const ir::Value *input : g.getInputs())
-        (input->isWeight() ? weightBytes : inputBytes) +=
-            uint64_t(input->getType().getByteSize());
       uint64_t plannedPeak = weightBytes + inputBytes + result->plannedBytes;
+      out.stats["planned_peak_bytes"] = int64_t(plannedPeak);
       // One unit on the line: bytes for a small plan, else MiB.
       auto size = [&](uint64_t bytes) {
         if (plannedPeak < (1 << 20))
@@ -363,6 +376,8 @@ llvm::Expected<StepsResult> runSteps(const ir::Graph &g, Prepared &prepared,
   }
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
+  out.stats["median_seconds"] = sorted[sorted.size() / 2];
+  out.stats["steps"] = std::move(stepStats);
   llvm::outs() << "median step time: "
                << llvm::format("%.1f", sorted[sorted.size() / 2] * 1e3)
                << " ms over " << steps << " step" << (steps == 1 ? "" : "s")
@@ -436,6 +451,12 @@ int runMain(int argc, char **argv) {
       "profile",
       cl::desc("Write per-node and per-op times as JSON (for "
                "--cost-profile) and print the 15 slowest ops"),
+      cl::value_desc("file.json"), cl::cat(category));
+  cl::opt<std::string> statsPath(
+      "step-json",
+      cl::desc("Write the steps' times and losses, the planned and measured "
+               "peaks, max RSS and remat's prediction as JSON (what "
+               "remat-sweep --measure reads)"),
       cl::value_desc("file.json"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!parseCommandLine(argc, argv, "remat-run",
@@ -556,6 +577,23 @@ int runMain(int argc, char **argv) {
                           *summary->getInteger("activation_bytes_no_remat")))
                    << '\n';
     }
+  if (!statsPath.empty()) {
+    llvm::json::Object stats = std::move(last->stats);
+    stats["version"] = 1;
+    stats["model"] = std::string(model);
+    stats["backend"] = (*backend)->getName();
+    stats["pipeline"] = pipelineText;
+    if (ran->rematReport)
+      if (const llvm::json::Object *summary =
+              ran->rematReport->getObject("summary"))
+        stats["remat"] = llvm::json::Object(*summary);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(stats))) << '\n';
+    os.flush();
+    if (auto err = writeOutputFile(statsPath, text))
+      return reportError(std::move(err));
+  }
   if (!profilePath.empty())
     if (auto err = writeProfile(g, last->nodeTimes, profilePath, llvm::errs()))
       return reportError(std::move(err));
