@@ -11,6 +11,7 @@ config.test_exec_root = os.path.join(config.remat_obj_root, "tests")
 
 config.substitutions.append(("%remat-opt", os.path.join(config.remat_tools_dir, "remat-opt")))
 config.substitutions.append(("%remat-run", os.path.join(config.remat_tools_dir, "remat-run")))
+config.substitutions.append(("%remat-sweep", os.path.join(config.remat_tools_dir, "remat-sweep")))
 config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("%not", config.not_tool))
 config.substitutions.append(("%python", config.python))

@@ -1,0 +1,622 @@
+//===- driver/Sweep.cpp - The memory/time trade-off curve -----------------===//
+#include "driver/Sweep.h"
+
+#include "driver/Svg.h"
+#include "ir/Support.h"
+#include "passes/Pass.h"
+#include "passes/remat/Solver.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace remat::driver {
+
+using namespace passes::recompute;
+using namespace svg;
+
+std::string SweepRow::getLabel() const {
+  if (budget.empty())
+    return strategy;
+  return strategy + " @ " + budget;
+}
+
+namespace {
+
+bool isFixedStrategy(llvm::StringRef strategy) {
+  return strategy == "none" || strategy == "every-layer" || strategy == "sqrt";
+}
+
+/// What identifies a plan's rewrite: the values it drops and those it holds
+/// for recompute to start from (Solver::toRewrite).
+std::string getPlanKey(const PlanResult &plan) {
+  std::vector<std::string> drop = plan.dropNames, keep = plan.keepNames;
+  llvm::sort(drop);
+  llvm::sort(keep);
+  return llvm::join(drop, ",") + "|" + llvm::join(keep, ",");
+}
+
+} // namespace
+
+llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
+                                                const SweepOptions &options,
+                                                uint64_t &noRematPeakBytes,
+                                                double &noRematSeconds) {
+  auto problem = prepareRematProblem(graph, options.costProfile, {});
+  if (!problem)
+    return problem.takeError();
+  Solver &solver = *(*problem)->solver;
+  noRematPeakBytes = solver.getBasePeakBytes();
+
+  struct Budget {
+    std::string text;
+    uint64_t bytes;
+  };
+  std::vector<Budget> budgets;
+  for (const std::string &text : options.budgets) {
+    if (text == "min") {
+      auto smallest = solver.smallestPlan();
+      if (!smallest)
+        return smallest.takeError();
+      budgets.push_back({text, smallest->plannedPeakBytes});
+      continue;
+    }
+    auto amount = passes::parseByteAmount(text, /*allowPercent=*/true);
+    if (!amount)
+      return amount.takeError();
+    budgets.push_back({text, amount->resolve(noRematPeakBytes)});
+  }
+
+  std::vector<SweepRow> rows;
+  llvm::StringMap<size_t> rowOfPlan;
+  noRematSeconds = 0;
+  auto addPlan = [&](llvm::StringRef strategy, const Budget *budget,
+                     const PlanResult &plan) {
+    SweepRow row;
+    row.strategy = strategy.str();
+    if (budget) {
+      row.budget = budget->text;
+      row.budgetBytes = budget->bytes;
+    }
+    auto [it, inserted] = rowOfPlan.try_emplace(getPlanKey(plan), rows.size());
+    if (!inserted) {
+      rows[it->second].alsoPoints.push_back(row.getLabel());
+      return;
+    }
+    std::optional<uint64_t> budgetBytes;
+    if (budget)
+      budgetBytes = budget->bytes;
+    llvm::json::Object report = solver.explainJson(plan, budgetBytes);
+    const llvm::json::Object &summary = *report.getObject("summary");
+    row.plannedPeakBytes = plan.plannedPeakBytes;
+    row.predictedPeakBytes = plan.estimatedPeakBytes;
+    row.activationBytesKept = plan.keptStashBytes;
+    row.recomputedNodes = plan.stats.clonedNodes;
+    row.predictedSeconds = *summary.getNumber("predicted_seconds");
+    row.predictedRatio = *summary.getNumber("predicted_time_ratio");
+    noRematSeconds = *summary.getNumber("no_remat_predicted_seconds");
+    rows.push_back(std::move(row));
+  };
+
+  for (const std::string &strategy : options.strategies) {
+    if (isFixedStrategy(strategy)) {
+      auto plan = solver.solve(strategy, std::nullopt);
+      if (!plan)
+        return plan.takeError();
+      addPlan(strategy, nullptr, **plan);
+      continue;
+    }
+    for (const Budget &budget : budgets) {
+      auto plan = solver.solve(strategy, budget.bytes);
+      if (!plan)
+        return plan.takeError();
+      if (*plan) {
+        addPlan(strategy, &budget, **plan);
+        continue;
+      }
+      auto smallest = solver.smallestPlan();
+      if (!smallest)
+        return smallest.takeError();
+      SweepRow row;
+      row.strategy = strategy;
+      row.budget = budget.text;
+      row.budgetBytes = budget.bytes;
+      row.feasible = false;
+      row.note = "infeasible: no plan of '" + strategy + "' fits " +
+                 formatBytes(budget.bytes) +
+                 "; the smallest feasible planned peak is " +
+                 formatBytes(smallest->plannedPeakBytes);
+      rows.push_back(std::move(row));
+    }
+  }
+  return std::move(rows);
+}
+
+void markParetoFront(std::vector<SweepRow> &rows) {
+  for (SweepRow &row : rows) {
+    row.pareto = false;
+    if (!row.feasible)
+      continue;
+    row.pareto = llvm::none_of(rows, [&](const SweepRow &other) {
+      if (&other == &row || !other.feasible)
+        return false;
+      bool noWorse = other.getPeakBytes() <= row.getPeakBytes() &&
+                     other.getTimeRatio() <= row.getTimeRatio();
+      bool better = other.getPeakBytes() < row.getPeakBytes() ||
+                    other.getTimeRatio() < row.getTimeRatio();
+      return noWorse && better;
+    });
+  }
+}
+
+void computeRatios(SweepResult &result) {
+  const SweepRow *none = nullptr;
+  for (const SweepRow &row : result.rows)
+    if (row.strategy == "none" && row.feasible)
+      none = &row;
+  double reference = result.noRematPredictedSeconds;
+  if (none && none->measured)
+    reference = none->stepSeconds;
+  for (SweepRow &row : result.rows)
+    if (row.measured)
+      row.stepRatio = reference > 0 ? row.stepSeconds / reference : 0;
+  for (PeerPoint &peer : result.peers)
+    peer.timeRatio = reference > 0 ? peer.stepSeconds / reference : 0;
+}
+
+llvm::Expected<std::vector<PeerPoint>> readPeers(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return makeError("cannot read peers file '" + path +
+                     "': " + buffer.getError().message());
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+  if (lines.empty())
+    return makeError("peers file '" + path + "' is empty; it needs a header "
+                     "with the columns label, peak_bytes, step_seconds");
+  llvm::SmallVector<llvm::StringRef> header;
+  lines[0].trim().split(header, ',');
+  int labelColumn = -1, peakColumn = -1, secondsColumn = -1;
+  for (size_t i = 0; i < header.size(); ++i) {
+    llvm::StringRef name = header[i].trim();
+    if (name == "label")
+      labelColumn = int(i);
+    else if (name == "peak_bytes")
+      peakColumn = int(i);
+    else if (name == "step_seconds")
+      secondsColumn = int(i);
+  }
+  std::vector<std::string> missing;
+  if (labelColumn < 0)
+    missing.push_back("label");
+  if (peakColumn < 0)
+    missing.push_back("peak_bytes");
+  if (secondsColumn < 0)
+    missing.push_back("step_seconds");
+  if (!missing.empty())
+    return makeError("peers file '" + path + "' lacks the column" +
+                     (missing.size() > 1 ? "s " : " ") +
+                     llvm::join(missing, ", ") + " (its header: " +
+                     lines[0].trim() + ")");
+  std::vector<PeerPoint> peers;
+  for (size_t n = 1; n < lines.size(); ++n) {
+    llvm::StringRef line = lines[n].trim();
+    if (line.empty())
+      continue;
+    llvm::SmallVector<llvm::StringRef> cells;
+    line.split(cells, ',');
+    std::string where =
+        (path + ":" + llvm::Twine(unsigned(n + 1))).str();
+    if (cells.size() != header.size())
+      return makeError(where + ": " + llvm::Twine(unsigned(cells.size())) +
+                       " cells, the header has " +
+                       llvm::Twine(unsigned(header.size())));
+    PeerPoint peer;
+    peer.label = cells[size_t(labelColumn)].trim().str();
+    double peak = 0;
+    if (cells[size_t(peakColumn)].trim().getAsDouble(peak) || peak <= 0 ||
+        peak > 1e18)
+      return makeError(where + ": peak_bytes '" +
+                       cells[size_t(peakColumn)].trim() +
+                       "' is not a positive byte count");
+    peer.peakBytes = uint64_t(peak);
+    if (cells[size_t(secondsColumn)].trim().getAsDouble(peer.stepSeconds) ||
+        !(peer.stepSeconds > 0) || !std::isfinite(peer.stepSeconds))
+      return makeError(where + ": step_seconds '" +
+                       cells[size_t(secondsColumn)].trim() +
+                       "' is not a positive number");
+    peers.push_back(std::move(peer));
+  }
+  return std::move(peers);
+}
+
+namespace {
+
+/// A CSV cell: quoted when it holds a comma or a quote.
+std::string csvCell(llvm::StringRef text) {
+  if (!text.contains(',') && !text.contains('"'))
+    return text.str();
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"')
+      out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string number(double value, unsigned digits) {
+  return llvm::formatv("{0}", llvm::format("%.*f", int(digits), value)).str();
+}
+
+} // namespace
+
+std::string getSweepCsv(const SweepResult &result) {
+  std::string csv =
+      "point,strategy,budget,budget_bytes,feasible,also,planned_peak_bytes,"
+      "predicted_peak_bytes,activation_bytes_kept,recomputed_nodes,"
+      "predicted_seconds,predicted_ratio,measured_peak_bytes,"
+      "arena_measured_bytes,max_rss_bytes,step_seconds,step_ratio,pareto,"
+      "note\n";
+  for (const SweepRow &row : result.rows) {
+    std::vector<std::string> cells = {
+        csvCell(row.getLabel()), row.strategy, csvCell(row.budget),
+        row.budget.empty() ? "" : std::to_string(row.budgetBytes),
+        row.feasible ? "1" : "0", csvCell(llvm::join(row.alsoPoints, "; "))};
+    if (row.feasible) {
+      cells.push_back(std::to_string(row.plannedPeakBytes));
+      cells.push_back(std::to_string(row.predictedPeakBytes));
+      cells.push_back(std::to_string(row.activationBytesKept));
+      cells.push_back(std::to_string(row.recomputedNodes));
+      cells.push_back(number(row.predictedSeconds, 6));
+      cells.push_back(number(row.predictedRatio, 4));
+    } else {
+      cells.insert(cells.end(), 6, "");
+    }
+    if (row.measured) {
+      cells.push_back(std::to_string(row.measuredPeakBytes));
+      cells.push_back(std::to_string(row.arenaMeasuredBytes));
+      cells.push_back(std::to_string(row.maxRssBytes));
+      cells.push_back(number(row.stepSeconds, 6));
+      cells.push_back(number(row.stepRatio, 4));
+    } else {
+      cells.insert(cells.end(), 5, "");
+    }
+    cells.push_back(row.feasible ? (row.pareto ? "1" : "0") : "");
+    cells.push_back(csvCell(row.note));
+    csv += llvm::join(cells, ",") + "\n";
+  }
+  return csv;
+}
+
+llvm::json::Object getSweepJson(const SweepResult &result) {
+  llvm::json::Array rows;
+  for (const SweepRow &row : result.rows) {
+    llvm::json::Array also;
+    for (const std::string &point : row.alsoPoints)
+      also.push_back(point);
+    llvm::json::Object object{{"point", row.getLabel()},
+                              {"strategy", row.strategy},
+                              {"feasible", row.feasible},
+                              {"also", std::move(also)}};
+    if (!row.budget.empty()) {
+      object["budget"] = row.budget;
+      object["budget_bytes"] = int64_t(row.budgetBytes);
+    }
+    if (!row.feasible) {
+      object["note"] = row.note;
+      rows.push_back(std::move(object));
+      continue;
+    }
+    object["planned_peak_bytes"] = int64_t(row.plannedPeakBytes);
+    object["predicted_peak_bytes"] = int64_t(row.predictedPeakBytes);
+    object["activation_bytes_kept"] = int64_t(row.activationBytesKept);
+    object["recomputed_nodes"] = int64_t(row.recomputedNodes);
+    object["predicted_seconds"] = row.predictedSeconds;
+    object["predicted_ratio"] = row.predictedRatio;
+    if (row.measured) {
+      object["measured_peak_bytes"] = int64_t(row.measuredPeakBytes);
+      object["arena_measured_bytes"] = int64_t(row.arenaMeasuredBytes);
+      object["max_rss_bytes"] = int64_t(row.maxRssBytes);
+      object["step_seconds"] = row.stepSeconds;
+      object["step_ratio"] = row.stepRatio;
+    }
+    object["pareto"] = row.pareto;
+    rows.push_back(std::move(object));
+  }
+  llvm::json::Array peers;
+  for (const PeerPoint &peer : result.peers)
+    peers.push_back(llvm::json::Object{{"label", peer.label},
+                                       {"peak_bytes", int64_t(peer.peakBytes)},
+                                       {"step_seconds", peer.stepSeconds},
+                                       {"time_ratio", peer.timeRatio}});
+  llvm::json::Object root{
+      {"version", 1},
+      {"model", result.model},
+      {"bind", result.bind},
+      {"no_remat_planned_peak_bytes", int64_t(result.noRematPeakBytes)},
+      {"no_remat_predicted_seconds", result.noRematPredictedSeconds},
+      {"measured", result.measured},
+      {"rows", std::move(rows)},
+      {"peers", std::move(peers)}};
+  if (result.measured) {
+    root["backend"] = result.backend;
+    root["threads"] = int64_t(result.threads);
+    root["steps"] = int64_t(result.steps);
+    root["rounds"] = int64_t(result.rounds);
+  }
+  return root;
+}
+
+void printSweepTable(const SweepResult &result, llvm::raw_ostream &os) {
+  os << "remat-sweep: " << result.model;
+  if (!result.bind.empty())
+    os << " (" << result.bind << ")";
+  os << ": no remat plans " << formatBytes(result.noRematPeakBytes)
+     << ", predicted step "
+     << llvm::format("%.1f", result.noRematPredictedSeconds * 1e3) << " ms\n";
+  size_t width = 5;
+  for (const SweepRow &row : result.rows)
+    width = std::max(width, row.getLabel().size());
+  os << llvm::left_justify("point", unsigned(width))
+     << "   planned peak  predicted x";
+  if (result.measured)
+    os << "  measured peak    max RSS      step  measured x";
+  os << "  front\n";
+  for (const SweepRow &row : result.rows) {
+    os << llvm::left_justify(row.getLabel(), unsigned(width));
+    if (!row.feasible) {
+      os << "   " << row.note << '\n';
+      continue;
+    }
+    os << llvm::format("  %13s  %11s", formatBytes(row.plannedPeakBytes).c_str(),
+                       ("x" + number(row.predictedRatio, 3)).c_str());
+    if (result.measured) {
+      if (row.measured)
+        os << llvm::format("  %13s %10s %8.0f ms %11s",
+                           formatBytes(row.measuredPeakBytes).c_str(),
+                           formatBytes(row.maxRssBytes).c_str(),
+                           row.stepSeconds * 1e3,
+                           ("x" + number(row.stepRatio, 3)).c_str());
+      else
+        os << "  " << llvm::right_justify("(not measured)", 48);
+    }
+    os << (row.pareto ? "  *" : "   ");
+    if (!row.alsoPoints.empty())
+      os << "  (also " << llvm::join(row.alsoPoints, ", ") << ")";
+    os << '\n';
+  }
+  for (const PeerPoint &peer : result.peers)
+    os << "peer " << peer.label << ": " << formatBytes(peer.peakBytes) << ", "
+       << llvm::format("%.0f", peer.stepSeconds * 1e3) << " ms (x"
+       << number(peer.timeRatio, 3) << " of remat's none)\n";
+  os << "(* on the Pareto front: no other point is both smaller and faster; "
+     << (result.measured ? "measured peaks and step times"
+                         : "planned peaks and predicted times")
+     << ")\n";
+}
+
+namespace {
+
+/// The marker of \p strategy centred at (x, y).
+std::string getMarker(llvm::StringRef strategy, double x, double y,
+                      llvm::StringRef fill, llvm::StringRef stroke) {
+  constexpr double r = 6;
+  std::string style =
+      ("fill=\"" + fill + "\" stroke=\"" + stroke + "\" stroke-width=\"1.5\"")
+          .str();
+  auto polygon = [&](std::vector<std::pair<double, double>> points) {
+    std::string text = "<polygon points=\"";
+    for (auto [dx, dy] : points)
+      text += fmt(x + dx) + "," + fmt(y + dy) + " ";
+    text.pop_back();
+    return text + "\" " + style + "/>";
+  };
+  if (strategy == "every-layer")
+    return "<rect x=\"" + fmt(x - r) + "\" y=\"" + fmt(y - r) +
+           "\" width=\"" + fmt(2 * r) + "\" height=\"" + fmt(2 * r) + "\" " +
+           style + "/>";
+  if (strategy == "sqrt")
+    return polygon({{0, -r - 1}, {r + 1, 0}, {0, r + 1}, {-r - 1, 0}});
+  if (strategy == "chain-dp")
+    return polygon({{0, -r - 1}, {r + 1, r}, {-r - 1, r}});
+  if (strategy == "selective")
+    return polygon({{0, r + 1}, {r + 1, -r}, {-r - 1, -r}});
+  if (strategy == "auto") {
+    std::vector<std::pair<double, double>> star;
+    for (int k = 0; k < 10; ++k) {
+      double angle = M_PI / 5 * k - M_PI / 2;
+      double radius = k % 2 ? r * 0.45 : r * 1.2;
+      star.push_back({radius * std::cos(angle), radius * std::sin(angle)});
+    }
+    return polygon(star);
+  }
+  return "<circle cx=\"" + fmt(x) + "\" cy=\"" + fmt(y) + "\" r=\"" + fmt(r) +
+         "\" " + style + "/>";
+}
+
+} // namespace
+
+std::string getSweepSvg(const SweepResult &result) {
+  constexpr int width = 900, height = 560;
+  constexpr int left = 80, right = 250, top = 56, bottom = 64;
+  constexpr int plotW = width - left - right, plotH = height - top - bottom;
+  constexpr double kMiB = 1 << 20, kGiB = 1 << 30;
+
+  // The extent of every drawn point, remat's and the peers'.
+  double minBytes = 0, maxBytes = 0, minRatio = 1, maxRatio = 1;
+  bool any = false;
+  auto extend = [&](double bytes, double ratio) {
+    minBytes = any ? std::min(minBytes, bytes) : bytes;
+    maxBytes = any ? std::max(maxBytes, bytes) : bytes;
+    minRatio = std::min(minRatio, ratio);
+    maxRatio = std::max(maxRatio, ratio);
+    any = true;
+  };
+  for (const SweepRow &row : result.rows)
+    if (row.feasible)
+      extend(double(row.getPeakBytes()), row.getTimeRatio());
+  for (const PeerPoint &peer : result.peers)
+    extend(double(peer.peakBytes), peer.timeRatio);
+  if (!any)
+    extend(double(result.noRematPeakBytes), 1);
+  bool inGiB = maxBytes >= 2 * kGiB;
+  double unit = inGiB ? kGiB : kMiB;
+  llvm::StringRef unitName = inGiB ? "GiB" : "MiB";
+  double xStep = niceStep((maxBytes - minBytes) / unit * 1.1 + 1e-9, 8);
+  double xLow = std::floor(minBytes / unit / xStep) * xStep;
+  double xHigh = std::ceil(maxBytes / unit / xStep) * xStep;
+  if (xHigh - xLow < xStep)
+    xHigh = xLow + xStep;
+  if (maxBytes / unit > xHigh - xStep * 0.05)
+    xHigh += xStep;
+  double yStep = niceStep((maxRatio - minRatio) * 1.1 + 1e-9, 8);
+  double yLow = std::floor(minRatio / yStep) * yStep;
+  double yHigh = std::ceil(maxRatio / yStep) * yStep;
+  if (yHigh - yLow < yStep)
+    yHigh = yLow + yStep;
+  if (maxRatio > yHigh - yStep * 0.05)
+    yHigh += yStep;
+  auto x = [&](double bytes) {
+    return left + (bytes / unit - xLow) / (xHigh - xLow) * plotW;
+  };
+  auto y = [&](double ratio) {
+    return top + plotH - (ratio - yLow) / (yHigh - yLow) * plotH;
+  };
+
+  std::string svg;
+  llvm::raw_string_ostream os(svg);
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
+     << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << ' '
+     << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  std::string title = "remat-sweep: " + result.model;
+  if (!result.bind.empty())
+    title += " (" + result.bind + ")";
+  os << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\" "
+     << "font-weight=\"bold\">" << escapeXml(title) << "</text>\n";
+  std::string subtitle =
+      result.measured
+          ? ("measured: " + result.backend + ", " +
+             (result.threads ? std::to_string(result.threads) : std::string("all")) +
+             (result.threads == 1 ? " thread" : " threads") + ", median of " +
+             std::to_string(result.steps) + " steps, best of " +
+             std::to_string(result.rounds) + " rounds; time relative to " +
+             "remat's none")
+          : std::string("planned peaks and predicted step times "
+                        "(remat's cost model), relative to none");
+  os << "<text x=\"" << left << "\" y=\"40\" fill=\"#555\">"
+     << escapeXml(subtitle) << "</text>\n";
+
+  // Grid, ticks and axis titles.
+  os << "<g stroke=\"#e4e4e4\">\n";
+  for (double t = xLow; t <= xHigh + xStep / 2; t += xStep)
+    os << "<line x1=\"" << fmt(x(t * unit)) << "\" y1=\"" << top
+       << "\" x2=\"" << fmt(x(t * unit)) << "\" y2=\"" << top + plotH
+       << "\"/>\n";
+  for (double t = yLow; t <= yHigh + yStep / 2; t += yStep)
+    os << "<line x1=\"" << left << "\" y1=\"" << fmt(y(t)) << "\" x2=\""
+       << left + plotW << "\" y2=\"" << fmt(y(t)) << "\"/>\n";
+  os << "</g>\n<rect x=\"" << left << "\" y=\"" << top << "\" width=\""
+     << plotW << "\" height=\"" << plotH
+     << "\" fill=\"none\" stroke=\"#333\"/>\n";
+  for (double t = xLow; t <= xHigh + xStep / 2; t += xStep)
+    os << "<text x=\"" << fmt(x(t * unit)) << "\" y=\"" << top + plotH + 18
+       << "\" text-anchor=\"middle\">" << fmtTick(t) << ' ' << unitName
+       << "</text>\n";
+  for (double t = yLow; t <= yHigh + yStep / 2; t += yStep)
+    os << "<text x=\"" << left - 8 << "\" y=\"" << fmt(y(t) + 4)
+       << "\" text-anchor=\"end\">x" << number(t, 2) << "</text>\n";
+  os << "<text x=\"" << left + plotW / 2 << "\" y=\"" << height - 16
+     << "\" text-anchor=\"middle\">peak memory (weights + inputs + arena"
+     << (result.measured ? ", measured" : ", planned") << ")</text>\n"
+     << "<text transform=\"translate(20," << top + plotH / 2
+     << ") rotate(-90)\" text-anchor=\"middle\">step time relative to "
+     << "none</text>\n";
+
+  // The Pareto front as a line through its points, smallest first.
+  std::vector<const SweepRow *> front;
+  for (const SweepRow &row : result.rows)
+    if (row.feasible && row.pareto)
+      front.push_back(&row);
+  llvm::sort(front, [](const SweepRow *a, const SweepRow *b) {
+    return a->getPeakBytes() < b->getPeakBytes();
+  });
+  if (front.size() > 1) {
+    os << "<polyline fill=\"none\" stroke=\"#c0392b\" stroke-width=\"2\" "
+       << "points=\"";
+    for (const SweepRow *row : front)
+      os << fmt(x(double(row->getPeakBytes()))) << ','
+         << fmt(y(row->getTimeRatio())) << ' ';
+    os << "\"/>\n";
+  }
+
+  // remat's points, the seed's (every-layer) labelled, then the peers.
+  for (const SweepRow &row : result.rows) {
+    if (!row.feasible)
+      continue;
+    double px = x(double(row.getPeakBytes())), py = y(row.getTimeRatio());
+    os << "<g><title>" << escapeXml(row.getLabel());
+    if (!row.alsoPoints.empty())
+      os << " (also " << escapeXml(llvm::join(row.alsoPoints, ", ")) << ")";
+    os << ": " << formatBytes(row.getPeakBytes()) << ", x"
+       << number(row.getTimeRatio(), 3) << "</title>"
+       << getMarker(row.strategy, px, py, row.pareto ? "#1f4e8c" : "#9db5d6",
+                    "#1f4e8c")
+       << "</g>\n";
+    if (row.strategy == "every-layer")
+      os << "<text x=\"" << fmt(px + 10) << "\" y=\"" << fmt(py - 10)
+         << "\" fill=\"#1f4e8c\">every-layer (the seed's per-layer "
+         << "checkpointing)</text>\n";
+    else if (row.pareto)
+      os << "<text x=\"" << fmt(px + 9) << "\" y=\"" << fmt(py - 8)
+         << "\" fill=\"#555\" font-size=\"10\">" << escapeXml(row.getLabel())
+         << "</text>\n";
+  }
+  for (const PeerPoint &peer : result.peers) {
+    double px = x(double(peer.peakBytes)), py = y(peer.timeRatio);
+    os << "<g><title>" << escapeXml(peer.label) << ": "
+       << formatBytes(peer.peakBytes) << ", x" << number(peer.timeRatio, 3)
+       << "</title><circle cx=\"" << fmt(px) << "\" cy=\"" << fmt(py)
+       << "\" r=\"6\" fill=\"#e67e22\" stroke=\"#a04000\" "
+       << "stroke-width=\"1.5\"/></g>\n"
+       << "<text x=\"" << fmt(px + 9) << "\" y=\"" << fmt(py + 14)
+       << "\" fill=\"#a04000\" font-size=\"11\">" << escapeXml(peer.label)
+       << "</text>\n";
+  }
+
+  // Legend: one entry per strategy drawn, the front, the peers.
+  int lx = left + plotW + 20, ly = top + 10;
+  os << "<g>\n";
+  llvm::StringSet<> drawn;
+  for (const SweepRow &row : result.rows) {
+    if (!row.feasible || !drawn.insert(row.strategy).second)
+      continue;
+    os << getMarker(row.strategy, lx + 8, ly, "#1f4e8c", "#1f4e8c")
+       << "<text x=\"" << lx + 22 << "\" y=\"" << ly + 4 << "\">"
+       << escapeXml(row.strategy) << "</text>\n";
+    ly += 22;
+  }
+  os << "<line x1=\"" << lx << "\" y1=\"" << ly << "\" x2=\"" << lx + 16
+     << "\" y2=\"" << ly << "\" stroke=\"#c0392b\" stroke-width=\"2\"/>"
+     << "<text x=\"" << lx + 22 << "\" y=\"" << ly + 4
+     << "\">Pareto front (filled)</text>\n";
+  ly += 22;
+  if (!result.peers.empty())
+    os << "<circle cx=\"" << lx + 8 << "\" cy=\"" << ly
+       << "\" r=\"6\" fill=\"#e67e22\" stroke=\"#a04000\"/>"
+       << "<text x=\"" << lx + 22 << "\" y=\"" << ly + 4
+       << "\">peers (--peers)</text>\n";
+  os << "</g>\n</svg>\n";
+  os.flush();
+  return svg;
+}
+
+} // namespace remat::driver

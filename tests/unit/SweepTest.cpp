@@ -1,0 +1,134 @@
+//===- tests/unit/SweepTest.cpp - remat-sweep's front and files -----------===//
+//
+// The Pareto front on hand-made rows (ties, infeasible rows, measured
+// figures taking over from the predicted ones), the CSV's quoting, and the
+// peers file's errors.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/Sweep.h"
+#include "ir/Support.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <doctest/doctest.h>
+
+using namespace remat;
+using namespace remat::driver;
+
+namespace {
+
+SweepRow makeRow(std::string strategy, uint64_t peak, double ratio) {
+  SweepRow row;
+  row.strategy = std::move(strategy);
+  row.plannedPeakBytes = peak;
+  row.predictedRatio = ratio;
+  return row;
+}
+
+std::vector<bool> front(std::vector<SweepRow> rows) {
+  markParetoFront(rows);
+  std::vector<bool> flags;
+  for (const SweepRow &row : rows)
+    flags.push_back(row.pareto);
+  return flags;
+}
+
+/// Writes \p text to a temporary file. \returns its path.
+std::string writeTemp(llvm::StringRef text) {
+  llvm::SmallString<128> path;
+  int fd;
+  REQUIRE(!llvm::sys::fs::createTemporaryFile("sweep-test", "csv", fd, path));
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << text;
+  return path.str().str();
+}
+
+} // namespace
+
+TEST_CASE("the front keeps the points no other is both smaller and faster than") {
+  // (100, 1.0) none; (80, 1.1) on; (80, 1.2) dominated by (80, 1.1);
+  // (60, 1.3) on; (70, 1.4) dominated by (60, 1.3).
+  CHECK(front({makeRow("none", 100, 1.0), makeRow("a", 80, 1.1),
+               makeRow("b", 80, 1.2), makeRow("c", 60, 1.3),
+               makeRow("d", 70, 1.4)}) ==
+        std::vector<bool>{true, true, false, true, false});
+  // Equal points do not dominate each other.
+  CHECK(front({makeRow("a", 50, 1.1), makeRow("b", 50, 1.1)}) ==
+        std::vector<bool>{true, true});
+  // A point both smaller and faster than the reference takes its place.
+  CHECK(front({makeRow("none", 100, 1.0), makeRow("a", 90, 0.95)}) ==
+        std::vector<bool>{false, true});
+}
+
+TEST_CASE("infeasible rows are never on the front and hide nothing") {
+  std::vector<SweepRow> rows = {makeRow("none", 100, 1.0),
+                                makeRow("auto", 10, 1.0)};
+  rows[1].feasible = false;
+  markParetoFront(rows);
+  CHECK(rows[0].pareto);
+  CHECK(!rows[1].pareto);
+}
+
+TEST_CASE("measured figures decide the front once measured") {
+  std::vector<SweepRow> rows = {makeRow("none", 100, 1.0),
+                                makeRow("every-layer", 80, 1.2)};
+  for (SweepRow &row : rows) {
+    row.measured = true;
+    row.measuredPeakBytes = row.plannedPeakBytes;
+  }
+  rows[0].stepSeconds = 2.0;
+  rows[1].stepSeconds = 1.9; // Measured faster than none at less memory.
+  SweepResult result;
+  result.rows = rows;
+  computeRatios(result);
+  CHECK(result.rows[1].stepRatio == doctest::Approx(0.95));
+  markParetoFront(result.rows);
+  CHECK(!result.rows[0].pareto);
+  CHECK(result.rows[1].pareto);
+}
+
+TEST_CASE("the CSV quotes cells with commas and leaves infeasible rows bare") {
+  SweepResult result;
+  result.rows = {makeRow("none", 100, 1.0), makeRow("auto", 0, 0)};
+  result.rows[0].alsoPoints = {"auto @ 100%", "selective @ 100%"};
+  result.rows[1].budget = "20%";
+  result.rows[1].budgetBytes = 20;
+  result.rows[1].feasible = false;
+  result.rows[1].note = "infeasible: no plan, at all";
+  markParetoFront(result.rows);
+  std::string csv = getSweepCsv(result);
+  CHECK(csv.find("\nnone,none,,,1,auto @ 100%; selective @ 100%,100,") !=
+        std::string::npos);
+  CHECK(csv.find("\nauto @ 20%,auto,20%,20,0,,,,,,,,,,,,,,\"infeasible: no "
+                 "plan, at all\"\n") != std::string::npos);
+}
+
+TEST_CASE("a peers file is read by its header's columns") {
+  std::string path = writeTemp("step_seconds,label,peak_bytes,extra\n"
+                               "2.5,pytorch eager,1000,x\n\n"
+                               "3,pytorch checkpoint,800,y\n");
+  auto peers = readPeers(path);
+  REQUIRE(peers);
+  REQUIRE(peers->size() == 2);
+  CHECK((*peers)[1].label == "pytorch checkpoint");
+  CHECK((*peers)[1].peakBytes == 800);
+  CHECK((*peers)[1].stepSeconds == 3);
+  llvm::sys::fs::remove(path);
+}
+
+TEST_CASE("a peers file with a missing column or a bad cell is refused") {
+  auto check = [](llvm::StringRef text, llvm::StringRef expected) {
+    std::string path = writeTemp(text);
+    auto peers = readPeers(path);
+    REQUIRE(!peers);
+    std::string message = errorToString(peers.takeError());
+    CHECK(llvm::StringRef(message).contains(expected));
+    llvm::sys::fs::remove(path);
+  };
+  check("label,peak_bytes\nx,1\n", "lacks the column step_seconds");
+  check("label,peak_bytes,step_seconds\nx,1\n", ":2: 2 cells, the header has 3");
+  check("label,peak_bytes,step_seconds\nx,1,-2\n",
+        ":2: step_seconds '-2' is not a positive number");
+  check("", "is empty");
+}

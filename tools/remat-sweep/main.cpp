@@ -1,0 +1,16 @@
+//===- tools/remat-sweep/main.cpp - The memory/time trade-off curve -------===//
+//
+// remat-sweep MODEL [--bind ...] [--budgets ...] [--strategies ...]
+//             [--measure [--backend cpu] [--steps N] [--threads N]]
+//             [--csv F] [--json F] [--svg F] [--peers F.csv]
+// Everything lives in the driver library (driver/SweepDriver.cpp).
+//
+//===----------------------------------------------------------------------===//
+#include "driver/SweepDriver.h"
+
+#include "llvm/Support/InitLLVM.h"
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  return remat::driver::sweepMain(argc, argv);
+}
