@@ -231,6 +231,15 @@ private:
 
   //===--- Step 3: nodes --------------------------------------------------===//
 
+  /// What an ONNX node becomes: a remat op, or a conversion at import.
+  enum class Conversion { None, Flatten, GatherND };
+  /// Maps \p flat's op type. \returns false if remat has no such op.
+  bool mapOp(const FlatNode &flat, std::optional<OpKind> &op,
+             Conversion &conversion) const;
+  /// Fails, naming every unsupported op type once with its count and its
+  /// first node, if any node's op is unsupported: a user fixes them all at
+  /// once instead of meeting them one by one.
+  Error checkOpsSupported() const;
   Error convertNode(const FlatNode &flat);
   Expected<AttrList> convertAttributes(const FlatNode &flat);
   /// \returns the operand an omitted optional input \p index of \p op
@@ -1341,24 +1350,13 @@ Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
   return results;
 }
 
-Error Importer::convertNode(const FlatNode &flat) {
-  const onnx::NodeProto &proto = *flat.proto;
-  StringRef domain = proto.domain();
-  StringRef opType = proto.op_type();
-
-  // Which remat op, or which import-time conversion.
-  enum class Conversion { None, Flatten, GatherND };
-  Conversion conversion = Conversion::None;
-  std::optional<OpKind> op;
+bool Importer::mapOp(const FlatNode &flat, std::optional<OpKind> &op,
+                     Conversion &conversion) const {
+  StringRef domain = flat.proto->domain();
+  StringRef opType = flat.proto->op_type();
+  conversion = Conversion::None;
+  op.reset();
   if (isDefaultDomain(domain)) {
-    // Ops that appeared after opset 13.
-    static const std::pair<StringRef, int64_t> kSince[] = {
-        {"LayerNormalization", 17}, {"Gelu", 20}};
-    for (const auto &[name, since] : kSince)
-      if (opType == name && flat.opset < since)
-        return fileError(describeFull(flat) + ": unsupported op: '" + opType +
-                         "' exists in the default domain from opset " +
-                         Twine(since));
     if (opType == "Gelu")
       op = OpKind::Gelu;
     else if (opType == "Flatten")
@@ -1370,10 +1368,85 @@ Error Importer::convertNode(const FlatNode &flat) {
   } else if (domain == "remat") {
     op = lookupOp(domain, opType);
   }
-  if (!op && conversion == Conversion::None)
-    return fileError(describeFull(flat) + ": unsupported op '" + opType +
-                     "' (remat supports the ops of ir/Ops.def; no other "
-                     "domain than ai.onnx and remat)");
+  return op || conversion != Conversion::None;
+}
+
+Error Importer::checkOpsSupported() const {
+  struct Unsupported {
+    std::string opType;
+    unsigned count = 0;
+    const FlatNode *first = nullptr;
+  };
+  std::vector<Unsupported> unsupported;
+  for (const FlatNode &flat : flatNodes_) {
+    std::optional<OpKind> op;
+    Conversion conversion;
+    if (mapOp(flat, op, conversion))
+      continue;
+    std::string key = flat.proto->op_type();
+    if (!isDefaultDomain(flat.proto->domain()))
+      key = flat.proto->domain() + "." + key;
+    auto it = llvm::find_if(unsupported, [&](const Unsupported &entry) {
+      return entry.opType == key;
+    });
+    if (it == unsupported.end()) {
+      unsupported.push_back({key, 0, &flat});
+      it = std::prev(unsupported.end());
+    }
+    ++it->count;
+  }
+  if (unsupported.empty())
+    return Error::success();
+  constexpr llvm::StringLiteral kSupported =
+      "remat supports the ops of ir/Ops.def; no other domain than ai.onnx "
+      "and remat";
+  if (unsupported.size() == 1) {
+    const Unsupported &only = unsupported.front();
+    std::string message = describeFull(*only.first) + ": unsupported op '" +
+                          only.first->proto->op_type() + "' (";
+    message += kSupported;
+    message += ")";
+    if (only.count > 1)
+      message += "; " + std::to_string(only.count) + " nodes use it";
+    return fileError(message);
+  }
+  std::string list;
+  for (const Unsupported &entry : unsupported) {
+    if (!list.empty())
+      list += ", ";
+    list += "'" + entry.opType + "' (" + std::to_string(entry.count) +
+            (entry.count == 1 ? " node: " : " nodes, the first ") +
+            describe(*entry.first) + ")";
+  }
+  std::string message = std::to_string(unsupported.size()) +
+                        " unsupported op types: " + list + " (";
+  message += kSupported;
+  message += ")";
+  return fileError(message);
+}
+
+Error Importer::convertNode(const FlatNode &flat) {
+  const onnx::NodeProto &proto = *flat.proto;
+  StringRef domain = proto.domain();
+  StringRef opType = proto.op_type();
+
+  if (isDefaultDomain(domain)) {
+    // Ops that appeared after opset 13.
+    static const std::pair<StringRef, int64_t> kSince[] = {
+        {"LayerNormalization", 17}, {"Gelu", 20}};
+    for (const auto &[name, since] : kSince)
+      if (opType == name && flat.opset < since)
+        return fileError(describeFull(flat) + ": unsupported op: '" + opType +
+                         "' exists in the default domain from opset " +
+                         Twine(since));
+  }
+  // Which remat op, or which import-time conversion (checkOpsSupported has
+  // refused the model if any node has neither).
+  std::optional<OpKind> op;
+  Conversion conversion;
+  bool supported = mapOp(flat, op, conversion);
+  assert(supported && "checkOpsSupported() checked every node");
+  (void)supported;
 
   auto attrs = convertAttributes(flat);
   if (!attrs)
@@ -1522,6 +1595,8 @@ Expected<std::unique_ptr<Graph>> Importer::run() {
   if (auto err = flatten(nodes, defaultOpset_, "", 0))
     return std::move(err);
   if (auto err = sortNodes())
+    return std::move(err);
+  if (auto err = checkOpsSupported())
     return std::move(err);
 
   if (auto err = importInputs())

@@ -1128,6 +1128,33 @@ TEST_CASE("unsupported op names node, op, domain and opset") {
         "other domain than ai.onnx and remat)");
 }
 
+TEST_CASE("every unsupported op type is named at once, with its count") {
+  ModelBuilder m;
+  m.input("a", kFloat, {2, 2});
+  m.node("Trilu", {"a"}, {"t1"}, "/mask/Trilu");
+  m.node("Trilu", {"t1"}, {"t2"}, "/mask/Trilu_1");
+  m.node("CumSum", {"t2", "t2"}, {"c"}, "/pos/CumSum");
+  m.node("Not", {"c"}, {"y"}, "");
+  m.output("y");
+  CHECK(importError(m.bytes()) ==
+        "model.onnx: 3 unsupported op types: 'Trilu' (2 nodes, the first "
+        "node '/mask/Trilu' (Trilu)), 'CumSum' (1 node: node '/pos/CumSum' "
+        "(CumSum)), 'Not' (1 node: unnamed Not node producing 'y') (remat "
+        "supports the ops of ir/Ops.def; no other domain than ai.onnx and "
+        "remat)");
+
+  // One type used by several nodes keeps the one-node message and counts.
+  ModelBuilder one;
+  one.input("a", kFloat, {2, 2});
+  one.node("Trilu", {"a"}, {"t1"}, "first");
+  one.node("Trilu", {"t1"}, {"y"}, "second");
+  one.output("y");
+  CHECK(importError(one.bytes()) ==
+        "model.onnx: node 'first' (op 'Trilu', domain 'ai.onnx', opset 17): "
+        "unsupported op 'Trilu' (remat supports the ops of ir/Ops.def; no "
+        "other domain than ai.onnx and remat); 2 nodes use it");
+}
+
 TEST_CASE("unsupported opsets and IR versions") {
   for (int64_t opset : {12, 21}) {
     ModelBuilder m(opset);
