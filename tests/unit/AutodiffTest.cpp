@@ -389,6 +389,24 @@ const RuleCase kCases[] = {
     %w = Constant() {value = dense<f64[4]: [0.5, 1.0, 2.0, 1.5]>} : f64[4]
     %y = SoftmaxCrossEntropyLoss(%s, %l, %w) {ignore_index = 2} : f64[]
     return %y })"},
+  // A weight several layers use (ALBERT's shared layer) gets one gradient,
+  // the sum of its uses.
+  {"shared weight across layers", R"(graph @g(%x: f64[2,3] weight, %w: f64[3,3] weight) {
+    %h1 = MatMul(%x, %w) : f64[2,3]
+    %a1 = Tanh(%h1) : f64[2,3]
+    %h2 = MatMul(%a1, %w) : f64[2,3]
+    %a2 = Tanh(%h2) : f64[2,3]
+    %y = MatMul(%a2, %w) : f64[2,3]
+    return %y })"},
+  // Tied input and output embeddings: the table is gathered from and is the
+  // (transposed) output projection.
+  {"tied embeddings", R"(graph @g(%e: f64[5,3] weight) {
+    %i = Constant() {value = dense<i64[4]: [1, 4, 1, 0]>} : i64[4]
+    %h = Gather(%e, %i) : f64[4,3]
+    %t = Tanh(%h) : f64[4,3]
+    %et = Transpose(%e) {perm = [1, 0]} : f64[3,5]
+    %y = MatMul(%t, %et) : f64[4,5]
+    return %y })"},
   {"gelu", R"(graph @g(%x: f64[2,3] weight) {
     %y = remat.Gelu(%x) : f64[2,3]
     return %y })", -2, 2},
