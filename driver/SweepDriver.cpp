@@ -18,6 +18,7 @@
 #include "ir/Support.h"
 #include "passes/Pass.h"
 #include "passes/remat/Solver.h"
+#include "runtime/Backend.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -317,6 +318,11 @@ int sweepMain(int argc, char **argv) {
       return reportError(makeError("--budgets: '" + budget +
                                    "': " + errorToString(amount.takeError())));
   }
+  if (!llvm::is_contained(runtime::listBackends(), backend.getValue()))
+    return reportError(makeError("--backend: unknown backend '" + backend +
+                                 "' (backends: " +
+                                 llvm::join(runtime::listBackends(), ", ") +
+                                 ")"));
   if (measure && steps == 0)
     return reportError(makeError("--steps must be at least 1"));
   if (measure && rounds == 0)
