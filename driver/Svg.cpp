@@ -32,17 +32,13 @@ std::string escapeXml(llvm::StringRef text) {
 }
 
 double niceStep(double range, unsigned maxTicks) {
-  if (range <= 0)
+  if (range <= 0 || maxTicks == 0)
     return 1;
-  double step = 1;
-  while (step * maxTicks < range)
-    step *= 10;
-  while (step / 10 * maxTicks >= range && step > 1e-9)
-    step /= 10;
+  double base = std::pow(10.0, std::floor(std::log10(range / maxTicks)));
   for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (step * m * maxTicks >= range)
-      return step * m;
-  return step * 10;
+    if (base * m * maxTicks >= range)
+      return base * m;
+  return base * 10;
 }
 
 std::string fmt(double value) { return llvm::formatv("{0:F1}", value).str(); }

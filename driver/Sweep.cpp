@@ -558,7 +558,14 @@ std::string getSweepSvg(const SweepResult &result) {
     os << "\"/>\n";
   }
 
-  // remat's points, the seed's (every-layer) labelled, then the peers.
+  // The markers: remat's points, then the peers'.
+  struct Box {
+    double x0, y0, x1, y1;
+    bool overlaps(const Box &other) const {
+      return x0 < other.x1 && other.x0 < x1 && y0 < other.y1 && other.y0 < y1;
+    }
+  };
+  std::vector<Box> taken;
   for (const SweepRow &row : result.rows) {
     if (!row.feasible)
       continue;
@@ -571,14 +578,7 @@ std::string getSweepSvg(const SweepResult &result) {
        << getMarker(row.strategy, px, py, row.pareto ? "#1f4e8c" : "#9db5d6",
                     "#1f4e8c")
        << "</g>\n";
-    if (row.strategy == "every-layer")
-      os << "<text x=\"" << fmt(px + 10) << "\" y=\"" << fmt(py - 10)
-         << "\" fill=\"#1f4e8c\">every-layer (the seed's per-layer "
-         << "checkpointing)</text>\n";
-    else if (row.pareto)
-      os << "<text x=\"" << fmt(px + 9) << "\" y=\"" << fmt(py - 8)
-         << "\" fill=\"#555\" font-size=\"10\">" << escapeXml(row.getLabel())
-         << "</text>\n";
+    taken.push_back({px - 7, py - 7, px + 7, py + 7});
   }
   for (const PeerPoint &peer : result.peers) {
     double px = x(double(peer.peakBytes)), py = y(peer.timeRatio);
@@ -586,11 +586,66 @@ std::string getSweepSvg(const SweepResult &result) {
        << formatBytes(peer.peakBytes) << ", x" << number(peer.timeRatio, 3)
        << "</title><circle cx=\"" << fmt(px) << "\" cy=\"" << fmt(py)
        << "\" r=\"6\" fill=\"#e67e22\" stroke=\"#a04000\" "
-       << "stroke-width=\"1.5\"/></g>\n"
-       << "<text x=\"" << fmt(px + 9) << "\" y=\"" << fmt(py + 14)
-       << "\" fill=\"#a04000\" font-size=\"11\">" << escapeXml(peer.label)
-       << "</text>\n";
+       << "stroke-width=\"1.5\"/></g>\n";
+    taken.push_back({px - 7, py - 7, px + 7, py + 7});
   }
+
+  // Labels, most important first, each at the first place around its point
+  // that covers no marker and no earlier label: the seed's point, the
+  // peers, the front. A label with no free place is left to the marker's
+  // tooltip.
+  auto label = [&](double px, double py, llvm::StringRef text,
+                   llvm::StringRef colour, int fontSize, bool force) {
+    double w = 0.6 * fontSize * double(text.size()), h = fontSize + 2;
+    // Beside the point first; a label that must be drawn may move further
+    // away, with a leader line back to its point.
+    std::vector<std::pair<double, double>> offsets = {
+        {9, -6}, {9, 4 + h}, {-9 - w, -6}, {-9 - w, 4 + h},
+        {-w / 2, -10}, {-w / 2, 12 + h}};
+    if (force)
+      for (double dy : {-34.0, 40.0, -58.0, 64.0, -82.0, 88.0})
+        for (double dx : {10.0, -w / 2, -w - 10})
+          offsets.push_back({dx, dy});
+    auto place = [&](double dx, double dy) {
+      return Box{px + dx, py + dy - h + 2, px + dx + w, py + dy + 2};
+    };
+    auto fits = [&](const Box &box) {
+      return box.x0 >= left && box.x1 <= left + plotW && box.y0 >= top &&
+             box.y1 <= top + plotH &&
+             llvm::none_of(taken,
+                           [&](const Box &other) { return box.overlaps(other); });
+    };
+    auto found = llvm::find_if(offsets, [&](const std::pair<double, double> &o) {
+      return fits(place(o.first, o.second));
+    });
+    if (found == offsets.end() && !force)
+      return;
+    auto [dx, dy] = found != offsets.end() ? *found : offsets.front();
+    // A forced label with no free place stays inside the plot.
+    dx = std::clamp(px + dx, double(left), left + plotW - w) - px;
+    Box box = place(dx, dy);
+    taken.push_back(box);
+    if (std::abs(dy) > 20)
+      os << "<line x1=\"" << fmt(px) << "\" y1=\"" << fmt(py) << "\" x2=\""
+         << fmt(std::clamp(px, box.x0, box.x1)) << "\" y2=\""
+         << fmt(dy < 0 ? box.y1 : box.y0) << "\" stroke=\"" << colour
+         << "\" stroke-width=\"0.8\"/>\n";
+    os << "<text x=\"" << fmt(px + dx) << "\" y=\"" << fmt(py + dy)
+       << "\" fill=\"" << colour << "\" font-size=\"" << fontSize << "\">"
+       << escapeXml(text) << "</text>\n";
+  };
+  for (const SweepRow &row : result.rows)
+    if (row.feasible && row.strategy == "every-layer")
+      label(x(double(row.getPeakBytes())), y(row.getTimeRatio()),
+            "every-layer (the seed's per-layer checkpointing)", "#1f4e8c", 12,
+            /*force=*/true);
+  for (const PeerPoint &peer : result.peers)
+    label(x(double(peer.peakBytes)), y(peer.timeRatio), peer.label, "#a04000",
+          11, /*force=*/true);
+  for (const SweepRow &row : result.rows)
+    if (row.feasible && row.pareto && row.strategy != "every-layer")
+      label(x(double(row.getPeakBytes())), y(row.getTimeRatio()),
+            row.getLabel(), "#555", 10, /*force=*/false);
 
   // Legend: one entry per strategy drawn, the front, the peers.
   int lx = left + plotW + 20, ly = top + 10;
