@@ -350,6 +350,7 @@ llvm::Error saveWeights(const ir::Graph &model, const ir::Graph &g,
     saved->addInput(input->getName(), input->getType())->setData(std::move(data));
     ++states;
   }
+  passes::keepOptimizerStep(*saved);
   onnx_frontend::ExportOptions options;
   options.metadata = {{"remat.saved-by", "remat-run --save-weights"}};
   if (auto err = onnx_frontend::exportOnnxFile(*saved, path, options))

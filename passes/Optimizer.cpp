@@ -40,6 +40,9 @@ namespace remat::passes {
 namespace {
 
 constexpr llvm::StringLiteral kStepName = "optimizer.step";
+/// An ONNX importer drops unused one-element initializers (they become
+/// Constants): a saved model keeps the step count alive as this output.
+constexpr llvm::StringLiteral kSavedStepName = "optimizer.step.saved";
 constexpr llvm::StringLiteral kStateSuffixes[] = {".exp_avg", ".exp_avg_sq",
                                                   ".momentum_buffer"};
 
@@ -141,6 +144,26 @@ bool adoptOptimizerState(ir::Graph &graph) {
       }
     }
   }
+  // The output keepOptimizerStep added, as an importer left it: the
+  // Identity, or the Constant it folded the Identity into.
+  ir::Value *saved = graph.lookup(kSavedStepName);
+  if (saved && !saved->isGraphInput() && saved->isGraphOutput() &&
+      !saved->hasUses() && saved->getType() == ir::TensorType(ir::DType::F32, {})) {
+    ir::Node *node = saved->getDefiningNode();
+    ir::TensorDataPtr data;
+    if (node->getOp() == ir::OpKind::Constant)
+      data = node->getAttrs().getTensor("value");
+    if (data || node->getOp() == ir::OpKind::Identity) {
+      for (unsigned i = graph.getOutputs().size(); i-- > 0;)
+        if (graph.getOutputs()[i] == saved)
+          graph.removeOutput(i);
+      graph.eraseNode(node);
+      if (data && !graph.lookup(kStepName))
+        graph.addInput(kStepName, ir::TensorType(ir::DType::F32, {}))
+            ->setData(data);
+      changed = true;
+    }
+  }
   // An ONNX importer makes a one-element initializer a Constant: turn the
   // step count back into the persistent input it was.
   ir::Value *step = graph.lookup(kStepName);
@@ -157,6 +180,16 @@ bool adoptOptimizerState(ir::Graph &graph) {
     changed = true;
   }
   return changed;
+}
+
+void keepOptimizerStep(ir::Graph &graph) {
+  ir::Value *step = graph.lookup(kStepName);
+  if (!step || !step->isGraphInput() || graph.lookup(kSavedStepName))
+    return;
+  ir::Node *node = graph.createNode(ir::OpKind::Identity, {step},
+                                    {step->getType()},
+                                    {std::string(kSavedStepName)});
+  graph.addOutput(node->getResult(0));
 }
 
 bool orderUpdatesAfterReads(ir::Graph &graph) {

@@ -163,9 +163,16 @@ bool isOptimizerState(const ir::Value *input);
 
 /// Makes the optimizer state of a model saved with its state (remat-run
 /// --save-weights) state again: inputs named `<weight>.exp_avg`, ... lose the
-/// weight flag an importer gave them, and a Constant `optimizer.step` becomes
-/// an input. \returns whether anything changed.
+/// weight flag an importer gave them, a Constant `optimizer.step` becomes
+/// an input, and the output keepOptimizerStep added goes. \returns whether
+/// anything changed.
 bool adoptOptimizerState(ir::Graph &graph);
+
+/// Adds an output `optimizer.step.saved` = Identity(optimizer.step) to a
+/// model about to be saved with its optimizer state, so that an ONNX importer
+/// (which drops unused one-element initializers) keeps the step count;
+/// adoptOptimizerState removes it again.
+void keepOptimizerStep(ir::Graph &graph);
 
 /// Moves each node that writes an update over its input (ir/UpdateName.h) to
 /// after the last other node that reads that input, so that no node reads an
