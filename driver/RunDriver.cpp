@@ -190,13 +190,15 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
   auto rb = b->executable->run(b->views);
   if (!rb)
     return rb.takeError();
-  unsigned gradients = 0;
+  unsigned gradients = 0, updates = 0;
   for (size_t i = 0; i < reference.getOutputs().size(); ++i) {
     ir::TensorDataPtr x = ra->outputs[i].toData();
     ir::TensorDataPtr y = rb->outputs[i].toData();
     llvm::StringRef name = reference.getOutputs()[i]->getName();
     if (ir::isGradientName(name))
       ++gradients;
+    if (ir::getUpdatedInput(reference.getOutputs()[i]))
+      ++updates;
     if (x->getBytes() == y->getBytes())
       continue;
     double worst = 0;
@@ -219,8 +221,12 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
   }
   int loss = findLossOutput(reference);
   llvm::outs() << "bitwise equal: " << (loss >= 0 ? "loss and " : "")
-               << gradients << " gradient" << (gradients == 1 ? "" : "s")
-               << " (" << reference.getNumNodes() << " nodes without remat, "
+               << gradients << " gradient" << (gradients == 1 ? "" : "s");
+  if (updates)
+    llvm::outs() << " and " << updates << " update"
+                 << (updates == 1 ? "" : "s")
+                 << " of weights and optimizer state";
+  llvm::outs() << " (" << reference.getNumNodes() << " nodes without remat, "
                << rematted.getNumNodes() << " with)\n";
   return llvm::Error::success();
 }
