@@ -31,9 +31,9 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace remat::passes {
 
@@ -105,6 +105,13 @@ llvm::Expected<ir::Value *> getOrAddState(ir::Graph &graph,
   ir::Value *state = graph.addInput(name, type, /*isWeight=*/false);
   state->setData(std::make_shared<ir::TensorData>(type));
   return state;
+}
+
+/// \returns \p value as %g prints it ("0.001", "-1", "1e-08").
+std::string formatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
 }
 
 } // namespace
@@ -274,22 +281,22 @@ llvm::Error OptimizerPass::validate() const {
   auto inRange = [](double x) { return x >= 0 && x < 1; };
   if (!(lr_ >= 0) || !std::isfinite(lr_))
     return makeError("option 'lr' must be a finite number >= 0, got " +
-                     llvm::formatv("{0}", lr_).str());
+                     formatNumber(lr_));
   if (!(weightDecay_ >= 0) || !std::isfinite(weightDecay_))
     return makeError("option 'weight-decay' must be a finite number >= 0, "
-                     "got " + llvm::formatv("{0}", weightDecay_).str());
+                     "got " + formatNumber(weightDecay_));
   if (!inRange(momentum_))
     return makeError("option 'momentum' must be in [0, 1), got " +
-                     llvm::formatv("{0}", momentum_).str());
+                     formatNumber(momentum_));
   if (!inRange(beta1_))
     return makeError("option 'beta1' must be in [0, 1), got " +
-                     llvm::formatv("{0}", beta1_).str());
+                     formatNumber(beta1_));
   if (!inRange(beta2_))
     return makeError("option 'beta2' must be in [0, 1), got " +
-                     llvm::formatv("{0}", beta2_).str());
+                     formatNumber(beta2_));
   if (!(eps_ > 0) || !std::isfinite(eps_))
     return makeError("option 'eps' must be a finite number > 0, got " +
-                     llvm::formatv("{0}", eps_).str());
+                     formatNumber(eps_));
   return llvm::Error::success();
 }
 
