@@ -12,8 +12,10 @@ bias corrections in float64 as torch computes them in Python floats):
   sgd:   d = g + wd*w; buf = momentum*buf + d (buf = d at step 1); w -= lr*buf
   adamw: w *= 1 - lr*wd; m = m + (1-b1)*(g - m); v = b2*v + (1-b2)*g*g;
          w -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
-Pass --numpy to force the numpy path. The header of the output names which
-one ran (reference.txt).
+Pass --numpy to force the numpy path; --torch-python PYTHON runs torch.optim
+in another interpreter (a venv with torch but without onnx). reference.txt
+names which one ran and, with torch, how far the numpy formulas are from it.
+Made with: .venv/bin/python make_reference.py --torch-python .venv-peers/bin/python
 """
 import os
 import sys
@@ -79,6 +81,40 @@ def run_numpy(kind, opts, init):
     return p
 
 
+TORCH_CHILD = r"""
+import sys, numpy as np, torch
+data = dict(np.load(sys.argv[1]))
+kind, out = sys.argv[2], sys.argv[3]
+opts = eval(sys.argv[4])
+names = ["w1", "b1", "w2"]
+p = {n: torch.tensor(data[n], requires_grad=True) for n in names}
+x = torch.tensor(data["x"])
+params = [p[n] for n in names]
+opt = (torch.optim.AdamW(params, **opts) if kind == "adamw"
+       else torch.optim.SGD(params, **opts))
+for _ in range(int(sys.argv[5])):
+    opt.zero_grad()
+    y = torch.tanh(x @ p["w1"] + p["b1"]) @ p["w2"]
+    (y * y).sum().backward()
+    opt.step()
+np.savez(out, **{n: p[n].detach().numpy() for n in names})
+print(torch.__version__)
+"""
+
+
+def run_torch_child(python, kind, opts, init):
+    """Runs torch.optim in \p python (a venv with torch but without onnx)."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
+        np.savez(src, **init)
+        version = subprocess.run(
+            [python, "-c", TORCH_CHILD, src, kind, out, repr(opts), str(STEPS)],
+            check=True, capture_output=True, text=True).stdout.strip()
+        return dict(np.load(out)), version
+
+
 def run_torch(kind, opts, init):
     import torch
     p = {n: torch.tensor(init[n], requires_grad=True) for n in NAMES}
@@ -100,26 +136,43 @@ def save(name, array):
 
 
 def main():
-    use_torch = "--numpy" not in sys.argv
-    if use_torch:
+    """make_reference.py [--numpy] [--torch-python PYTHON]: PYTHON runs
+    torch.optim when this interpreter has no torch (a venv without onnx)."""
+    args = sys.argv[1:]
+    torch_python = args[args.index("--torch-python") + 1] if "--torch-python" in args else None
+    mode = "numpy"
+    if "--numpy" not in args:
         try:
-            import torch
-            which = "torch %s torch.optim" % torch.__version__
+            import torch  # noqa: F401
+            mode = "torch"
         except ImportError:
-            use_torch = False
-    if not use_torch:
-        which = "numpy %s, torch's documented formulas" % np.__version__
+            mode = "child" if torch_python else "numpy"
     init = initial()
     for name, array in init.items():
         save(name, array)
+    lines = []
+    which = "numpy %s, torch's documented formulas" % np.__version__
     for cfg, (kind, opts) in CONFIGS.items():
-        result = (run_torch if use_torch else run_numpy)(kind, opts, init)
+        by_numpy = run_numpy(kind, opts, init)
+        result = by_numpy
+        if mode == "torch":
+            import torch
+            result, which = run_torch(kind, opts, init), "torch %s torch.optim" % torch.__version__
+        elif mode == "child":
+            result, version = run_torch_child(torch_python, kind, opts, init)
+            which = "torch %s torch.optim" % version
         for n in NAMES:
             save("ref_%s_%s" % (cfg, n), result[n])
+        if mode != "numpy":
+            worst = max(np.abs(by_numpy[n] - result[n]).max() / np.abs(result[n]).max()
+                        for n in NAMES)
+            lines.append("%s: numpy formulas vs torch.optim: max relative "
+                         "difference %.2e\n" % (cfg, worst))
     with open(os.path.join(HERE, "reference.txt"), "w") as f:
         f.write("reference made by %s, %d steps\n" % (which, STEPS))
         for cfg, (kind, opts) in CONFIGS.items():
             f.write("%s: %s %s\n" % (cfg, kind, opts))
+        f.writelines(lines)
     print("wrote the fixture with", which)
 
 
