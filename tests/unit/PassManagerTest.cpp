@@ -96,7 +96,7 @@ TEST_CASE("pipelines parse, with options") {
 
 TEST_CASE("bad pipelines say what exists") {
   CHECK(parseMessage("dce,frobnicate") ==
-        "unknown pass 'frobnicate' (available: dce, cse, fold-constants, canonicalize, disable-dropout, autodiff, schedule, remat, plan-memory)");
+        "unknown pass 'frobnicate' (available: dce, cse, fold-constants, canonicalize, disable-dropout, autodiff, optimizer, schedule, remat, plan-memory)");
   CHECK(parseMessage("fold-constants{limit=3}") ==
         "unknown option 'limit' for pass 'fold-constants' (its options: "
         "max-elements)");
