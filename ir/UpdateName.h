@@ -32,9 +32,11 @@ inline std::string updatedName(llvm::StringRef input) {
 }
 
 /// \returns the graph input that node result \p value is written over: the
-/// value is a graph output named `<input>_new`, `<input>` is a graph input of
+/// value is a graph output named `<input>_new`, `<input>` is a persistent
+/// graph input (a weight, or an input with data such as optimizer state) of
 /// the same type, and the node that defines the value is not a Constant.
-/// \returns null for every other value.
+/// \returns null for every other value: inputs fed each step are never
+/// overwritten.
 inline const Value *getUpdatedInput(const Value *value) {
   if (value->isGraphInput() || !value->isGraphOutput() ||
       !value->getName().endswith(kUpdateSuffix) ||
@@ -42,7 +44,8 @@ inline const Value *getUpdatedInput(const Value *value) {
     return nullptr;
   const Value *input = value->getGraph()->lookup(
       value->getName().drop_back(kUpdateSuffix.size()));
-  if (!input || !input->isGraphInput() || input->getType() != value->getType())
+  if (!input || !input->isGraphInput() || input->getType() != value->getType() ||
+      !(input->isWeight() || input->getData()))
     return nullptr;
   return input;
 }

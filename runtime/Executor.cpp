@@ -4,6 +4,8 @@
 #include "ir/Support.h"
 #include "ir/UpdateName.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <cstring>
 
 namespace remat::runtime {
@@ -68,10 +70,15 @@ Executor::Executor(const ir::Graph &graph, std::vector<NodeRunner> runners,
   llvm::DenseMap<const ir::Value *, unsigned> inputIndex;
   for (unsigned i = 0; i < graph.getNumInputs(); ++i)
     inputIndex[graph.getInput(i)] = i;
+  // An update goes over its input only when no later node reads the input
+  // (plan-memory orders it so; without a plan it may be allocated instead).
   for (size_t i = 0; i < nodes_.size(); ++i)
     for (const ir::Value *result : nodes_[i]->getResults())
       if (const ir::Value *input = ir::getUpdatedInput(result))
-        updatesInput_[result] = inputIndex.lookup(input);
+        if (llvm::all_of(input->getUses(), [&](const ir::Use &use) {
+              return position.lookup(use.user) <= i;
+            }))
+          updatesInput_[result] = inputIndex.lookup(input);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     for (const ir::Value *result : nodes_[i]->getResults()) {
       if (result->isGraphOutput())

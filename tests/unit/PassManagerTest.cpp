@@ -77,7 +77,7 @@ TEST_CASE("every pass of Passes.def is registered, in order") {
   PassRegistry registry = makeRegistry();
   CHECK(registry.getNames() ==
         std::vector<std::string>{"dce", "cse", "fold-constants",
-                                 "canonicalize", "disable-dropout", "autodiff",
+                                 "canonicalize", "disable-dropout", "autodiff", "optimizer",
                                  "schedule", "remat", "plan-memory"});
   std::string listing;
   llvm::raw_string_ostream os(listing);
