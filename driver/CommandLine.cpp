@@ -5,6 +5,7 @@
 #include "ir/Support.h"
 #include "passes/Pass.h"
 #include "passes/PassManager.h"
+#include "passes/Passes.h"
 #include "passes/remat/Solver.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -71,7 +72,30 @@ ToolFlags::ToolFlags(cl::OptionCategory &category)
              cl::value_desc("file.json"), cl::cat(category)),
       listPasses("list-passes",
                  cl::desc("List the passes and their options, then exit"),
-                 cl::cat(category)) {}
+                 cl::cat(category)),
+      optimizer("optimizer",
+                cl::desc("Append the weight update to the training step "
+                         "(adds the optimizer pass to the default pipeline)"),
+                cl::value_desc("sgd|adamw"), cl::cat(category)),
+      lr("lr", cl::desc("Learning rate of --optimizer (default 1e-3)"),
+         cl::value_desc("float"), cl::cat(category)),
+      weightDecay("weight-decay",
+                  cl::desc("Weight decay of --optimizer (default 0)"),
+                  cl::value_desc("float"), cl::cat(category)),
+      momentum("momentum",
+               cl::desc("Momentum of --optimizer sgd (default 0)"),
+               cl::value_desc("float"), cl::cat(category)),
+      beta1("beta1", cl::desc("Beta1 of --optimizer adamw (default 0.9)"),
+            cl::value_desc("float"), cl::cat(category)),
+      beta2("beta2", cl::desc("Beta2 of --optimizer adamw (default 0.999)"),
+            cl::value_desc("float"), cl::cat(category)),
+      eps("eps", cl::desc("Epsilon of --optimizer adamw (default 1e-8)"),
+          cl::value_desc("float"), cl::cat(category)),
+      optimizerPlacement(
+          "optimizer-placement",
+          cl::desc("eager: each update right after its gradient (default); "
+                   "end: every update at the end of the step"),
+          cl::value_desc("eager|end"), cl::cat(category)) {}
 
 PipelineOptions ToolFlags::getPipelineOptions() const {
   PipelineOptions options;
@@ -83,6 +107,18 @@ PipelineOptions ToolFlags::getPipelineOptions() const {
   options.unusedWeights = unusedWeights;
   options.timing = timing;
   options.printIrAfterAll = printIrAfterAll;
+  options.optimizer = optimizer;
+  auto add = [&](llvm::StringRef key, const std::string &value) {
+    if (!value.empty())
+      options.optimizerOptions.push_back({key.str(), value});
+  };
+  add("lr", lr);
+  add("weight-decay", weightDecay);
+  add("momentum", momentum);
+  add("beta1", beta1);
+  add("beta2", beta2);
+  add("eps", eps);
+  add("placement", optimizerPlacement);
   return options;
 }
 
@@ -102,6 +138,25 @@ llvm::Error ToolFlags::validate() const {
       unusedWeights != "error" && unusedWeights != "drop")
     return makeError("--unused-weights must be warn, error or drop; got '" +
                      unusedWeights + "'");
+  if (optimizer.getNumOccurrences() && optimizer != "sgd" &&
+      optimizer != "adamw")
+    return makeError("--optimizer: unknown optimizer '" + optimizer +
+                     "' (optimizers: sgd, adamw)");
+  if (optimizer.empty())
+    for (const cl::opt<std::string> *flag :
+         {&lr, &weightDecay, &momentum, &beta1, &beta2, &eps,
+          &optimizerPlacement})
+      if (flag->getNumOccurrences())
+        return makeError("--" + flag->ArgStr + " needs --optimizer");
+  // The values themselves: the pass checks them, naming the flag.
+  passes::OptimizerPass pass;
+  for (const auto &[key, value] : getPipelineOptions().optimizerOptions)
+    if (auto err = pass.setOption(key, value))
+      return makeError("--" + (key == "placement" ? "optimizer-placement"
+                                                  : key) +
+                       ": " + errorToString(std::move(err)));
+  if (auto err = pass.validate())
+    return makeError("--optimizer: " + errorToString(std::move(err)));
   return llvm::Error::success();
 }
 

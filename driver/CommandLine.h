@@ -36,6 +36,15 @@ struct ToolFlags {
   llvm::cl::opt<bool> printMemory;
   llvm::cl::opt<std::string> report;
   llvm::cl::opt<bool> listPasses;
+  /// The optimizer pass's options (--optimizer adds it to the pipeline).
+  llvm::cl::opt<std::string> optimizer;
+  llvm::cl::opt<std::string> lr;
+  llvm::cl::opt<std::string> weightDecay;
+  llvm::cl::opt<std::string> momentum;
+  llvm::cl::opt<std::string> beta1;
+  llvm::cl::opt<std::string> beta2;
+  llvm::cl::opt<std::string> eps;
+  llvm::cl::opt<std::string> optimizerPlacement;
 
   /// \returns the pipeline-related flags as PipelineOptions.
   PipelineOptions getPipelineOptions() const;

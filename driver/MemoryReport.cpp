@@ -5,6 +5,7 @@
 #include "ir/OutputFile.h"
 
 #include "passes/Liveness.h"
+#include "passes/Passes.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Format.h"
@@ -61,6 +62,16 @@ std::vector<uint64_t> tenthsOfPercent(llvm::ArrayRef<uint64_t> parts,
   return tenths;
 }
 
+/// Bytes of optimizer state among \p graph's inputs (persistent, counted
+/// with the inputs by Liveness; reports show it on its own row).
+uint64_t getOptimizerStateBytes(const ir::Graph &graph) {
+  uint64_t bytes = 0;
+  for (const ir::Value *input : graph.getInputs())
+    if (passes::isOptimizerState(input))
+      bytes += uint64_t(input->getType().getByteSize());
+  return bytes;
+}
+
 } // namespace
 
 static uint64_t getFragmentationBytes(const ir::Graph &graph,
@@ -81,8 +92,15 @@ void printMemoryReport(const ir::Graph &graph, llvm::raw_ostream &os) {
   uint64_t arena = plan ? plan->arenaBytes : liveness.getPeakBytes();
   uint64_t total = persistent + arena;
   llvm::SmallVector<std::pair<llvm::StringRef, uint64_t>, 8> rows;
-  for (MemoryCategory category : kOrder)
-    rows.push_back({passes::memoryCategoryName(category), breakdown[category]});
+  uint64_t stateBytes = getOptimizerStateBytes(graph);
+  for (MemoryCategory category : kOrder) {
+    uint64_t bytes = breakdown[category];
+    if (category == MemoryCategory::Inputs)
+      bytes -= stateBytes;
+    rows.push_back({passes::memoryCategoryName(category), bytes});
+    if (category == MemoryCategory::Inputs && stateBytes)
+      rows.push_back({"optim. state", stateBytes});
+  }
   if (plan)
     rows.push_back({"fragmentation", getFragmentationBytes(graph, liveness)});
   llvm::SmallVector<uint64_t, 8> bytes;
@@ -121,9 +139,13 @@ llvm::json::Object getMemoryReport(const ir::Graph &graph) {
   uint64_t persistent = liveness.getWeightBytes() + liveness.getInputBytes();
   uint64_t arena = plan ? plan->arenaBytes : liveness.getPeakBytes();
   llvm::json::Object breakdownJson;
+  uint64_t stateBytes = getOptimizerStateBytes(graph);
   for (MemoryCategory category : kOrder)
     breakdownJson[passes::memoryCategoryName(category)] =
-        int64_t(breakdown[category]);
+        int64_t(breakdown[category] -
+                (category == MemoryCategory::Inputs ? stateBytes : 0));
+  if (stateBytes)
+    breakdownJson["optimizer_state"] = int64_t(stateBytes);
   if (plan)
     breakdownJson["fragmentation"] =
         int64_t(getFragmentationBytes(graph, liveness));

@@ -10,6 +10,7 @@
 #include "ir/Support.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
+#include "passes/Passes.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -52,11 +53,13 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
   bool rematDefault = options.pipeline.pipeline.empty() &&
                       (!options.pipeline.budget.empty() ||
                        !options.pipeline.strategy.empty());
-  if (auto err = checkPipeline(
-          rematDefault ? std::string(kTrainingPipeline) +
-                             ",schedule,remat,plan-memory"
-                       : options.pipeline.pipeline,
-          options.pipeline))
+  std::string checked = rematDefault ? std::string(kTrainingPipeline) +
+                                           ",schedule,remat,plan-memory"
+                                     : options.pipeline.pipeline;
+  if (options.pipeline.pipeline.empty() && !options.pipeline.optimizer.empty())
+    checked = std::string(kTrainingPipeline) + ",schedule,optimizer," +
+              (rematDefault ? "remat," : "") + "plan-memory";
+  if (auto err = checkPipeline(checked, options.pipeline))
     return err;
 
   LoadOptions loadOptions;
@@ -67,6 +70,9 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
   auto graphs = loadModels(options.inputPath, loadOptions);
   if (!graphs)
     return graphs.takeError();
+  // A model saved with its optimizer state (remat-run --save-weights).
+  for (std::unique_ptr<ir::Graph> &graph : *graphs)
+    passes::adoptOptimizerState(*graph);
   auto milliseconds = [](Clock::time_point since) {
     return std::chrono::duration<double, std::milli>(Clock::now() - since)
         .count();

@@ -3,6 +3,7 @@
 
 #include "ir/GradientName.h"
 #include "ir/Support.h"
+#include "ir/UpdateName.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
@@ -14,7 +15,7 @@ namespace remat::driver {
 
 bool isTrainingStep(const ir::Graph &graph) {
   return llvm::any_of(graph.getOutputs(), [](const ir::Value *value) {
-    return ir::isGradientName(value->getName());
+    return ir::isGradientName(value->getName()) || ir::getUpdatedInput(value);
   });
 }
 
@@ -23,7 +24,8 @@ int findLossOutput(const ir::Graph &graph) {
   for (size_t i = 0; i < graph.getOutputs().size(); ++i) {
     const ir::Value *output = graph.getOutputs()[i];
     if (training) {
-      if (!ir::isGradientName(output->getName()))
+      if (!ir::isGradientName(output->getName()) &&
+          !ir::getUpdatedInput(output))
         return int(i);
       continue;
     }
@@ -39,6 +41,13 @@ std::string choosePipeline(const ir::Graph &graph,
                            llvm::StringRef fallback) {
   if (!options.pipeline.empty())
     return options.pipeline;
+  if (!options.optimizer.empty()) {
+    // The update goes after the schedule, so that its placement stands,
+    // and before remat, so that the budget covers the whole step.
+    bool remat = !options.budget.empty() || !options.strategy.empty();
+    return (isTrainingStep(graph) ? "" : std::string(kTrainingPipeline) + ",") +
+           "schedule,optimizer," + (remat ? "remat," : "") + "plan-memory";
+  }
   if (options.budget.empty() && options.strategy.empty())
     return fallback.str();
   std::string pipeline =
@@ -109,6 +118,12 @@ static llvm::Error buildPassManager(llvm::StringRef pipeline,
   if (auto err = set("explain", "remat", "explain",
                      options.explain ? "true" : ""))
     return err;
+  if (auto err = set("optimizer", "optimizer", "kind", options.optimizer))
+    return err;
+  for (const auto &[key, value] : options.optimizerOptions)
+    if (auto err = set(key == "placement" ? "optimizer-placement" : key,
+                       "optimizer", key, value))
+      return err;
   return llvm::Error::success();
 }
 

@@ -18,6 +18,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace remat::driver {
 
@@ -38,10 +40,14 @@ struct PipelineOptions {
   std::string unusedWeights;
   bool timing = false;
   bool printIrAfterAll = false;
+  /// --optimizer (sgd|adamw, "" for none) and the optimizer pass options
+  /// its flags gave (--lr, ...), as key and value.
+  std::string optimizer;
+  std::vector<std::pair<std::string, std::string>> optimizerOptions;
 };
 
 /// \returns true if \p graph is already a training step: an output is a
-/// weight's gradient.
+/// weight's gradient or an update written over an input (ir/UpdateName.h).
 bool isTrainingStep(const ir::Graph &graph);
 
 /// \returns the index of \p graph's loss output: the first output that is

@@ -8,11 +8,14 @@
 #include "ir/OutputFile.h"
 #include "driver/OptDriver.h"
 #include "frontends/bert/BertBuilder.h"
+#include "frontends/onnx/OnnxExporter.h"
 #include "frontends/onnx/TensorFile.h"
 #include "ir/GradientName.h"
 #include "ir/Hash.h"
 #include "ir/Support.h"
+#include "ir/UpdateName.h"
 #include "passes/PassManager.h"
+#include "passes/Passes.h"
 #include "runtime/Backend.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -168,6 +171,13 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
   if (reference.getOutputs().size() != rematted.getOutputs().size())
     return makeError("the graphs with and without remat have different "
                      "outputs");
+  // Both graphs start from the same weights and optimizer state: the
+  // reference writes its updates over copies of its own.
+  for (const ir::Value *output : reference.getOutputs())
+    if (const ir::Value *input = ir::getUpdatedInput(output))
+      if (input->getData())
+        const_cast<ir::Value *>(input)->setData(
+            std::make_shared<ir::TensorData>(*input->getData()));
   auto a = prepare(backend, reference, given, seed, options);
   if (!a)
     return a.takeError();
@@ -180,13 +190,15 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
   auto rb = b->executable->run(b->views);
   if (!rb)
     return rb.takeError();
-  unsigned gradients = 0;
+  unsigned gradients = 0, updates = 0;
   for (size_t i = 0; i < reference.getOutputs().size(); ++i) {
     ir::TensorDataPtr x = ra->outputs[i].toData();
     ir::TensorDataPtr y = rb->outputs[i].toData();
     llvm::StringRef name = reference.getOutputs()[i]->getName();
     if (ir::isGradientName(name))
       ++gradients;
+    if (ir::getUpdatedInput(reference.getOutputs()[i]))
+      ++updates;
     if (x->getBytes() == y->getBytes())
       continue;
     double worst = 0;
@@ -209,8 +221,12 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
   }
   int loss = findLossOutput(reference);
   llvm::outs() << "bitwise equal: " << (loss >= 0 ? "loss and " : "")
-               << gradients << " gradient" << (gradients == 1 ? "" : "s")
-               << " (" << reference.getNumNodes() << " nodes without remat, "
+               << gradients << " gradient" << (gradients == 1 ? "" : "s");
+  if (updates)
+    llvm::outs() << " and " << updates << " update"
+                 << (updates == 1 ? "" : "s")
+                 << " of weights and optimizer state";
+  llvm::outs() << " (" << reference.getNumNodes() << " nodes without remat, "
                << rematted.getNumNodes() << " with)\n";
   return llvm::Error::success();
 }
@@ -299,6 +315,57 @@ readInputFiles(const ir::Graph &graph, llvm::ArrayRef<std::string> entries) {
   return std::move(given);
 }
 
+/// Makes the next step see this step's updates (ir/UpdateName.h): on the
+/// host they were written over the inputs already; a device that computes
+/// elsewhere returned them as outputs, which go back into the inputs.
+void copyUpdatesBack(const ir::Graph &g, const runtime::RunResult &result,
+                     Prepared &prepared) {
+  for (size_t i = 0; i < g.getOutputs().size(); ++i) {
+    const ir::Value *input = ir::getUpdatedInput(g.getOutputs()[i]);
+    if (!input)
+      continue;
+    unsigned index = 0;
+    while (g.getInput(index) != input)
+      ++index;
+    void *target = prepared.inputs[index].getData();
+    const void *source = result.outputs[i].getData();
+    if (target != source && input->getType().getByteSize() != 0)
+      std::memcpy(target, source, size_t(input->getType().getByteSize()));
+  }
+}
+
+/// Writes \p model (the model as loaded) with the weights and optimizer
+/// state of \p g's inputs after the steps to \p path, atomically.
+llvm::Error saveWeights(const ir::Graph &model, const ir::Graph &g,
+                        const Prepared &prepared, llvm::StringRef path) {
+  std::unique_ptr<ir::Graph> saved = model.clone();
+  unsigned states = 0;
+  for (unsigned i = 0; i < g.getNumInputs(); ++i) {
+    const ir::Value *input = g.getInput(i);
+    bool state = passes::isOptimizerState(input);
+    if (!input->isWeight() && !state)
+      continue;
+    ir::TensorDataPtr data = prepared.inputs[i].toData();
+    if (ir::Value *target = saved->lookup(input->getName());
+        target && target->isGraphInput()) {
+      target->setData(std::move(data));
+      continue;
+    }
+    if (!state)
+      continue;
+    saved->addInput(input->getName(), input->getType())->setData(std::move(data));
+    ++states;
+  }
+  passes::keepOptimizerStep(*saved);
+  onnx_frontend::ExportOptions options;
+  options.metadata = {{"remat.saved-by", "remat-run --save-weights"}};
+  if (auto err = onnx_frontend::exportOnnxFile(*saved, path, options))
+    return err;
+  llvm::outs() << "saved weights" << (states ? " and optimizer state" : "")
+               << " to " << path << '\n';
+  return llvm::Error::success();
+}
+
 /// The last step's result, every step's per-node times, and what
 /// --step-json writes.
 struct StepsResult {
@@ -321,6 +388,7 @@ llvm::Expected<StepsResult> runSteps(const ir::Graph &g, Prepared &prepared,
     auto result = prepared.executable->run(prepared.views);
     if (!result)
       return result.takeError();
+    copyUpdatesBack(g, *result, prepared);
     times.push_back(result->seconds);
     out.nodeTimes.push_back(result->nodeSeconds);
     llvm::outs() << "step " << step << ":";
@@ -458,6 +526,11 @@ int runMain(int argc, char **argv) {
                "peaks, max RSS and remat's prediction as JSON (what "
                "remat-sweep --measure reads)"),
       cl::value_desc("file.json"), cl::cat(category));
+  cl::opt<std::string> saveWeightsPath(
+      "save-weights",
+      cl::desc("After the steps, write the model with its trained weights and "
+               "optimizer state as .onnx (running it again resumes)"),
+      cl::value_desc("OUT.onnx"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!parseCommandLine(argc, argv, "remat-run",
                         "remat-run: run steps of a model and time them\n"))
@@ -472,6 +545,22 @@ int runMain(int argc, char **argv) {
     return reportError(makeError("no model given (see --help)"));
   if (steps == 0)
     return reportError(makeError("--steps must be at least 1"));
+  if (!saveWeightsPath.empty()) {
+    if (llvm::sys::path::extension(saveWeightsPath) != ".onnx")
+      return reportError(makeError("--save-weights: cannot write '" +
+                                   saveWeightsPath +
+                                   "': the file must end in .onnx"));
+    // Fail before the steps, not after them.
+    llvm::SmallString<256> dir(saveWeightsPath.getValue());
+    llvm::sys::path::remove_filename(dir);
+    if (dir.empty())
+      dir = ".";
+    if (!llvm::sys::fs::is_directory(dir) ||
+        llvm::sys::fs::access(dir, llvm::sys::fs::AccessMode::Write))
+      return reportError(makeError("--save-weights: cannot write '" +
+                                   saveWeightsPath + "': '" + dir +
+                                   "' is not a writable directory"));
+  }
 
   PipelineOptions pipelineOptions = flags.getPipelineOptions();
   bool rematRequested = !pipelineOptions.budget.empty() ||
@@ -490,6 +579,11 @@ int runMain(int argc, char **argv) {
   auto graph = loadModel(model, loadOptions);
   if (!graph)
     return reportError(graph.takeError());
+  // A model saved with its optimizer state (--save-weights) resumes.
+  passes::adoptOptimizerState(**graph);
+  std::unique_ptr<ir::Graph> loaded;
+  if (!saveWeightsPath.empty())
+    loaded = (*graph)->clone();
 
   // A model with weights that is not yet a training step becomes one,
   // unless --forward asks for the graph as it is.
@@ -599,6 +693,9 @@ int runMain(int argc, char **argv) {
       return reportError(std::move(err));
   if (!dumpDir.empty())
     if (auto err = dumpOutputs(g, last->result, dumpDir))
+      return reportError(std::move(err));
+  if (loaded)
+    if (auto err = saveWeights(*loaded, g, *prepared, saveWeightsPath))
       return reportError(std::move(err));
   return 0;
 }

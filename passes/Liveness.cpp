@@ -2,6 +2,7 @@
 #include "passes/Liveness.h"
 
 #include "ir/GradientName.h"
+#include "ir/UpdateName.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -61,6 +62,10 @@ void Liveness::analyse(const ir::Graph &graph, const ir::MemoryPlan *plan) {
 
   for (size_t i = 0; i < n; ++i) {
     for (const ir::Value *result : schedule_[i]->getResults()) {
+      // An update written over its input (ir/UpdateName.h) lies in that
+      // input's persistent storage, not in the arena.
+      if (ir::getUpdatedInput(result))
+        continue;
       LiveRange range{i, i};
       if (result->isGraphOutput())
         range.lastUse = n - 1;
@@ -133,6 +138,12 @@ MemoryCategory Liveness::classify(const ir::Value *value) const {
   if (value->isGraphOutput() &&
       (stage == ir::Stage::Backward || ir::isGradientName(value->getName())))
     return MemoryCategory::Gradients;
+  // A weight's gradient that the optimizer consumes instead of an output.
+  if (stage == ir::Stage::Backward && ir::isGradientName(value->getName()))
+    if (const ir::Value *weight = value->getGraph()->lookup(
+            value->getName().drop_back(ir::kGradientSuffix.size()));
+        weight && weight->isGraphInput() && weight->isWeight())
+      return MemoryCategory::Gradients;
   if (stage == ir::Stage::Forward &&
       llvm::any_of(value->getUses(), [](const ir::Use &use) {
         return use.user->getStage() == ir::Stage::Backward;

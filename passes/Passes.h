@@ -125,6 +125,64 @@ public:
 /// that SchedulePass considers (without applying it).
 std::vector<ir::Node *> computeMemoryAwareOrder(ir::Graph &graph);
 
+/// Appends the optimizer step to a training step (passes/Optimizer.cpp):
+/// each weight `w` whose gradient `w_grad` is an output gets its update in
+/// standard ONNX ops, sgd (with momentum) or adamw as torch.optim computes
+/// them; the gradient outputs give way to `w_new` and the new optimizer
+/// state, which ir/UpdateName.h marks as written over their inputs. The
+/// state (`w.exp_avg`, `w.exp_avg_sq`, `w.momentum_buffer`,
+/// `optimizer.step`) is persistent: graph inputs with zero-filled data, or
+/// the inputs of those names already there (resuming). placement=eager puts
+/// each update right after its gradient is complete, end puts them last.
+class OptimizerPass : public Pass {
+public:
+  OptimizerPass();
+  llvm::StringRef getName() const override { return "optimizer"; }
+  llvm::StringRef getSummary() const override {
+    return "append the sgd or adamw weight update (state persistent, "
+           "updates in place)";
+  }
+  llvm::Expected<bool> run(ir::Graph &graph) override;
+  /// Checks the option values; errors name the option.
+  llvm::Error validate() const;
+
+private:
+  std::string kind_ = "adamw";
+  double lr_ = 1e-3;
+  double weightDecay_ = 0;
+  double momentum_ = 0;
+  double beta1_ = 0.9;
+  double beta2_ = 0.999;
+  double eps_ = 1e-8;
+  std::string placement_ = "eager";
+};
+
+/// \returns true if graph input \p input is optimizer state that
+/// OptimizerPass made or adopted (for reports).
+bool isOptimizerState(const ir::Value *input);
+
+/// Makes the optimizer state of a model saved with its state (remat-run
+/// --save-weights) state again: inputs named `<weight>.exp_avg`, ... lose the
+/// weight flag an importer gave them, a Constant `optimizer.step` becomes
+/// an input, and the output keepOptimizerStep added goes. \returns whether
+/// anything changed.
+bool adoptOptimizerState(ir::Graph &graph);
+
+/// Adds an output `optimizer.step.saved` = Identity(optimizer.step) to a
+/// model about to be saved with its optimizer state, so that an ONNX importer
+/// (which drops unused one-element initializers) keeps the step count;
+/// adoptOptimizerState removes it again.
+void keepOptimizerStep(ir::Graph &graph);
+
+/// Moves each node that writes an update over its input (ir/UpdateName.h) to
+/// after the last other node that reads that input, so that no node reads an
+/// input after it is overwritten. \returns whether anything moved.
+bool orderUpdatesAfterReads(ir::Graph &graph);
+
+/// \returns an error naming the nodes if a node reads an input after the
+/// node that writes its update over it.
+llvm::Error checkUpdateOrder(const ir::Graph &graph);
+
 /// Places every node result at an offset in one arena and stores the
 /// MemoryPlan on the graph (DESIGN.md "Memory model"): 256-byte alignment,
 /// largest buffers first at the lowest free offset, an elementwise result

@@ -227,6 +227,11 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
 }
 
 llvm::Expected<bool> PlanMemoryPass::run(ir::Graph &graph) {
+  // Updates written over their inputs (ir/UpdateName.h) must come after
+  // every other reader of the input, whatever reordered the schedule.
+  orderUpdatesAfterReads(graph);
+  if (auto err = checkUpdateOrder(graph))
+    return std::move(err);
   auto plan = planMemory(graph, inPlace_);
   if (!plan)
     return plan.takeError();

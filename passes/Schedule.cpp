@@ -7,6 +7,7 @@
 // the given order's, so the pass never makes the peak worse.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/UpdateName.h"
 #include "passes/Liveness.h"
 #include "passes/Passes.h"
 
@@ -59,6 +60,23 @@ std::vector<ir::Node *> computeMemoryAwareOrder(ir::Graph &graph) {
       remainingUsers[result] = distinct<const ir::Node *>(users).size();
     }
   }
+
+  // A node that writes an update over its input (ir/UpdateName.h) runs
+  // after every other reader of that input.
+  for (size_t i = 0; i < n; ++i)
+    for (const ir::Value *result : nodes[i]->getResults())
+      if (const ir::Value *input = ir::getUpdatedInput(result)) {
+        llvm::SmallVector<const ir::Node *, 4> readers;
+        for (const ir::Use &use : input->getUses())
+          if (use.user != nodes[i])
+            readers.push_back(use.user);
+        for (const ir::Node *reader : distinct<const ir::Node *>(readers)) {
+          if (llvm::is_contained(successors[index[reader]], i))
+            continue;
+          ++pending[i];
+          successors[index[reader]].push_back(i);
+        }
+      }
 
   auto freedBy = [&](size_t i, const ir::Value *value) {
     return !value->isGraphInput() && !value->isGraphOutput() &&

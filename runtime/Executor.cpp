@@ -2,6 +2,9 @@
 #include "runtime/Executor.h"
 
 #include "ir/Support.h"
+#include "ir/UpdateName.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include <cstring>
 
@@ -64,6 +67,18 @@ Executor::Executor(const ir::Graph &graph, std::vector<NodeRunner> runners,
   for (size_t i = 0; i < nodes_.size(); ++i)
     position[nodes_[i]] = i;
   releaseAfter_.resize(nodes_.size());
+  llvm::DenseMap<const ir::Value *, unsigned> inputIndex;
+  for (unsigned i = 0; i < graph.getNumInputs(); ++i)
+    inputIndex[graph.getInput(i)] = i;
+  // An update goes over its input only when no later node reads the input
+  // (plan-memory orders it so; without a plan it may be allocated instead).
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    for (const ir::Value *result : nodes_[i]->getResults())
+      if (const ir::Value *input = ir::getUpdatedInput(result))
+        if (llvm::all_of(input->getUses(), [&](const ir::Use &use) {
+              return position.lookup(use.user) <= i;
+            }))
+          updatesInput_[result] = inputIndex.lookup(input);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     for (const ir::Value *result : nodes_[i]->getResults()) {
       if (result->isGraphOutput())
@@ -96,7 +111,7 @@ llvm::Expected<RunResult> Executor::run(llvm::ArrayRef<Tensor> inputs) {
   // On error, give back everything still held.
   auto releaseAll = [&]() {
     for (auto &entry : live)
-      if (!entry.first->isGraphInput())
+      if (!entry.first->isGraphInput() && !updatesInput_.count(entry.first))
         allocator_.release(*entry.first);
     live.clear();
   };
@@ -122,6 +137,14 @@ llvm::Expected<RunResult> Executor::run(llvm::ArrayRef<Tensor> inputs) {
     for (const ir::Value *operand : node.getOperands())
       operandTensors.push_back(live.lookup(operand).tensor);
     for (const ir::Value *value : node.getResults()) {
+      if (auto it = updatesInput_.find(value); it != updatesInput_.end()) {
+        // Written over its input, which no later node reads (the optimizer
+        // and plan-memory order it so): the update is in place.
+        LiveTensor storage = live.lookup(graph_.getInput(it->second));
+        live[value] = storage;
+        resultTensors.push_back(storage.tensor);
+        continue;
+      }
       auto placement = allocator_.allocate(*value);
       if (!placement) {
         releaseAll();

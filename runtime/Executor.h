@@ -114,6 +114,9 @@ private:
   bool profile_;
   /// For each node, the intermediate values whose last use it is.
   std::vector<std::vector<const ir::Value *>> releaseAfter_;
+  /// Results written over a graph input (ir/UpdateName.h): the index of
+  /// that input. They take the input's storage instead of an allocation.
+  llvm::DenseMap<const ir::Value *, unsigned> updatesInput_;
 };
 
 } // namespace remat::runtime
