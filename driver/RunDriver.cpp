@@ -14,6 +14,9 @@
 #include "ir/Support.h"
 #include "passes/PassManager.h"
 #include "runtime/Backend.h"
+#if REMAT_HAVE_CUDA
+#include "runtime/cuda/CudaBackend.h"
+#endif
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -437,6 +440,11 @@ int runMain(int argc, char **argv) {
       cl::desc("Write per-node and per-op times as JSON (for "
                "--cost-profile) and print the 15 slowest ops"),
       cl::value_desc("file.json"), cl::cat(category));
+  cl::opt<bool> allowTF32(
+      "allow-tf32",
+      cl::desc("Let f32 GEMMs use TF32 tensor cores (cuda backend; default: "
+               "full f32)"),
+      cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!parseCommandLine(argc, argv, "remat-run",
                         "remat-run: run steps of a model and time them\n"))
@@ -507,6 +515,7 @@ int runMain(int argc, char **argv) {
   runtime::CompileOptions compileOptions;
   compileOptions.numThreads = threads;
   compileOptions.profile = !profilePath.empty();
+  compileOptions.allowTF32 = allowTF32;
 
   if (checkEquivalenceFlag) {
     PipelineOptions referenceOptions = pipelineOptions;
@@ -536,6 +545,31 @@ int runMain(int argc, char **argv) {
   auto last = runSteps(g, *prepared, steps);
   if (!last)
     return reportError(last.takeError());
+#if REMAT_HAVE_CUDA
+  // Memory truth on the GPU: what was planned next to what the device shows.
+  if (const runtime::cuda::CudaStats *stats =
+          runtime::cuda::getCudaStats(*prepared->executable)) {
+    uint64_t planned = 0;
+    if (const ir::MemoryPlan *plan = g.getMemoryPlan())
+      planned = plan->peakLiveBytes;
+    uint64_t ours = stats->arenaBytes + stats->cublasWorkspaceBytes +
+                    stats->scratchBytes + stats->inputBytes;
+    llvm::outs() << "cuda memory on " << stats->deviceName << ": planned peak "
+                 << formatBytes(planned) << ", arena "
+                 << formatBytes(stats->arenaBytes) << ", cuBLAS workspace "
+                 << formatBytes(stats->cublasWorkspaceBytes)
+                 << ", kernel workspace " << formatBytes(stats->scratchBytes)
+                 << ", inputs " << formatBytes(stats->inputBytes)
+                 << "; cudaMemGetInfo used " << formatBytes(stats->usedBytesAfterStep)
+                 << " (+" << formatBytes(stats->usedBytesAfterStep -
+                                         stats->usedBytesAtCompile)
+                 << " since compile; arena, workspaces and inputs "
+                 << formatBytes(ours) << ")\n";
+    if (stats->hostNodes)
+      llvm::outs() << "cuda: " << stats->hostNodes
+                   << " nodes ran on the host (no device kernel)\n";
+  }
+#endif
   if (ran->rematReport)
     if (const llvm::json::Object *summary =
             ran->rematReport->getObject("summary")) {

@@ -1,0 +1,63 @@
+//===- runtime/cuda/CudaBackend.h - The CUDA backend ------------*- C++ -*-===//
+//
+// Runs a scheduled graph on one GPU: one cudaMalloc of the planned arena,
+// every tensor at its planned offset, weights uploaded once, kernels queued
+// on one stream with no host synchronization between nodes (cuBLAS for
+// MatMul/Gemm, runtime/cuda/Kernels.h for the rest). Nodes whose values are
+// known when compiling (Constant, Shape and what is computed from them) are
+// computed on the host once and copied in; a node the device kernels do not
+// cover (an op, dtype or rank they lack, or a shape operand known only at
+// run time) runs on the host through the CPU kernels, which synchronizes,
+// and is counted in CudaStats::hostNodes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_CUDA_CUDABACKEND_H
+#define REMAT_RUNTIME_CUDA_CUDABACKEND_H
+
+#include "runtime/Backend.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace remat::runtime::cuda {
+
+/// \returns the CUDA backend. Creating it touches no device; compile()
+/// fails with checkCudaDevice()'s error on a machine without one.
+std::unique_ptr<Backend> createCudaBackend();
+
+/// \returns success when the CUDA runtime finds a driver and at least one
+/// device, else an error saying what cudaGetDeviceCount reported.
+llvm::Error checkCudaDevice();
+
+/// Device memory and coverage of a compiled CUDA executable.
+struct CudaStats {
+  /// The GPU's name and compute capability ("NVIDIA H200, sm_90").
+  std::string deviceName;
+  /// Bytes of the one arena allocation (the memory plan's arenaBytes), or of
+  /// the per-tensor allocations' peak when the graph has no plan.
+  uint64_t arenaBytes = 0;
+  /// Bytes handed to cuBLAS as its workspace.
+  uint64_t cublasWorkspaceBytes = 0;
+  /// Bytes of the backend's own workspace (ScatterElements' sort).
+  uint64_t scratchBytes = 0;
+  /// Bytes of the uploaded graph inputs (weights included).
+  uint64_t inputBytes = 0;
+  /// cudaMemGetInfo's used bytes (total - free) after the executable made its
+  /// context and handles, and after its last step.
+  uint64_t usedBytesAtCompile = 0;
+  uint64_t usedBytesAfterStep = 0;
+  /// Nodes computed once when compiling, and nodes that run on the host.
+  unsigned constantNodes = 0;
+  unsigned hostNodes = 0;
+};
+
+/// \returns the stats of \p executable when the CUDA backend made it, else
+/// null.
+const CudaStats *getCudaStats(const Executable &executable);
+
+} // namespace remat::runtime::cuda
+
+#endif // REMAT_RUNTIME_CUDA_CUDABACKEND_H
