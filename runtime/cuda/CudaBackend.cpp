@@ -1039,6 +1039,24 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
           node);
     });
   }
+  case OpKind::ConstantOfShape: {
+    // The result type has the shape; the value is one element (0 of f32 by
+    // default, ONNX).
+    std::vector<uint8_t> value(elementSize, 0);
+    if (ir::TensorDataPtr attr = attrs.getTensor("value")) {
+      if (attr->getBytes().size() != elementSize)
+        return std::nullopt;
+      value.assign(attr->getBytes().begin(), attr->getBytes().end());
+    }
+    return Runner([&node, elementSize, value](const RunContext &ctx,
+                                             ArrayRef<Tensor>,
+                                             ArrayRef<Tensor> out) {
+      return launched(launchFill(ctx.device.getStream(), elementSize,
+                                 value.data(), out[0].getData(),
+                                 out[0].getNumElements()),
+                      node);
+    });
+  }
   default:
     return std::nullopt;
   }
@@ -1187,18 +1205,29 @@ private:
   std::unique_ptr<Executor> executor_;
 };
 
-/// \returns the values of \p graph known without its inputs: results of
-/// Constant and Shape, and of nodes (not random) whose operands are all
-/// known, up to 64 KiB each.
+/// \returns the values of \p graph known without its inputs, up to 64 KiB
+/// each: results of Constant, Shape, ConstantOfShape and Range, and the
+/// integer and bool results (shapes, axes, masks) of nodes whose operands
+/// are all known. Float arithmetic on known values still runs on the device.
 KnownValues computeKnownValues(const ir::Graph &graph) {
   constexpr int64_t kMaxKnownBytes = 64 * 1024;
   KnownValues known;
   for (const ir::Node &node : graph.getNodes()) {
-    if (ir::hasTrait(node.getOp(), ir::OpTrait::kRandom))
+    ir::OpKind op = node.getOp();
+    bool source = op == ir::OpKind::Constant || op == ir::OpKind::Shape ||
+                  op == ir::OpKind::ConstantOfShape ||
+                  op == ir::OpKind::Range;
+    bool integral = true;
+    for (const ir::Value *result : node.getResults())
+      integral &= !ir::isFloat(result->getType().getDType());
+    if (ir::hasTrait(op, ir::OpTrait::kRandom) || !(source || integral))
       continue;
+    // A Constant's bytes are in the graph already; a large ConstantOfShape
+    // (the zeros a gradient accumulates into) is filled on the device.
     bool tooLarge = false;
     for (const ir::Value *result : node.getResults())
-      tooLarge |= result->getType().getByteSize() > kMaxKnownBytes;
+      tooLarge |= result->getType().getByteSize() > kMaxKnownBytes &&
+                  op != ir::OpKind::Constant;
     if (tooLarge)
       continue;
     std::vector<const ir::TensorData *> operands;
@@ -1224,6 +1253,35 @@ KnownValues computeKnownValues(const ir::Graph &graph) {
   return known;
 }
 
+/// Chooses every node's runner: the plan compile() runs, and the coverage
+/// planCudaCoverage() reports. Touches no device.
+Error selectRunners(const ir::Graph &graph, const CompileOptions &options,
+                    std::vector<Runner> &runners, uint64_t &scratchBytes,
+                    CudaCoverage &coverage) {
+  KnownValues known = computeKnownValues(graph);
+  for (const ir::Node &node : graph.getNodes()) {
+    if (node.getNumResults() == 1) {
+      auto it = known.find(node.getResult(0));
+      if (it != known.end()) {
+        runners.push_back(constantRunner(it->second));
+        ++coverage.constantNodes;
+        continue;
+      }
+    }
+    if (auto err = ir::checkResultTypes(node))
+      return err;
+    if (MaybeRunner runner =
+            selectDeviceRunner(node, known, options, scratchBytes)) {
+      runners.push_back(std::move(*runner));
+      ++coverage.deviceNodes;
+      continue;
+    }
+    runners.push_back(hostRunner(node));
+    coverage.hostNodes.push_back(node.describe());
+  }
+  return Error::success();
+}
+
 class CudaBackend : public Backend {
 public:
   llvm::StringRef getName() const override { return "cuda"; }
@@ -1235,34 +1293,18 @@ public:
     if (auto err = checkCudaDevice())
       return std::move(err);
     std::unique_ptr<ir::Graph> copy = graph.clone();
-    KnownValues known = computeKnownValues(*copy);
     std::vector<Runner> runners;
     uint64_t scratchBytes = 0;
-    unsigned constants = 0, hosts = 0;
-    for (const ir::Node &node : copy->getNodes()) {
-      if (node.getNumResults() == 1)
-        if (const ir::TensorData *data = knownOf(known, node.getResult(0))) {
-          (void)data;
-          runners.push_back(constantRunner(known.find(node.getResult(0))->second));
-          ++constants;
-          continue;
-        }
-      if (auto err = ir::checkResultTypes(node))
-        return std::move(err);
-      if (MaybeRunner runner =
-              selectDeviceRunner(node, known, options, scratchBytes)) {
-        runners.push_back(std::move(*runner));
-        continue;
-      }
-      runners.push_back(hostRunner(node));
-      ++hosts;
-    }
+    CudaCoverage coverage;
+    if (auto err =
+            selectRunners(*copy, options, runners, scratchBytes, coverage))
+      return std::move(err);
     auto executable = std::make_unique<CudaExecutable>();
     if (auto err = executable->init(std::move(copy), std::move(runners),
                                     scratchBytes, options))
       return std::move(err);
-    executable->stats_.constantNodes = constants;
-    executable->stats_.hostNodes = hosts;
+    executable->stats_.constantNodes = coverage.constantNodes;
+    executable->stats_.hostNodes = unsigned(coverage.hostNodes.size());
     return std::unique_ptr<Executable>(std::move(executable));
   }
 };
@@ -1271,6 +1313,18 @@ public:
 
 std::unique_ptr<Backend> createCudaBackend() {
   return std::make_unique<CudaBackend>();
+}
+
+Expected<CudaCoverage> planCudaCoverage(const ir::Graph &graph) {
+  if (auto err = ir::verify(graph))
+    return std::move(err);
+  std::vector<Runner> runners;
+  uint64_t scratchBytes = 0;
+  CudaCoverage coverage;
+  if (auto err = selectRunners(graph, CompileOptions(), runners, scratchBytes,
+                               coverage))
+    return std::move(err);
+  return coverage;
 }
 
 const CudaStats *getCudaStats(const Executable &executable) {

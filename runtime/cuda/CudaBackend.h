@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace remat::runtime::cuda {
 
@@ -53,6 +54,22 @@ struct CudaStats {
   unsigned constantNodes = 0;
   unsigned hostNodes = 0;
 };
+
+/// Where the nodes of a graph run on the CUDA backend.
+struct CudaCoverage {
+  /// Computed once when compiling and copied in at run time.
+  unsigned constantNodes = 0;
+  /// Run by device kernels (or cuBLAS).
+  unsigned deviceNodes = 0;
+  /// Run on the host through the CPU kernels (each synchronizes the stream):
+  /// Node::describe() of each.
+  std::vector<std::string> hostNodes;
+};
+
+/// \returns where the nodes of \p graph would run, as compile() decides it,
+/// without touching a device (for tests and reports on machines without
+/// one).
+llvm::Expected<CudaCoverage> planCudaCoverage(const ir::Graph &graph);
 
 /// \returns the stats of \p executable when the CUDA backend made it, else
 /// null.

@@ -312,14 +312,13 @@ TEST_CASE("cuda bodies: reductions sum in the CPU's order") {
     // Reduce axes 0 and 2, keep dims.
     auto axes = ints(DType::I64, {2}, {0, 2});
     AttrList attrs;
-    std::vector<TensorDataPtr> operands = {x};
-    std::vector<bool> constant = {false};
-    if (c.op == OpKind::ReduceSum) {
-      operands.push_back(axes);
-      constant.push_back(true);
-    } else {
+    bool axesOperand = c.op == OpKind::ReduceSum;
+    std::vector<TensorDataPtr> operands =
+        axesOperand ? std::vector<TensorDataPtr>{x, axes}
+                    : std::vector<TensorDataPtr>{x};
+    std::vector<bool> constant = {false, true};
+    if (!axesOperand)
       attrs.set("axes", std::vector<int64_t>{0, 2});
-    }
     auto y = runCpu(c.op, operands, 1, attrs, constant);
     body::Dims keptSpace = toDims({4}), reducedSpace = toDims({3, 5});
     body::Strides kept, reduced;
@@ -424,3 +423,54 @@ TEST_CASE("cuda bodies: Dropout draws the CPU's mask and values") {
   CHECK(dropped > 200);
   CHECK(dropped < 400);
 }
+
+#if REMAT_HAVE_CUDA
+#include "driver/ModelLoader.h"
+#include "driver/Pipeline.h"
+#include "runtime/cuda/CudaBackend.h"
+
+namespace {
+
+/// The training step of \p model in its planned arena, as remat-run runs it.
+std::unique_ptr<Graph> trainingStep(const std::string &model,
+                                    const std::string &bind) {
+  driver::LoadOptions load;
+  load.bind = bind;
+  auto graph = driver::loadModel(model, load);
+  REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  auto ran = driver::runPipeline(
+      **graph, std::string(driver::kTrainingPipeline) + ",schedule,plan-memory",
+      driver::PipelineOptions(), llvm::nulls());
+  REQUIRE_MESSAGE(bool(ran), errorToString(ran.takeError()));
+  return std::move(*graph);
+}
+
+} // namespace
+
+TEST_CASE("cuda coverage: training steps run every node on the device") {
+  // Which nodes need the host is decided without a GPU: BERT built from its
+  // config and the torch exports must need none (a host node synchronizes
+  // the stream and copies its operands over the bus).
+  struct Case {
+    std::string model, bind;
+  } cases[] = {
+      {std::string(REMAT_TEST_DIR) + "/../models/bert-tiny.json",
+       "batch=2,seq=16"},
+      {std::string(REMAT_TEST_DIR) + "/fixtures/bert_ts_op17/model.onnx",
+       "batch=2,seq=16"},
+      {std::string(REMAT_TEST_DIR) + "/fixtures/bert_dynamo/model.onnx",
+       "batch=2,seq=16"},
+  };
+  for (const Case &c : cases) {
+    CAPTURE(c.model);
+    auto graph = trainingStep(c.model, c.bind);
+    auto coverage = runtime::cuda::planCudaCoverage(*graph);
+    REQUIRE_MESSAGE(bool(coverage), errorToString(coverage.takeError()));
+    std::string hosts;
+    for (const std::string &node : coverage->hostNodes)
+      hosts += node + "\n";
+    CHECK_MESSAGE(coverage->hostNodes.empty(), hosts);
+    CHECK(coverage->deviceNodes > 100);
+  }
+}
+#endif
