@@ -41,7 +41,7 @@ add_library(remat_runtime_cuda STATIC
 )
 target_include_directories(remat_runtime_cuda PUBLIC ${REMAT_SOURCE_ROOT})
 target_link_libraries(remat_runtime_cuda PUBLIC remat_ir remat_runtime
-  PRIVATE CUDA::cudart CUDA::cublas CUDA::cublasLt)
+  PRIVATE CUDA::cudart_static CUDA::cublas CUDA::cublasLt)
 # Bit-reproducible float math: no contraction of a * b + c into an FMA that
 # the CPU reference does not do, IEEE division and square root.
 target_compile_options(remat_runtime_cuda PRIVATE

@@ -368,7 +368,7 @@ MaybeRunner selectMatMul(const ir::Node &node, bool allowTF32) {
                             ArrayRef<Tensor> out) -> Error {
     cublasSetMathMode(ctx.cublas, allowTF32 && !isF64
                                       ? CUBLAS_TF32_TENSOR_OP_MATH
-                                      : CUBLAS_PEDANTIC_MATH);
+                                      : CUBLAS_DEFAULT_MATH);
     if (batches == 0 || m == 0 || n == 0)
       return Error::success();
     size_t elem = isF64 ? 8 : 4;
@@ -443,7 +443,7 @@ MaybeRunner selectGemm(const ir::Node &node, bool allowTF32) {
                                    ArrayRef<Tensor> out) -> Error {
     cublasSetMathMode(ctx.cublas, allowTF32 && !isF64
                                       ? CUBLAS_TF32_TENSOR_OP_MATH
-                                      : CUBLAS_PEDANTIC_MATH);
+                                      : CUBLAS_DEFAULT_MATH);
     if (m == 0 || n == 0)
       return Error::success();
     if (hasC) {

@@ -46,6 +46,13 @@ std::shared_ptr<TensorData> ints(DType dtype, Dims dims,
   return TensorData::fromInts(TensorType(dtype, dims), values);
 }
 
+/// \returns \p prefix followed by \p i.
+std::string numbered(const char *prefix, size_t i) {
+  std::string name = prefix;
+  name += std::to_string(i);
+  return name;
+}
+
 /// Runs \p op on the CPU over \p operands (constants where \p constant
 /// says, so that shape inference can read them) and \returns its results.
 std::vector<TensorDataPtr> runCpu(OpKind op,
@@ -61,17 +68,17 @@ std::vector<TensorDataPtr> runCpu(OpKind op,
       values.push_back(graph
                            .createNode(OpKind::Constant, {},
                                        {operands[i]->getType()},
-                                       {"c" + std::to_string(i)}, valueAttr)
+                                       {numbered("c", i)}, valueAttr)
                            ->getResult(0));
       continue;
     }
     values.push_back(
-        graph.addInput("in" + std::to_string(i), operands[i]->getType()));
+        graph.addInput(numbered("in", i), operands[i]->getType()));
   }
   std::vector<TensorType> placeholder(numResults, TensorType(DType::F32, {}));
   std::vector<std::string> names;
   for (unsigned i = 0; i < numResults; ++i)
-    names.push_back("y" + std::to_string(i));
+    names.push_back(numbered("y", i));
   Node *node = graph.createNode(op, values, placeholder, names, attrs);
   auto inferred = inferTypes(*node);
   REQUIRE_MESSAGE(bool(inferred), "shape inference failed");
@@ -454,11 +461,11 @@ TEST_CASE("cuda coverage: training steps run every node on the device") {
   struct Case {
     std::string model, bind;
   } cases[] = {
-      {std::string(REMAT_TEST_DIR) + "/../models/bert-tiny.json",
+      {REMAT_TEST_DIR "/../models/bert-tiny.json",
        "batch=2,seq=16"},
-      {std::string(REMAT_TEST_DIR) + "/fixtures/bert_ts_op17/model.onnx",
+      {REMAT_TEST_DIR "/fixtures/bert_ts_op17/model.onnx",
        "batch=2,seq=16"},
-      {std::string(REMAT_TEST_DIR) + "/fixtures/bert_dynamo/model.onnx",
+      {REMAT_TEST_DIR "/fixtures/bert_dynamo/model.onnx",
        "batch=2,seq=16"},
   };
   for (const Case &c : cases) {
