@@ -40,8 +40,12 @@ add_library(remat_runtime_cuda STATIC
   runtime/cuda/ScatterSort.cu
 )
 target_include_directories(remat_runtime_cuda PUBLIC ${REMAT_SOURCE_ROOT})
+# cudart is linked statically; cuBLAS (and through it cuBLASLt) is opened
+# with dlopen when a CUDA executable is compiled (CudaBackend.cpp), so that
+# the tools neither load half a GiB of library on every run nor need it to
+# start. Its headers come with CUDA::cudart_static's include directory.
 target_link_libraries(remat_runtime_cuda PUBLIC remat_ir remat_runtime
-  PRIVATE CUDA::cudart_static CUDA::cublas CUDA::cublasLt)
+  PRIVATE CUDA::cudart_static ${CMAKE_DL_LIBS})
 # Bit-reproducible float math: no contraction of a * b + c into an FMA that
 # the CPU reference does not do, IEEE division and square root.
 target_compile_options(remat_runtime_cuda PRIVATE

@@ -11,8 +11,8 @@
 #     models/, tests/...                    the models and fixtures gpu-check uses
 #     gpu-check.sh, gpu_torch_bench.py      the check (scripts/gpu-check.sh)
 #
-# cudart is linked statically; cuBLAS/cuBLASLt (hundreds of MiB) and the
-# driver come from the GPU machine (gpu-check.sh finds them in the CUDA
+# cudart is linked statically; cuBLAS/cuBLASLt (hundreds of MiB, opened
+# with dlopen) and the driver come from the GPU machine (gpu-check.sh finds them in the CUDA
 # toolkit or PyTorch's nvidia-* wheels). The bundle must stay under 64 MiB:
 # the script fails if it does not.
 #

@@ -75,6 +75,17 @@ for lib in libcublas.so.13 libcublasLt.so.13; do
     fi
   done
 done
+# remat opens libcublas.so.13 with dlopen (it is not linked): it must be on
+# REMAT_CUDA_LIBS or the loader's cache.
+case ":$cuda_libs:" in
+  *) found=no
+     for d in ${cuda_libs//:/ }; do [ -e "$d/libcublas.so.13" ] && found=yes; done
+     ldconfig -p 2>/dev/null | grep -q "libcublas.so.13 " && found=yes
+     if [ $found = no ]; then
+       echo "gpu-check: error: libcublas.so.13 not found (looked in ${dirs[*]:-no CUDA directory} and ldconfig's cache); set CUDA_HOME or PYTHON" | tee -a "$log"
+       exit 1
+     fi ;;
+esac
 export REMAT_CUDA_LIBS=$cuda_libs
 say "gpu-check: CUDA libraries from: ${cuda_libs:-(none found)}"
 if [ -d "$here/libexec" ]; then

@@ -23,11 +23,13 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <mutex>
 
 namespace remat::runtime::cuda {
 
@@ -53,6 +55,63 @@ uint64_t usedDeviceBytes() {
   if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess)
     return 0;
   return uint64_t(totalBytes - freeBytes);
+}
+
+/// cuBLAS, opened when the first CUDA executable is compiled rather than
+/// linked: libcublasLt alone is half a GiB, and loading it with every tool
+/// costs each run (on the CPU too) 150 MiB of resident memory.
+struct CublasApi {
+  decltype(&cublasCreate) create = nullptr;
+  decltype(&cublasDestroy) destroy = nullptr;
+  decltype(&cublasSetStream) setStream = nullptr;
+  decltype(&cublasSetWorkspace) setWorkspace = nullptr;
+  decltype(&cublasSetMathMode) setMathMode = nullptr;
+  decltype(&cublasSgemm) sgemm = nullptr;
+  decltype(&cublasDgemm) dgemm = nullptr;
+  decltype(&cublasSgemmStridedBatched) sgemmStridedBatched = nullptr;
+  decltype(&cublasDgemmStridedBatched) dgemmStridedBatched = nullptr;
+};
+
+CublasApi gCublas;
+
+/// Opens libcublas.so.<major of the headers> once. \returns an error naming
+/// the library and dlerror()'s message when it or a symbol is missing.
+Error loadCublasImpl() {
+  static std::once_flag once;
+  static std::string failure;
+  std::call_once(once, [] {
+    std::string soname =
+        "libcublas.so." + std::to_string(int(CUBLAS_VER_MAJOR));
+    void *lib = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char *why = dlerror();
+      failure = "the cuda backend cannot load cuBLAS (" + soname +
+                "): " + (why ? why : "unknown reason");
+      return;
+    }
+    auto bind = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(lib, name));
+      if (!fn && failure.empty())
+        failure = "the cuda backend cannot find " + std::string(name) +
+                  " in " + soname;
+    };
+    CublasApi api;
+    bind(api.create, "cublasCreate_v2");
+    bind(api.destroy, "cublasDestroy_v2");
+    bind(api.setStream, "cublasSetStream_v2");
+    bind(api.setWorkspace, "cublasSetWorkspace_v2");
+    bind(api.setMathMode, "cublasSetMathMode");
+    bind(api.sgemm, "cublasSgemm_v2");
+    bind(api.dgemm, "cublasDgemm_v2");
+    bind(api.sgemmStridedBatched, "cublasSgemmStridedBatched");
+    bind(api.dgemmStridedBatched, "cublasDgemmStridedBatched");
+    if (failure.empty())
+      gCublas = api;
+  });
+  if (!failure.empty())
+    return makeError(failure);
+  return Error::success();
 }
 
 } // namespace
@@ -366,7 +425,7 @@ MaybeRunner selectMatMul(const ir::Node &node, bool allowTF32) {
   return Runner([&node, m, n, k, batches, sa, sb, aOff, bOff, isF64,
                  allowTF32](const RunContext &ctx, ArrayRef<Tensor> in,
                             ArrayRef<Tensor> out) -> Error {
-    cublasSetMathMode(ctx.cublas, allowTF32 && !isF64
+    gCublas.setMathMode(ctx.cublas, allowTF32 && !isF64
                                       ? CUBLAS_TF32_TENSOR_OP_MATH
                                       : CUBLAS_DEFAULT_MATH);
     if (batches == 0 || m == 0 || n == 0)
@@ -380,14 +439,14 @@ MaybeRunner selectMatMul(const ir::Node &node, bool allowTF32) {
                     long long strideB, int count) -> cublasStatus_t {
       if (isF64) {
         const double one = 1, zero = 0;
-        return cublasDgemmStridedBatched(
+        return gCublas.dgemmStridedBatched(
             ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(m), int(k), &one,
             reinterpret_cast<const double *>(b), int(n), strideB,
             reinterpret_cast<const double *>(a), int(k), strideA, &zero,
             reinterpret_cast<double *>(c), int(n), (long long)(m * n), count);
       }
       const float one = 1, zero = 0;
-      return cublasSgemmStridedBatched(
+      return gCublas.sgemmStridedBatched(
           ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(m), int(k), &one,
           reinterpret_cast<const float *>(b), int(n), strideB,
           reinterpret_cast<const float *>(a), int(k), strideA, &zero,
@@ -441,7 +500,7 @@ MaybeRunner selectGemm(const ir::Node &node, bool allowTF32) {
   return Runner([&node, m, n, k, transA, transB, alpha, beta, hasC, cPlan,
                  isF64, allowTF32](const RunContext &ctx, ArrayRef<Tensor> in,
                                    ArrayRef<Tensor> out) -> Error {
-    cublasSetMathMode(ctx.cublas, allowTF32 && !isF64
+    gCublas.setMathMode(ctx.cublas, allowTF32 && !isF64
                                       ? CUBLAS_TF32_TENSOR_OP_MATH
                                       : CUBLAS_DEFAULT_MATH);
     if (m == 0 || n == 0)
@@ -467,13 +526,13 @@ MaybeRunner selectGemm(const ir::Node &node, bool allowTF32) {
     }
     cublasStatus_t s;
     if (isF64) {
-      s = cublasDgemm(ctx.cublas, opB, opA, int(n), int(m), int(k), &alpha,
+      s = gCublas.dgemm(ctx.cublas, opB, opA, int(n), int(m), int(k), &alpha,
                       static_cast<const double *>(in[1].getData()), ldb,
                       static_cast<const double *>(in[0].getData()), lda, &b,
                       static_cast<double *>(out[0].getData()), int(n));
     } else {
       float af = float(alpha), bf = float(b);
-      s = cublasSgemm(ctx.cublas, opB, opA, int(n), int(m), int(k), &af,
+      s = gCublas.sgemm(ctx.cublas, opB, opA, int(n), int(m), int(k), &af,
                       static_cast<const float *>(in[1].getData()), ldb,
                       static_cast<const float *>(in[0].getData()), lda, &bf,
                       static_cast<float *>(out[0].getData()), int(n));
@@ -1126,7 +1185,7 @@ public:
     cublasWorkspace_.reset();
     scratch_.reset();
     if (cublas_)
-      cublasDestroy(cublas_);
+      gCublas.destroy(cublas_);
   }
 
   Error init(std::unique_ptr<ir::Graph> graph, std::vector<Runner> runners,
@@ -1139,15 +1198,15 @@ public:
     if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
       stats_.deviceName = std::string(prop.name) + ", sm_" +
                           std::to_string(prop.major * 10 + prop.minor);
-    if (cublasStatus_t s = cublasCreate(&cublas_))
+    if (cublasStatus_t s = gCublas.create(&cublas_))
       return cublasError(s, "cublasCreate");
-    cublasSetStream(cublas_, device_->getStream());
+    gCublas.setStream(cublas_, device_->getStream());
     auto workspace = device_->allocate(kCublasWorkspaceBytes,
                                        "the cuBLAS workspace");
     if (!workspace)
       return workspace.takeError();
     cublasWorkspace_ = std::move(*workspace);
-    if (cublasStatus_t s = cublasSetWorkspace(
+    if (cublasStatus_t s = gCublas.setWorkspace(
             cublas_, cublasWorkspace_.get(), kCublasWorkspaceBytes))
       return cublasError(s, "cublasSetWorkspace");
     stats_.cublasWorkspaceBytes = kCublasWorkspaceBytes;
@@ -1292,6 +1351,8 @@ public:
       return std::move(err);
     if (auto err = checkCudaDevice())
       return std::move(err);
+    if (auto err = loadCublasImpl())
+      return std::move(err);
     std::unique_ptr<ir::Graph> copy = graph.clone();
     std::vector<Runner> runners;
     uint64_t scratchBytes = 0;
@@ -1310,6 +1371,8 @@ public:
 };
 
 } // namespace
+
+Error loadCublas() { return loadCublasImpl(); }
 
 std::unique_ptr<Backend> createCudaBackend() {
   return std::make_unique<CudaBackend>();

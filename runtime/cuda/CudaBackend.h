@@ -33,6 +33,11 @@ std::unique_ptr<Backend> createCudaBackend();
 /// device, else an error saying what cudaGetDeviceCount reported.
 llvm::Error checkCudaDevice();
 
+/// Opens cuBLAS (libcublas.so.<major>, with dlopen: it is not linked) and
+/// finds every function the backend calls. compile() does it; \returns an
+/// error naming the library or the missing function.
+llvm::Error loadCublas();
+
 /// Device memory and coverage of a compiled CUDA executable.
 struct CudaStats {
   /// The GPU's name and compute capability ("NVIDIA H200, sm_90").

@@ -454,6 +454,19 @@ std::unique_ptr<Graph> trainingStep(const std::string &model,
 
 } // namespace
 
+TEST_CASE("cuda: cuBLAS opens and has every function the backend calls") {
+  // Needs the toolkit's libcublas on the loader's path, not a GPU. Where it
+  // is not found the case says so; a missing function is a failure.
+  if (auto err = runtime::cuda::loadCublas()) {
+    std::string message = errorToString(std::move(err));
+    if (message.find("cannot load") != std::string::npos) {
+      MESSAGE("skipped: " << message);
+      return;
+    }
+    FAIL(message);
+  }
+}
+
 TEST_CASE("cuda coverage: training steps run every node on the device") {
   // Which nodes need the host is decided without a GPU: BERT built from its
   // config and the torch exports must need none (a host node synchronizes
