@@ -1147,26 +1147,31 @@ Runner hostRunner(const ir::Node &node) {
     std::vector<const ir::TensorData *> operands;
     for (const Tensor &t : in) {
       auto data = std::make_shared<ir::TensorData>(t.getType());
+      // On the executor's stream (not the legacy default stream, which a
+      // non-blocking stream does not wait for).
       if (t.getByteSize())
-        if (cudaError_t err =
-                cudaMemcpy(data->getMutableBytes(), t.getData(),
-                           t.getByteSize(), cudaMemcpyDeviceToHost))
+        if (cudaError_t err = cudaMemcpyAsync(
+                data->getMutableBytes(), t.getData(), t.getByteSize(),
+                cudaMemcpyDeviceToHost, ctx.device.getStream()))
           return cudaError(err, "downloading an operand");
       operands.push_back(data.get());
       hosts.push_back(std::move(data));
     }
+    if (auto err = ctx.device.synchronize())
+      return err;
     auto results = cpu::evaluateNode(node, operands);
     if (!results)
       return results.takeError();
     for (size_t i = 0; i < out.size(); ++i) {
       uint64_t bytes = (*results)[i]->getBytes().size();
       if (bytes)
-        if (cudaError_t err =
-                cudaMemcpy(out[i].getData(), (*results)[i]->getBytes().data(),
-                           bytes, cudaMemcpyHostToDevice))
+        if (cudaError_t err = cudaMemcpyAsync(
+                out[i].getData(), (*results)[i]->getBytes().data(), bytes,
+                cudaMemcpyHostToDevice, ctx.device.getStream()))
           return cudaError(err, "uploading a result");
     }
-    return Error::success();
+    // The results' host memory goes when this returns: let the copies end.
+    return ctx.device.synchronize();
   };
 }
 
