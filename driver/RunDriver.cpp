@@ -554,15 +554,21 @@ int runMain(int argc, char **argv) {
       planned = plan->peakLiveBytes;
     uint64_t ours = stats->arenaBytes + stats->cublasWorkspaceBytes +
                     stats->scratchBytes + stats->inputBytes;
-    llvm::outs() << "cuda memory on " << stats->deviceName << ": planned peak "
+    llvm::outs() << "cuda memory on " << stats->deviceName
+                 << ": planned arena peak "
                  << formatBytes(planned) << ", arena "
                  << formatBytes(stats->arenaBytes) << ", cuBLAS workspace "
                  << formatBytes(stats->cublasWorkspaceBytes)
                  << ", kernel workspace " << formatBytes(stats->scratchBytes)
                  << ", inputs " << formatBytes(stats->inputBytes)
                  << "; cudaMemGetInfo used " << formatBytes(stats->usedBytesAfterStep)
-                 << " (+" << formatBytes(stats->usedBytesAfterStep -
-                                         stats->usedBytesAtCompile)
+                 << " (" << (stats->usedBytesAfterStep >= stats->usedBytesAtCompile
+                                 ? "+" : "-")
+                 << formatBytes(stats->usedBytesAfterStep >= stats->usedBytesAtCompile
+                                    ? stats->usedBytesAfterStep -
+                                          stats->usedBytesAtCompile
+                                    : stats->usedBytesAtCompile -
+                                          stats->usedBytesAfterStep)
                  << " since compile; arena, workspaces and inputs "
                  << formatBytes(ours) << ")\n";
     if (stats->hostNodes)
