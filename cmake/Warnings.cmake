@@ -7,10 +7,11 @@ function(remat_target_defaults target)
   if(REMAT_WERROR)
     set(werror -Werror)
   endif()
-  target_compile_options(${target} PRIVATE
+  # Host C++ only: nvcc compiles a target's .cu files with its own flags.
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:
     -Wall -Wextra ${werror} -Werror=unused-result
     -Wno-unused-parameter
     # LLVM 14 headers trip these under GCC 12 and C++20.
     -Wno-deprecated-enum-enum-conversion -Wno-deprecated-copy
-    -Wno-redundant-move -Wno-class-memaccess)
+    -Wno-redundant-move -Wno-class-memaccess>)
 endfunction()

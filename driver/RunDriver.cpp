@@ -17,6 +17,9 @@
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
 #include "runtime/Backend.h"
+#if REMAT_HAVE_CUDA
+#include "runtime/cuda/CudaBackend.h"
+#endif
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -531,6 +534,11 @@ int runMain(int argc, char **argv) {
       cl::desc("After the steps, write the model with its trained weights and "
                "optimizer state as .onnx (running it again resumes)"),
       cl::value_desc("OUT.onnx"), cl::cat(category));
+  cl::opt<bool> allowTF32(
+      "allow-tf32",
+      cl::desc("Let f32 GEMMs use TF32 tensor cores (cuda backend; default: "
+               "full f32)"),
+      cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!parseCommandLine(argc, argv, "remat-run",
                         "remat-run: run steps of a model and time them\n"))
@@ -622,6 +630,7 @@ int runMain(int argc, char **argv) {
   runtime::CompileOptions compileOptions;
   compileOptions.numThreads = threads;
   compileOptions.profile = !profilePath.empty();
+  compileOptions.allowTF32 = allowTF32;
 
   if (checkEquivalenceFlag) {
     PipelineOptions referenceOptions = pipelineOptions;
@@ -651,6 +660,37 @@ int runMain(int argc, char **argv) {
   auto last = runSteps(g, *prepared, steps);
   if (!last)
     return reportError(last.takeError());
+#if REMAT_HAVE_CUDA
+  // Memory truth on the GPU: what was planned next to what the device shows.
+  if (const runtime::cuda::CudaStats *stats =
+          runtime::cuda::getCudaStats(*prepared->executable)) {
+    uint64_t planned = 0;
+    if (const ir::MemoryPlan *plan = g.getMemoryPlan())
+      planned = plan->peakLiveBytes;
+    uint64_t ours = stats->arenaBytes + stats->cublasWorkspaceBytes +
+                    stats->scratchBytes + stats->inputBytes;
+    llvm::outs() << "cuda memory on " << stats->deviceName
+                 << ": planned arena peak "
+                 << formatBytes(planned) << ", arena "
+                 << formatBytes(stats->arenaBytes) << ", cuBLAS workspace "
+                 << formatBytes(stats->cublasWorkspaceBytes)
+                 << ", kernel workspace " << formatBytes(stats->scratchBytes)
+                 << ", inputs " << formatBytes(stats->inputBytes)
+                 << "; cudaMemGetInfo used " << formatBytes(stats->usedBytesAfterStep)
+                 << " (" << (stats->usedBytesAfterStep >= stats->usedBytesAtCompile
+                                 ? "+" : "-")
+                 << formatBytes(stats->usedBytesAfterStep >= stats->usedBytesAtCompile
+                                    ? stats->usedBytesAfterStep -
+                                          stats->usedBytesAtCompile
+                                    : stats->usedBytesAtCompile -
+                                          stats->usedBytesAfterStep)
+                 << " since compile; arena, workspaces and inputs "
+                 << formatBytes(ours) << ")\n";
+    if (stats->hostNodes)
+      llvm::outs() << "cuda: " << stats->hostNodes
+                   << " nodes ran on the host (no device kernel)\n";
+  }
+#endif
   if (ran->rematReport)
     if (const llvm::json::Object *summary =
             ran->rematReport->getObject("summary")) {

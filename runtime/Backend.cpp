@@ -9,6 +9,9 @@
 
 #include "ir/Support.h"
 #include "runtime/cpu/CpuBackend.h"
+#if REMAT_HAVE_CUDA
+#include "runtime/cuda/CudaBackend.h"
+#endif
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -27,8 +30,9 @@ struct BackendEntry {
 /// Every built backend; the first is the default.
 const BackendEntry kBackends[] = {
     {"cpu", cpu::createCpuBackend},
-    // A CUDA backend adds, under its build option:
-    //   {"cuda", cuda::createCudaBackend},
+#if REMAT_HAVE_CUDA
+    {"cuda", cuda::createCudaBackend},
+#endif
 };
 
 } // namespace

@@ -25,6 +25,8 @@ struct CompileOptions {
   unsigned numThreads = 0;
   /// Record the wall time of every node (RunResult::nodeSeconds).
   bool profile = false;
+  /// Let f32 GEMMs use TF32 tensor cores (CUDA backend; off: full f32).
+  bool allowTF32 = false;
 };
 
 /// What one step produced.

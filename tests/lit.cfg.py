@@ -22,6 +22,14 @@ config.substitutions.append(("%test-python", config.test_python))
 if getattr(config, "remat_sanitize", "").upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("sanitize")
 
+# Tests of the CUDA backend declare `REQUIRES: cuda-backend`: built when nvcc
+# was found (REMAT_CUDA), with or without a GPU.
+if getattr(config, "remat_have_cuda", "").upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("cuda-backend")
+# A machine with an NVIDIA driver and device nodes: the GPU tests run there.
+if os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0"):
+    config.available_features.add("cuda-device")
+
 # Reference checks that need the onnx Python package (scripts/setup.sh puts
 # it in .venv) declare `REQUIRES: onnx`; without it lit reports them
 # UNSUPPORTED, visibly, instead of passing.

@@ -1,0 +1,461 @@
+//===- runtime/cuda/KernelBodies.h - The math of the CUDA kernels -*- C++ -*-===//
+//
+// What one CUDA thread computes, as plain __host__ __device__ functions: the
+// .cu kernels are thin loops over these, and tests/unit/CudaKernelBodiesTest
+// runs the same functions on the host against the CPU backend's kernels, so
+// the math is tested on machines without a GPU.
+//
+// Every body follows the CPU reference (runtime/cpu) operation for operation
+// and sums in the same index order, one thread owning each output: no
+// atomics, so results are the same bits on every run (Kernels.cu builds
+// with --fmad=false so that no a * b + c contracts into an FMA the CPU does
+// not do).
+//
+// Plain C++17 with no dependencies beyond ir/Hash.h and DropoutMask.h.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_CUDA_KERNELBODIES_H
+#define REMAT_RUNTIME_CUDA_KERNELBODIES_H
+
+#include "ir/Hash.h"
+#include "runtime/DropoutMask.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace remat::runtime::cuda::body {
+
+/// The most dims a CUDA kernel indexes; higher ranks run on the host.
+constexpr int kMaxRank = 8;
+
+/// Dims of an index space, row-major.
+struct Dims {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+};
+
+/// Per dim, how far one step moves in a tensor, in elements (0 broadcasts),
+/// from element \c base.
+struct Strides {
+  int64_t base = 0;
+  int64_t strides[kMaxRank] = {};
+};
+
+/// \returns the element offset of linear index \p linear of \p space in a
+/// tensor laid out by \p layout.
+REMAT_HOST_DEVICE inline int64_t offsetOf(const Dims &space,
+                                          const Strides &layout,
+                                          int64_t linear) {
+  int64_t offset = layout.base;
+  for (int d = space.rank - 1; d >= 0; --d) {
+    int64_t index = linear % space.dims[d];
+    linear /= space.dims[d];
+    offset += index * layout.strides[d];
+  }
+  return offset;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+enum class UnaryOp : uint8_t {
+  Sqrt, Erf, Tanh, Relu, Sigmoid, Exp, Log, Neg, GeluErf, GeluTanh
+};
+
+/// One element of a unary op: runtime/cpu/Elementwise.cpp's formulas.
+template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
+  if constexpr (std::is_integral_v<T>) {
+    // Only Neg and Relu are integer ops on the cuda backend; Neg wraps.
+    using U = std::make_unsigned_t<T>;
+    if (op == UnaryOp::Neg)
+      return static_cast<T>(U(0) - static_cast<U>(x));
+    if constexpr (std::is_signed_v<T>)
+      return x < T(0) ? T(0) : x;
+    return x;
+  } else {
+    switch (op) {
+    case UnaryOp::Sqrt:
+      return std::sqrt(x);
+    case UnaryOp::Erf:
+      return std::erf(x);
+    case UnaryOp::Tanh:
+      return std::tanh(x);
+    case UnaryOp::Relu:
+      return x < T(0) ? T(0) : x;
+    case UnaryOp::Sigmoid:
+      return T(1) / (T(1) + std::exp(-x));
+    case UnaryOp::Exp:
+      return std::exp(x);
+    case UnaryOp::Log:
+      return std::log(x);
+    case UnaryOp::Neg:
+      return -x;
+    case UnaryOp::GeluErf: {
+      const T sqrtHalf = T(0.70710678118654752440);
+      return T(0.5) * x * (T(1) + std::erf(x * sqrtHalf));
+    }
+    case UnaryOp::GeluTanh: {
+      const T sqrtTwoOverPi = T(0.79788456080286535588);
+      const T cubic = T(0.044715);
+      return T(0.5) * x *
+             (T(1) + std::tanh(sqrtTwoOverPi * (x + cubic * x * x * x)));
+    }
+    }
+    return x;
+  }
+}
+
+/// Binary ops of the cuda backend. Comparisons and And give bool bytes;
+/// the rest the operands' type.
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Max, Pow, Equal, GreaterOrEqual, And };
+
+/// \returns true when \p op gives bool bytes.
+REMAT_HOST_DEVICE inline bool isPredicate(BinaryOp op) {
+  return op == BinaryOp::Equal || op == BinaryOp::GreaterOrEqual ||
+         op == BinaryOp::And;
+}
+
+/// One element of an arithmetic binary op (not a predicate). Integers wrap;
+/// integer Div by zero is left to the host (the backend runs it there).
+template <typename T> REMAT_HOST_DEVICE inline T binary(BinaryOp op, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned,
+                                 std::make_unsigned_t<T>>;
+    switch (op) {
+    case BinaryOp::Add:
+      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+    case BinaryOp::Sub:
+      return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+    case BinaryOp::Mul:
+      return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+    case BinaryOp::Max:
+      return a < b ? b : a;
+    default:
+      return T(0);
+    }
+  } else {
+    switch (op) {
+    case BinaryOp::Add:
+      return a + b;
+    case BinaryOp::Sub:
+      return a - b;
+    case BinaryOp::Mul:
+      return a * b;
+    case BinaryOp::Div:
+      return a / b;
+    case BinaryOp::Max:
+      if (std::isnan(a) || std::isnan(b))
+        return std::isnan(a) ? a : b;
+      return a < b ? b : a;
+    case BinaryOp::Pow:
+      return std::pow(a, b);
+    default:
+      return T(0);
+    }
+  }
+}
+
+/// One element of a predicate op, as a bool byte.
+template <typename T>
+REMAT_HOST_DEVICE inline uint8_t predicate(BinaryOp op, T a, T b) {
+  switch (op) {
+  case BinaryOp::Equal:
+    return a == b;
+  case BinaryOp::GreaterOrEqual:
+    return a >= b;
+  default: // And, on bool bytes
+    return (a != T(0)) && (b != T(0));
+  }
+}
+
+/// One element of Cast between f32, f64, i64, i32, i8 and u8 as the CPU
+/// converts it: float to integer truncates, saturates and maps NaN to 0.
+/// Cast to bool is castToBool.
+template <typename To, typename From>
+REMAT_HOST_DEVICE inline To castValue(From value) {
+  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(value))
+      return To(0);
+    double truncated = std::trunc(static_cast<double>(value));
+    if (truncated < static_cast<double>(std::numeric_limits<To>::min()))
+      return std::numeric_limits<To>::min();
+    if (truncated >= static_cast<double>(std::numeric_limits<To>::max()) + 1.0)
+      return std::numeric_limits<To>::max();
+    return static_cast<To>(truncated);
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+/// Cast to bool: nonzero (NaN included) is true.
+template <typename From> REMAT_HOST_DEVICE inline uint8_t castToBool(From value) {
+  return value != From(0) ? 1 : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+/// Element \p index of a training-mode Dropout: kept elements are x * scale,
+/// dropped ones 0; \p keep receives the mask bit. \p threshold and \p scale
+/// as runtime/cpu computes them (dropoutThreshold, 1 / (1 - ratio) in T).
+template <typename T>
+REMAT_HOST_DEVICE inline T dropout(T x, uint64_t key, int64_t index,
+                                   uint32_t threshold, T scale, bool &keep) {
+  keep = dropoutBits24(key, static_cast<uint64_t>(index)) >= threshold;
+  return keep ? x * scale : T(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, LayerNormalization, loss: one thread per row or column
+//===----------------------------------------------------------------------===//
+
+template <typename T> REMAT_HOST_DEVICE inline T maxIgnoringNaN(T a, T b) {
+  return b > a ? b : a;
+}
+
+/// Softmax (or LogSoftmax when \p isLog) of the column of \p n elements at
+/// \p x, \p stride apart, into \p y (same layout; may alias \p x). The
+/// CPU's order: max, then sum of exp(x - max) in index order, then divide
+/// (or (x - max) - log(sum)).
+template <typename T>
+REMAT_HOST_DEVICE inline void softmaxColumn(const T *x, T *y, int64_t n,
+                                            int64_t stride, bool isLog) {
+  if (n == 0)
+    return;
+  T m = x[0];
+  for (int64_t j = 1; j < n; ++j)
+    m = maxIgnoringNaN(m, x[j * stride]);
+  T s = T(0);
+  if (isLog) {
+    for (int64_t j = 0; j < n; ++j)
+      s += std::exp(x[j * stride] - m);
+    T logSum = std::log(s);
+    for (int64_t j = 0; j < n; ++j)
+      y[j * stride] = (x[j * stride] - m) - logSum;
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    T e = std::exp(x[j * stride] - m);
+    y[j * stride] = e;
+    s += e;
+  }
+  for (int64_t j = 0; j < n; ++j)
+    y[j * stride] = y[j * stride] / s;
+}
+
+/// LayerNormalization of one row of \p n elements: X of type T, statistics
+/// computed in U and stored as S (runtime/cpu/Normalization.cpp). \p scale
+/// and \p bias (may be null) have n elements; \p y may alias \p x.
+template <typename T, typename U, typename S>
+REMAT_HOST_DEVICE inline void layerNormRow(const T *x, const T *scale,
+                                           const T *bias, T *y, int64_t n,
+                                           float epsilon, S *mean,
+                                           S *invStdDev) {
+  const U eps = static_cast<U>(epsilon);
+  const U count = static_cast<U>(n);
+  U sum = U(0);
+  for (int64_t i = 0; i < n; ++i)
+    sum += static_cast<U>(x[i]);
+  U mu = sum / count;
+  U squares = U(0);
+  for (int64_t i = 0; i < n; ++i) {
+    U d = static_cast<U>(x[i]) - mu;
+    squares += d * d;
+  }
+  U variance = squares / count;
+  U invStd = U(1) / std::sqrt(variance + eps);
+  if (mean)
+    *mean = static_cast<S>(mu);
+  if (invStdDev)
+    *invStdDev = static_cast<S>(invStd);
+  for (int64_t i = 0; i < n; ++i) {
+    T normalized = static_cast<T>((static_cast<U>(x[i]) - mu) * invStd);
+    T scaled = normalized * scale[i];
+    y[i] = bias ? scaled + bias[i] : scaled;
+  }
+}
+
+/// SoftmaxCrossEntropyLoss at position (b, d) of scores [N, C, D]: the
+/// column of C scores at \p x (\p spatial apart). Writes the column's log
+/// probabilities to \p logProb when not null and \returns the element's
+/// loss: 0 when \p label is ignored, else -logP[label] (times its weight).
+/// \p label must be in [0, C) unless ignored.
+template <typename T, typename L>
+REMAT_HOST_DEVICE inline T crossEntropyColumn(const T *x, int64_t classes,
+                                              int64_t spatial, L label,
+                                              bool hasIgnore,
+                                              int64_t ignoreIndex,
+                                              const T *weights, T *logProb) {
+  T m = classes > 0 ? x[0] : -std::numeric_limits<T>::infinity();
+  for (int64_t c = 1; c < classes; ++c)
+    m = maxIgnoringNaN(m, x[c * spatial]);
+  T s = T(0);
+  for (int64_t c = 0; c < classes; ++c)
+    s += std::exp(x[c * spatial] - m);
+  T lse = std::log(s);
+  if (logProb)
+    for (int64_t c = 0; c < classes; ++c)
+      logProb[c * spatial] = (x[c * spatial] - m) - lse;
+  if (hasIgnore && static_cast<int64_t>(label) == ignoreIndex)
+    return T(0);
+  T logP = (x[static_cast<int64_t>(label) * spatial] - m) - lse;
+  return weights ? -logP * weights[label] : -logP;
+}
+
+/// The loss reduced over \p count elements ("sum" or "mean"), in index order
+/// as the CPU sums it. For "mean" the divisor is the weight of the
+/// non-ignored labels (their count without weights).
+template <typename T, typename L>
+REMAT_HOST_DEVICE inline T reduceCrossEntropy(const T *losses, const L *labels,
+                                              int64_t count, bool mean,
+                                              bool hasIgnore,
+                                              int64_t ignoreIndex,
+                                              const T *weights) {
+  T total = T(0);
+  for (int64_t i = 0; i < count; ++i)
+    total += losses[i];
+  if (!mean)
+    return total;
+  if (weights) {
+    T weightSum = T(0);
+    for (int64_t i = 0; i < count; ++i) {
+      if (hasIgnore && static_cast<int64_t>(labels[i]) == ignoreIndex)
+        continue;
+      weightSum += weights[labels[i]];
+    }
+    return total / weightSum;
+  }
+  int64_t kept = count;
+  if (hasIgnore)
+    for (int64_t i = 0; i < count; ++i)
+      kept -= static_cast<int64_t>(labels[i]) == ignoreIndex;
+  return total / static_cast<T>(kept);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+enum class ReduceOp : uint8_t { Sum, Mean, Max };
+
+/// Output element \p o of a reduction: its inputs are \p reduced's index
+/// space (row-major, the CPU's order) from the offset of \p o in \p kept.
+/// Floats accumulate in T; Max starts from the first input and lets NaN
+/// win, Sum and Mean start from 0; Mean divides by the count.
+template <typename T>
+REMAT_HOST_DEVICE inline T reduceElement(ReduceOp op, const T *x,
+                                         const Dims &keptSpace,
+                                         const Strides &kept,
+                                         const Dims &reducedSpace,
+                                         const Strides &reduced,
+                                         int64_t reduceCount, int64_t o) {
+  int64_t base = offsetOf(keptSpace, kept, o);
+  T acc = op == ReduceOp::Max ? x[base + offsetOf(reducedSpace, reduced, 0)]
+                              : T(0);
+  for (int64_t r = 0; r < reduceCount; ++r) {
+    T value = x[base + offsetOf(reducedSpace, reduced, r)];
+    if (op == ReduceOp::Max) {
+      if (std::isnan(acc))
+        continue;
+      if (std::isnan(value))
+        acc = value;
+      else
+        acc = value > acc ? value : acc;
+    } else {
+      acc = acc + value;
+    }
+  }
+  if (op == ReduceOp::Mean)
+    return acc / static_cast<T>(reduceCount);
+  return acc;
+}
+
+//===----------------------------------------------------------------------===//
+// Gather and ScatterElements
+//===----------------------------------------------------------------------===//
+
+/// \returns \p index wrapped into [0, size) (negative counts from the end),
+/// or -1 when it is out of range.
+REMAT_HOST_DEVICE inline int64_t wrapIndex(int64_t index, int64_t size) {
+  if (index < 0)
+    index += size;
+  return index >= 0 && index < size ? index : -1;
+}
+
+/// Gather of data viewed as [outer, axisSize, inner] with \p count indices:
+/// output element \p o is data[outer][indices[k]][inner] for o = (outer, k,
+/// inner). \returns the data offset, or -1 for an index out of range.
+template <typename I>
+REMAT_HOST_DEVICE inline int64_t gatherOffset(const I *indices, int64_t count,
+                                              int64_t axisSize, int64_t inner,
+                                              int64_t o) {
+  int64_t i = o % inner;
+  int64_t k = (o / inner) % count;
+  int64_t outer = o / (inner * count);
+  int64_t index = wrapIndex(static_cast<int64_t>(indices[k]), axisSize);
+  if (index < 0)
+    return -1;
+  return (outer * axisSize + index) * inner + i;
+}
+
+/// The data offset ScatterElements writes update element \p p to: indices
+/// and updates have dims \p updateSpace, data has \p dataStrides (row-major
+/// strides of data's dims); along \p axis the coordinate is the index.
+/// \returns -1 for an index out of range.
+template <typename I>
+REMAT_HOST_DEVICE inline int64_t scatterTarget(const I *indices,
+                                               const Dims &updateSpace,
+                                               const int64_t *dataStrides,
+                                               int axis, int64_t axisSize,
+                                               int64_t p) {
+  int64_t offset = 0, linear = p;
+  for (int d = updateSpace.rank - 1; d >= 0; --d) {
+    int64_t coord = linear % updateSpace.dims[d];
+    linear /= updateSpace.dims[d];
+    if (d == axis) {
+      coord = wrapIndex(static_cast<int64_t>(indices[p]), axisSize);
+      if (coord < 0)
+        return -1;
+    }
+    offset += coord * dataStrides[d];
+  }
+  return offset;
+}
+
+/// ScatterElements "add" or "mul" for one output element: \p value is
+/// data's element; the updates that target it are \p sortedPositions[begin,
+/// end) (update positions in increasing order, as a stable sort by target
+/// leaves them), applied in that order as the CPU applies them.
+template <typename T>
+REMAT_HOST_DEVICE inline T scatterCombine(T value, const T *updates,
+                                          const int64_t *sortedPositions,
+                                          int64_t begin, int64_t end,
+                                          bool multiply) {
+  for (int64_t k = begin; k < end; ++k) {
+    T u = updates[sortedPositions[k]];
+    value = multiply ? value * u : value + u;
+  }
+  return value;
+}
+
+/// \returns the first k in [0, n) with keys[k] >= key (keys ascending).
+REMAT_HOST_DEVICE inline int64_t lowerBound(const int64_t *keys, int64_t n,
+                                            int64_t key) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+} // namespace remat::runtime::cuda::body
+
+#endif // REMAT_RUNTIME_CUDA_KERNELBODIES_H

@@ -1,0 +1,464 @@
+//===- runtime/cuda/Kernels.cu - The CUDA kernels -------------------------===//
+//
+// Thin grid-stride loops over the bodies of KernelBodies.h. Each thread owns
+// its output elements (or rows), so nothing is atomic and every run gives
+// the same bits.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/Kernels.h"
+
+#include <cuda_runtime.h>
+
+namespace remat::runtime::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocksFor(int64_t count) {
+  int64_t blocks = (count + kThreads - 1) / kThreads;
+  if (blocks < 1)
+    blocks = 1;
+  return static_cast<unsigned>(blocks > 65535 * 16 ? 65535 * 16 : blocks);
+}
+
+cudaStream_t asStream(StreamHandle stream) {
+  return static_cast<cudaStream_t>(stream);
+}
+
+int lastError() { return static_cast<int>(cudaGetLastError()); }
+
+#define REMAT_GRID_LOOP(i, count)                                              \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;             \
+       i < (count); i += int64_t(blockDim.x) * gridDim.x)
+
+/// Calls fn(T()) for a compute type.
+template <typename Fn> int dispatchType(ElemType type, Fn &&fn) {
+  switch (type) {
+  case ElemType::F32:
+    return fn(float());
+  case ElemType::F64:
+    return fn(double());
+  case ElemType::I64:
+    return fn(int64_t());
+  case ElemType::I32:
+    return fn(int32_t());
+  case ElemType::I8:
+    return fn(int8_t());
+  case ElemType::U8:
+    return fn(uint8_t());
+  }
+  return static_cast<int>(cudaErrorInvalidValue);
+}
+
+template <typename Fn> int dispatchFloat(ElemType type, Fn &&fn) {
+  if (type == ElemType::F32)
+    return fn(float());
+  if (type == ElemType::F64)
+    return fn(double());
+  return static_cast<int>(cudaErrorInvalidValue);
+}
+
+template <typename Fn> int dispatchSize(unsigned size, Fn &&fn) {
+  switch (size) {
+  case 1:
+    return fn(uint8_t());
+  case 2:
+    return fn(uint16_t());
+  case 4:
+    return fn(uint32_t());
+  case 8:
+    return fn(uint64_t());
+  }
+  return static_cast<int>(cudaErrorInvalidValue);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void unaryKernel(body::UnaryOp op, const T *in, T *out,
+                            int64_t count) {
+  REMAT_GRID_LOOP(i, count) out[i] = body::unary(op, in[i]);
+}
+
+template <typename T>
+__global__ void binaryKernel(body::BinaryOp op, const T *a, const T *b,
+                             void *out, body::Dims space, body::Strides la,
+                             body::Strides lb, int64_t count) {
+  bool pred = body::isPredicate(op);
+  REMAT_GRID_LOOP(i, count) {
+    T x = a[body::offsetOf(space, la, i)];
+    T y = b[body::offsetOf(space, lb, i)];
+    if (pred)
+      static_cast<uint8_t *>(out)[i] = body::predicate(op, x, y);
+    else
+      static_cast<T *>(out)[i] = body::binary(op, x, y);
+  }
+}
+
+template <typename T>
+__global__ void whereKernel(const uint8_t *cond, const T *x, const T *y,
+                            T *out, body::Dims space, body::Strides lc,
+                            body::Strides lx, body::Strides ly,
+                            int64_t count) {
+  REMAT_GRID_LOOP(i, count) {
+    out[i] = cond[body::offsetOf(space, lc, i)]
+                 ? x[body::offsetOf(space, lx, i)]
+                 : y[body::offsetOf(space, ly, i)];
+  }
+}
+
+template <typename To, typename From>
+__global__ void castKernel(const From *in, To *out, int64_t count) {
+  REMAT_GRID_LOOP(i, count) out[i] = body::castValue<To>(in[i]);
+}
+
+template <typename From>
+__global__ void castToBoolKernel(const From *in, uint8_t *out, int64_t count) {
+  REMAT_GRID_LOOP(i, count) out[i] = body::castToBool(in[i]);
+}
+
+template <typename T>
+__global__ void stridedCopyKernel(const T *in, T *out, body::Dims space,
+                                  body::Strides lin, body::Strides lout,
+                                  int64_t count) {
+  REMAT_GRID_LOOP(i, count) {
+    out[body::offsetOf(space, lout, i)] = in[body::offsetOf(space, lin, i)];
+  }
+}
+
+template <typename T>
+__global__ void fillKernel(T value, T *out, int64_t count) {
+  REMAT_GRID_LOOP(i, count) out[i] = value;
+}
+
+template <typename T>
+__global__ void dropoutKernel(const T *x, T *y, uint8_t *mask, int64_t count,
+                              uint64_t key, uint32_t threshold, T scale) {
+  REMAT_GRID_LOOP(i, count) {
+    bool keep;
+    y[i] = body::dropout(x[i], key, i, threshold, scale, keep);
+    if (mask)
+      mask[i] = keep;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Rows and columns
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void softmaxKernel(const T *x, T *y, int64_t outer, int64_t n,
+                              int64_t inner, bool isLog) {
+  REMAT_GRID_LOOP(c, outer * inner) {
+    int64_t o = c / inner, i = c % inner;
+    int64_t start = o * n * inner + i;
+    body::softmaxColumn(x + start, y + start, n, inner, isLog);
+  }
+}
+
+template <typename T, typename U, typename S>
+__global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
+                                T *y, S *mean, S *invStdDev, int64_t rows,
+                                int64_t n, float epsilon) {
+  REMAT_GRID_LOOP(r, rows) {
+    body::layerNormRow<T, U, S>(x + r * n, scale, bias, y + r * n, n, epsilon,
+                                mean ? mean + r : nullptr,
+                                invStdDev ? invStdDev + r : nullptr);
+  }
+}
+
+template <typename T, typename L>
+__global__ void crossEntropyKernel(const T *scores, const L *labels,
+                                   const T *weights, T *losses, T *logProb,
+                                   int64_t batch, int64_t classes,
+                                   int64_t spatial, bool hasIgnore,
+                                   int64_t ignoreIndex, int *errorFlag) {
+  REMAT_GRID_LOOP(e, batch * spatial) {
+    int64_t b = e / spatial, d = e % spatial;
+    int64_t start = b * classes * spatial + d;
+    L label = labels[e];
+    bool ignored = hasIgnore && static_cast<int64_t>(label) == ignoreIndex;
+    if (!ignored && (label < 0 || static_cast<int64_t>(label) >= classes)) {
+      *errorFlag = 1;
+      losses[e] = T(0);
+      continue;
+    }
+    losses[e] = body::crossEntropyColumn(
+        scores + start, classes, spatial, label, hasIgnore, ignoreIndex,
+        weights, logProb ? logProb + start : nullptr);
+  }
+}
+
+template <typename T, typename L>
+__global__ void reduceCrossEntropyKernel(const T *losses, const L *labels,
+                                         T *out, int64_t count, bool mean,
+                                         bool hasIgnore, int64_t ignoreIndex,
+                                         const T *weights) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    *out = body::reduceCrossEntropy(losses, labels, count, mean, hasIgnore,
+                                    ignoreIndex, weights);
+}
+
+template <typename T>
+__global__ void reduceKernel(body::ReduceOp op, const T *x, T *out,
+                             body::Dims keptSpace, body::Strides kept,
+                             body::Dims reducedSpace, body::Strides reduced,
+                             int64_t reduceCount, int64_t count) {
+  REMAT_GRID_LOOP(o, count) {
+    out[o] = body::reduceElement(op, x, keptSpace, kept, reducedSpace, reduced,
+                                 reduceCount, o);
+  }
+}
+
+template <typename T, typename I>
+__global__ void gatherKernel(const T *data, const I *indices, T *out,
+                             int64_t axisSize, int64_t inner, int64_t n,
+                             int64_t total, int *errorFlag) {
+  REMAT_GRID_LOOP(o, total) {
+    int64_t offset = body::gatherOffset(indices, n, axisSize, inner, o);
+    if (offset < 0) {
+      *errorFlag = 1;
+      out[o] = T(0);
+    } else {
+      out[o] = data[offset];
+    }
+  }
+}
+
+int64_t product(const body::Dims &space) {
+  int64_t count = 1;
+  for (int d = 0; d < space.rank; ++d)
+    count *= space.dims[d];
+  return count;
+}
+
+} // namespace
+
+int launchUnary(StreamHandle stream, body::UnaryOp op, ElemType type,
+                const void *in, void *out, int64_t count) {
+  if (count == 0)
+    return 0;
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    unaryKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        op, static_cast<const T *>(in), static_cast<T *>(out), count);
+    return lastError();
+  });
+}
+
+int launchBinary(StreamHandle stream, body::BinaryOp op, ElemType type,
+                 const void *a, const void *b, void *out,
+                 const body::Dims &space, const body::Strides &la,
+                 const body::Strides &lb) {
+  int64_t count = product(space);
+  if (count == 0)
+    return 0;
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    binaryKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        op, static_cast<const T *>(a), static_cast<const T *>(b), out, space,
+        la, lb, count);
+    return lastError();
+  });
+}
+
+int launchWhere(StreamHandle stream, unsigned elementSize, const void *cond,
+                const void *x, const void *y, void *out,
+                const body::Dims &space, const body::Strides &lc,
+                const body::Strides &lx, const body::Strides &ly) {
+  int64_t count = product(space);
+  if (count == 0)
+    return 0;
+  return dispatchSize(elementSize, [&](auto tag) {
+    using T = decltype(tag);
+    whereKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const uint8_t *>(cond), static_cast<const T *>(x),
+        static_cast<const T *>(y), static_cast<T *>(out), space, lc, lx, ly,
+        count);
+    return lastError();
+  });
+}
+
+int launchCast(StreamHandle stream, ElemType from, ElemType to, bool toBool,
+               const void *in, void *out, int64_t count) {
+  if (count == 0)
+    return 0;
+  return dispatchType(from, [&](auto fromTag) {
+    using From = decltype(fromTag);
+    if (toBool) {
+      castToBoolKernel<From><<<blocksFor(count), kThreads, 0,
+                               asStream(stream)>>>(
+          static_cast<const From *>(in), static_cast<uint8_t *>(out), count);
+      return lastError();
+    }
+    return dispatchType(to, [&](auto toTag) {
+      using To = decltype(toTag);
+      castKernel<To, From><<<blocksFor(count), kThreads, 0,
+                             asStream(stream)>>>(
+          static_cast<const From *>(in), static_cast<To *>(out), count);
+      return lastError();
+    });
+  });
+}
+
+int launchStridedCopy(StreamHandle stream, unsigned elementSize,
+                      const void *in, void *out, const body::Dims &space,
+                      const body::Strides &lin, const body::Strides &lout) {
+  int64_t count = product(space);
+  if (count == 0)
+    return 0;
+  return dispatchSize(elementSize, [&](auto tag) {
+    using T = decltype(tag);
+    stridedCopyKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(in), static_cast<T *>(out), space, lin, lout,
+        count);
+    return lastError();
+  });
+}
+
+int launchFill(StreamHandle stream, unsigned elementSize, const void *value,
+               void *out, int64_t count) {
+  if (count == 0)
+    return 0;
+  return dispatchSize(elementSize, [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    memcpy(&v, value, sizeof(T));
+    fillKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        v, static_cast<T *>(out), count);
+    return lastError();
+  });
+}
+
+int launchDropout(StreamHandle stream, ElemType type, const void *x, void *y,
+                  uint8_t *mask, int64_t count, uint64_t key,
+                  uint32_t threshold, double scale) {
+  if (count == 0)
+    return 0;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    dropoutKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(x), static_cast<T *>(y), mask, count, key,
+        threshold, static_cast<T>(scale));
+    return lastError();
+  });
+}
+
+int launchSoftmax(StreamHandle stream, ElemType type, bool isLog,
+                  const void *x, void *y, int64_t outer, int64_t n,
+                  int64_t inner) {
+  if (outer * inner == 0 || n == 0)
+    return 0;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    softmaxKernel<T><<<blocksFor(outer * inner), kThreads, 0,
+                       asStream(stream)>>>(static_cast<const T *>(x),
+                                           static_cast<T *>(y), outer, n,
+                                           inner, isLog);
+    return lastError();
+  });
+}
+
+int launchLayerNorm(StreamHandle stream, ElemType type, bool computeF64,
+                    ElemType statsType, const void *x, const void *scale,
+                    const void *bias, void *y, void *mean, void *invStdDev,
+                    int64_t rows, int64_t n, float epsilon) {
+  if (rows == 0)
+    return 0;
+  auto run = [&](auto tTag, auto uTag, auto sTag) {
+    using T = decltype(tTag);
+    using U = decltype(uTag);
+    using S = decltype(sTag);
+    layerNormKernel<T, U, S><<<blocksFor(rows), kThreads, 0,
+                               asStream(stream)>>>(
+        static_cast<const T *>(x), static_cast<const T *>(scale),
+        static_cast<const T *>(bias), static_cast<T *>(y),
+        static_cast<S *>(mean), static_cast<S *>(invStdDev), rows, n, epsilon);
+    return lastError();
+  };
+  auto withStats = [&](auto tTag, auto uTag) {
+    if (statsType == ElemType::F32)
+      return run(tTag, uTag, float());
+    return run(tTag, uTag, double());
+  };
+  if (type == ElemType::F64)
+    return withStats(double(), double());
+  if (computeF64)
+    return withStats(float(), double());
+  return withStats(float(), float());
+}
+
+int launchCrossEntropy(StreamHandle stream, ElemType type, bool labelsI64,
+                       const void *scores, const void *labels,
+                       const void *weights, void *losses, void *logProb,
+                       void *reduced, bool mean, int64_t batch,
+                       int64_t classes, int64_t spatial, bool hasIgnore,
+                       int64_t ignoreIndex, int *errorFlag) {
+  auto run = [&](auto tTag, auto lTag) {
+    using T = decltype(tTag);
+    using L = decltype(lTag);
+    int64_t count = batch * spatial;
+    if (count > 0)
+      crossEntropyKernel<T, L><<<blocksFor(count), kThreads, 0,
+                                 asStream(stream)>>>(
+          static_cast<const T *>(scores), static_cast<const L *>(labels),
+          static_cast<const T *>(weights), static_cast<T *>(losses),
+          static_cast<T *>(logProb), batch, classes, spatial, hasIgnore,
+          ignoreIndex, errorFlag);
+    if (reduced)
+      reduceCrossEntropyKernel<T, L><<<1, 1, 0, asStream(stream)>>>(
+          static_cast<const T *>(losses), static_cast<const L *>(labels),
+          static_cast<T *>(reduced), count, mean, hasIgnore, ignoreIndex,
+          static_cast<const T *>(weights));
+    return lastError();
+  };
+  return dispatchFloat(type, [&](auto tTag) {
+    if (labelsI64)
+      return run(tTag, int64_t());
+    return run(tTag, int32_t());
+  });
+}
+
+int launchReduce(StreamHandle stream, body::ReduceOp op, ElemType type,
+                 const void *x, void *out, const body::Dims &keptSpace,
+                 const body::Strides &kept, const body::Dims &reducedSpace,
+                 const body::Strides &reduced, int64_t reduceCount) {
+  int64_t count = product(keptSpace);
+  if (count == 0)
+    return 0;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    reduceKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        op, static_cast<const T *>(x), static_cast<T *>(out), keptSpace, kept,
+        reducedSpace, reduced, reduceCount, count);
+    return lastError();
+  });
+}
+
+int launchGather(StreamHandle stream, unsigned elementSize, bool indicesI64,
+                 const void *data, const void *indices, void *out,
+                 int64_t outer, int64_t axisSize, int64_t inner,
+                 int64_t count, int *errorFlag) {
+  int64_t total = outer * count * inner;
+  if (total == 0)
+    return 0;
+  return dispatchSize(elementSize, [&](auto tag) {
+    using T = decltype(tag);
+    if (indicesI64)
+      gatherKernel<T, int64_t><<<blocksFor(total), kThreads, 0,
+                                 asStream(stream)>>>(
+          static_cast<const T *>(data), static_cast<const int64_t *>(indices),
+          static_cast<T *>(out), axisSize, inner, count, total, errorFlag);
+    else
+      gatherKernel<T, int32_t><<<blocksFor(total), kThreads, 0,
+                                 asStream(stream)>>>(
+          static_cast<const T *>(data), static_cast<const int32_t *>(indices),
+          static_cast<T *>(out), axisSize, inner, count, total, errorFlag);
+    return lastError();
+  });
+}
+
+} // namespace remat::runtime::cuda

@@ -1,0 +1,118 @@
+//===- runtime/cuda/Kernels.h - Launching the CUDA kernels ------*- C++ -*-===//
+//
+// Host functions that queue one kernel on a stream (Kernels.cu). They take
+// plain pointers to device memory and the index plans of KernelBodies.h, and
+// return the launch's cudaError_t as an int (0 = queued); nothing here
+// synchronizes. Included by host C++20 code and by nvcc's C++17 alike, so
+// it names no CUDA or LLVM type.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_CUDA_KERNELS_H
+#define REMAT_RUNTIME_CUDA_KERNELS_H
+
+#include "runtime/cuda/KernelBodies.h"
+
+#include <cstdint>
+
+namespace remat::runtime::cuda {
+
+/// A cudaStream_t.
+using StreamHandle = void *;
+
+/// Element types the device kernels compute in.
+enum class ElemType : uint8_t { F32, F64, I64, I32, I8, U8 };
+
+/// out[i] = op(in[i]) over \p count elements.
+int launchUnary(StreamHandle stream, body::UnaryOp op, ElemType type,
+                const void *in, void *out, int64_t count);
+
+/// out = op(a, b) broadcast over \p space; \p a and \p b are laid out by
+/// \p la and \p lb, \p out contiguous. Predicates write bool bytes.
+int launchBinary(StreamHandle stream, body::BinaryOp op, ElemType type,
+                 const void *a, const void *b, void *out,
+                 const body::Dims &space, const body::Strides &la,
+                 const body::Strides &lb);
+
+/// out = cond ? x : y broadcast over \p space, elements of \p elementSize.
+int launchWhere(StreamHandle stream, unsigned elementSize, const void *cond,
+                const void *x, const void *y, void *out,
+                const body::Dims &space, const body::Strides &lc,
+                const body::Strides &lx, const body::Strides &ly);
+
+/// Cast of \p count elements; \p toBool casts to bool bytes (then \p to is
+/// ignored).
+int launchCast(StreamHandle stream, ElemType from, ElemType to, bool toBool,
+               const void *in, void *out, int64_t count);
+
+/// out[offsetOf(space, lout, i)] = in[offsetOf(space, lin, i)] for every i
+/// of \p space: Transpose, Slice, Expand, Concat and Split.
+int launchStridedCopy(StreamHandle stream, unsigned elementSize,
+                      const void *in, void *out, const body::Dims &space,
+                      const body::Strides &lin, const body::Strides &lout);
+
+/// Fills \p count elements of \p elementSize with the bytes at \p value.
+int launchFill(StreamHandle stream, unsigned elementSize, const void *value,
+               void *out, int64_t count);
+
+/// Training-mode Dropout (f32 or f64); \p mask may be null.
+int launchDropout(StreamHandle stream, ElemType type, const void *x, void *y,
+                  uint8_t *mask, int64_t count, uint64_t key,
+                  uint32_t threshold, double scale);
+
+/// Softmax or LogSoftmax of x viewed as [outer, n, inner] along n.
+int launchSoftmax(StreamHandle stream, ElemType type, bool isLog,
+                  const void *x, void *y, int64_t outer, int64_t n,
+                  int64_t inner);
+
+/// LayerNormalization of \p rows rows of \p n; X is \p type (f32 or f64),
+/// statistics computed in f64 when \p computeF64 and stored as \p statsType;
+/// \p bias, \p mean and \p invStdDev may be null.
+int launchLayerNorm(StreamHandle stream, ElemType type, bool computeF64,
+                    ElemType statsType, const void *x, const void *scale,
+                    const void *bias, void *y, void *mean, void *invStdDev,
+                    int64_t rows, int64_t n, float epsilon);
+
+/// SoftmaxCrossEntropyLoss: scores [batch, classes, spatial], labels (i64
+/// when \p labelsI64, else i32) [batch, spatial]. \p losses receives the
+/// per-element losses (the output for reduction "none", else workspace);
+/// when \p reduced is not null it receives their sum, or mean when
+/// \p mean. \p logProb and \p weights may be null. Labels out of range set
+/// \p errorFlag to 1.
+int launchCrossEntropy(StreamHandle stream, ElemType type, bool labelsI64,
+                       const void *scores, const void *labels,
+                       const void *weights, void *losses, void *logProb,
+                       void *reduced, bool mean, int64_t batch,
+                       int64_t classes, int64_t spatial, bool hasIgnore,
+                       int64_t ignoreIndex, int *errorFlag);
+
+/// ReduceSum/Mean/Max: one thread per output element of \p keptSpace.
+int launchReduce(StreamHandle stream, body::ReduceOp op, ElemType type,
+                 const void *x, void *out, const body::Dims &keptSpace,
+                 const body::Strides &kept, const body::Dims &reducedSpace,
+                 const body::Strides &reduced, int64_t reduceCount);
+
+/// Gather of data [outer, axisSize, inner] at \p count indices (i64 when
+/// \p indicesI64) into out [outer, count, inner]. Indices out of range set
+/// \p errorFlag to 1 (and give 0s).
+int launchGather(StreamHandle stream, unsigned elementSize, bool indicesI64,
+                 const void *data, const void *indices, void *out,
+                 int64_t outer, int64_t axisSize, int64_t inner,
+                 int64_t count, int *errorFlag);
+
+/// Bytes of workspace launchScatter needs for \p count updates.
+uint64_t scatterWorkspaceBytes(int64_t count);
+
+/// ScatterElements: out = data, then each update written to its target
+/// (none), or added / multiplied in update order ("add"/"mul", sorted by
+/// target in \p workspace of scatterWorkspaceBytes(count) bytes). f32, f64,
+/// i64 or i32 for add/mul; any element size for none.
+int launchScatter(StreamHandle stream, ElemType type, unsigned elementSize,
+                  int reduction, bool indicesI64, const void *data,
+                  const void *indices, const void *updates, void *out,
+                  int64_t dataCount, const body::Dims &updateSpace,
+                  const int64_t *dataStrides, int axis, int64_t axisSize,
+                  void *workspace, int *errorFlag);
+
+} // namespace remat::runtime::cuda
+
+#endif // REMAT_RUNTIME_CUDA_KERNELS_H

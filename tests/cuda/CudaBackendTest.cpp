@@ -1,0 +1,232 @@
+//===- tests/cuda/CudaBackendTest.cpp - The CUDA backend against the CPU --===//
+//
+// remat-cuda-tests [--pipeline P] [--bind B] [--rtol R] [--backend cuda]
+//                  MODEL...
+//
+// For every model: load it (optionally run a pipeline, e.g. the training
+// step, and plan memory), generate its inputs as remat-run does, run one step
+// on the CPU backend and two on the CUDA backend, and check that
+//   - every output agrees with the CPU's: floats within relative error R in
+//     the 2-norm (||gpu - cpu|| <= R * ||cpu||, and elementwise the largest
+//     difference is printed), integers and bools exactly;
+//   - the two CUDA steps give the same bits (no atomics, one stream).
+// Prints one line per model and the nodes that ran on the host.
+//
+// --backend cpu tests the harness itself on machines without a GPU (the CPU
+// against itself). Without a GPU or driver it prints "SKIPPED: no CUDA device (<reason>)"
+// and exits 77, which ctest (SKIP_RETURN_CODE) shows as skipped.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/ModelLoader.h"
+#include "driver/Pipeline.h"
+#include "driver/RunDriver.h"
+#include "ir/Support.h"
+#include "runtime/Backend.h"
+#include "runtime/cuda/CudaBackend.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace remat;
+
+namespace {
+
+constexpr int kSkipCode = 77;
+
+struct Options {
+  std::string pipeline;
+  std::string bind;
+  double rtol = 1e-5;
+  std::string backend = "cuda";
+  std::vector<std::string> models;
+};
+
+/// \returns the outputs of one step of \p graph on \p backend.
+llvm::Expected<std::vector<runtime::OwnedTensor>>
+runOn(llvm::StringRef backendName, const ir::Graph &graph,
+      llvm::ArrayRef<runtime::Tensor> inputs, unsigned steps,
+      std::vector<std::vector<runtime::OwnedTensor>> *all,
+      unsigned *hostNodes) {
+  auto backend = runtime::createBackend(backendName);
+  if (!backend)
+    return backend.takeError();
+  auto executable = (*backend)->compile(graph, runtime::CompileOptions());
+  if (!executable)
+    return executable.takeError();
+  std::vector<runtime::OwnedTensor> last;
+  for (unsigned s = 0; s < steps; ++s) {
+    auto result = (*executable)->run(inputs);
+    if (!result)
+      return result.takeError();
+    last = result->outputs;
+    if (all)
+      all->push_back(result->outputs);
+  }
+  if (hostNodes)
+    if (const auto *stats = runtime::cuda::getCudaStats(**executable))
+      *hostNodes = stats->hostNodes;
+  return last;
+}
+
+double asDouble(const runtime::OwnedTensor &t, int64_t i) {
+  switch (t.getType().getDType()) {
+  case ir::DType::F32:
+    return static_cast<const float *>(t.getData())[i];
+  case ir::DType::F64:
+    return static_cast<const double *>(t.getData())[i];
+  default:
+    return 0;
+  }
+}
+
+/// \returns "%name" followed by \p what (built without `"literal" +
+/// std::string`, which GCC 12 -O3 warns about falsely).
+std::string problemOf(const ir::Value &output, llvm::StringRef what) {
+  std::string text = "%";
+  text += output.getName().str();
+  text += what.str();
+  return text;
+}
+
+/// Compares one output; \returns an empty string when it agrees.
+std::string compare(const ir::Value &output, const runtime::OwnedTensor &gpu,
+                    const runtime::OwnedTensor &cpu, double rtol,
+                    double &worstRel) {
+  ir::DType dtype = cpu.getType().getDType();
+  int64_t count = cpu.getType().getNumElements();
+  int64_t bytes = cpu.getType().getByteSize();
+  if (dtype != ir::DType::F32 && dtype != ir::DType::F64) {
+    if (bytes && std::memcmp(gpu.getData(), cpu.getData(), size_t(bytes)))
+      return problemOf(output, ": values differ");
+    return "";
+  }
+  double diff2 = 0, ref2 = 0, maxAbs = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    double a = asDouble(gpu, i), b = asDouble(cpu, i);
+    if (std::isnan(a) != std::isnan(b))
+      return problemOf(output, (llvm::Twine(": NaN at element ") +
+                                llvm::Twine(i)).str());
+    if (std::isnan(a))
+      continue;
+    diff2 += (a - b) * (a - b);
+    ref2 += b * b;
+    maxAbs = std::max(maxAbs, std::fabs(a - b));
+  }
+  double rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  worstRel = std::max(worstRel, rel);
+  if (rel > rtol) {
+    char buffer[160];
+    std::snprintf(buffer, sizeof(buffer),
+                  ": relative error %.3g > %.3g (largest difference %.3g)",
+                  rel, rtol, maxAbs);
+    return problemOf(output, buffer);
+  }
+  return "";
+}
+
+/// \returns true when \p model passes.
+bool checkModel(const std::string &model, const Options &options) {
+  driver::LoadOptions load;
+  load.bind = options.bind;
+  load.splitInputFile = false;
+  auto graph = driver::loadModel(model, load);
+  if (!graph) {
+    llvm::outs() << model << ": FAIL: " << errorToString(graph.takeError())
+                 << '\n';
+    return false;
+  }
+  if (!options.pipeline.empty()) {
+    driver::PipelineOptions pipelineOptions;
+    auto ran = driver::runPipeline(**graph, options.pipeline, pipelineOptions,
+                                   llvm::nulls());
+    if (!ran) {
+      llvm::outs() << model << ": FAIL: " << errorToString(ran.takeError())
+                   << '\n';
+      return false;
+    }
+  }
+  auto inputs = driver::makeInputs(**graph, {}, /*seed=*/0);
+  if (!inputs) {
+    llvm::outs() << model << ": FAIL: " << errorToString(inputs.takeError())
+                 << '\n';
+    return false;
+  }
+  std::vector<runtime::Tensor> views;
+  for (const runtime::OwnedTensor &t : *inputs)
+    views.push_back(t.view());
+  auto cpu = runOn("cpu", **graph, views, 1, nullptr, nullptr);
+  if (!cpu) {
+    // Nothing to compare against (f16 arithmetic, say): not a failure of
+    // the backend under test, and said so.
+    llvm::outs() << model << ": skipped: the cpu reference cannot run it: "
+                 << errorToString(cpu.takeError()) << '\n';
+    return true;
+  }
+  std::vector<std::vector<runtime::OwnedTensor>> steps;
+  unsigned hostNodes = 0;
+  auto gpu = runOn(options.backend, **graph, views, 2, &steps, &hostNodes);
+  if (!gpu) {
+    llvm::outs() << model << ": FAIL: " << options.backend << ": "
+                 << errorToString(gpu.takeError()) << '\n';
+    return false;
+  }
+  bool ok = true;
+  double worstRel = 0;
+  for (unsigned i = 0; i < (**graph).getOutputs().size(); ++i) {
+    const ir::Value &output = *(**graph).getOutputs()[i];
+    std::string problem =
+        compare(output, (*gpu)[i], (*cpu)[i], options.rtol, worstRel);
+    if (!problem.empty()) {
+      llvm::outs() << model << ": FAIL: " << problem << '\n';
+      ok = false;
+    }
+    int64_t bytes = (*cpu)[i].getType().getByteSize();
+    if (bytes && std::memcmp(steps[0][i].getData(), steps[1][i].getData(),
+                             size_t(bytes))) {
+      llvm::outs() << model << ": FAIL: %" << output.getName()
+                   << ": two steps gave different bits\n";
+      ok = false;
+    }
+  }
+  llvm::outs() << model << ": " << (ok ? "ok" : "FAIL") << " ("
+               << (**graph).getOutputs().size() << " outputs, worst relative error "
+               << llvm::format("%.3g", worstRel) << ", " << hostNodes
+               << " nodes on the host, " << options.backend
+               << " steps bitwise equal)\n";
+  return ok;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--pipeline" && i + 1 < argc)
+      options.pipeline = argv[++i];
+    else if (arg == "--bind" && i + 1 < argc)
+      options.bind = argv[++i];
+    else if (arg == "--backend" && i + 1 < argc)
+      options.backend = argv[++i];
+    else if (arg == "--rtol" && i + 1 < argc)
+      options.rtol = std::stod(argv[++i]);
+    else
+      options.models.push_back(arg);
+  }
+  if (options.backend != "cuda") {
+    // The harness on the CPU: nothing to skip.
+  } else if (auto err = runtime::cuda::checkCudaDevice()) {
+    llvm::outs() << "SKIPPED: no CUDA device (" << errorToString(std::move(err))
+                 << ")\n";
+    return kSkipCode;
+  }
+  bool ok = true;
+  for (const std::string &model : options.models)
+    ok &= checkModel(model, options);
+  return ok ? 0 : 1;
+}

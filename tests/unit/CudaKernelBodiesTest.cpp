@@ -1,0 +1,496 @@
+//===- tests/unit/CudaKernelBodiesTest.cpp - CUDA kernel math on the CPU --===//
+//
+// The CUDA kernels are loops over the __host__ __device__ functions of
+// runtime/cuda/KernelBodies.h. Here those functions run on the host over the
+// same inputs as the CPU backend's kernels (runtime::cpu::evaluateNode) and
+// must give the same bits: they perform the same operations in the same
+// order. Needs no GPU and no CUDA toolkit.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/KernelBodies.h"
+
+#include "ir/Graph.h"
+#include "ir/ShapeInference.h"
+#include "ir/Support.h"
+#include "runtime/cpu/Evaluator.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+
+using namespace remat;
+using namespace remat::ir;
+namespace body = remat::runtime::cuda::body;
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+std::shared_ptr<TensorData> randomFloats(Dims dims, uint64_t seed,
+                                         double lo = -2, double hi = 2) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  auto data = std::make_shared<TensorData>(TensorType(DType::F32, dims));
+  for (int64_t i = 0; i < data->getNumElements(); ++i)
+    data->setDouble(i, dist(rng));
+  return data;
+}
+
+std::shared_ptr<TensorData> ints(DType dtype, Dims dims,
+                                 std::vector<int64_t> values) {
+  return TensorData::fromInts(TensorType(dtype, dims), values);
+}
+
+/// \returns \p prefix followed by \p i.
+std::string numbered(const char *prefix, size_t i) {
+  std::string name = prefix;
+  name += std::to_string(i);
+  return name;
+}
+
+/// Runs \p op on the CPU over \p operands (constants where \p constant
+/// says, so that shape inference can read them) and \returns its results.
+std::vector<TensorDataPtr> runCpu(OpKind op,
+                                  const std::vector<TensorDataPtr> &operands,
+                                  unsigned numResults, AttrList attrs = {},
+                                  std::vector<bool> constant = {}) {
+  Graph graph("body");
+  std::vector<Value *> values;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (i < constant.size() && constant[i]) {
+      AttrList valueAttr;
+      valueAttr.set("value", operands[i]);
+      values.push_back(graph
+                           .createNode(OpKind::Constant, {},
+                                       {operands[i]->getType()},
+                                       {numbered("c", i)}, valueAttr)
+                           ->getResult(0));
+      continue;
+    }
+    values.push_back(
+        graph.addInput(numbered("in", i), operands[i]->getType()));
+  }
+  std::vector<TensorType> placeholder(numResults, TensorType(DType::F32, {}));
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < numResults; ++i)
+    names.push_back(numbered("y", i));
+  Node *node = graph.createNode(op, values, placeholder, names, attrs);
+  auto inferred = inferTypes(*node);
+  REQUIRE_MESSAGE(bool(inferred), "shape inference failed");
+  for (unsigned i = 0; i < numResults; ++i)
+    node->getResult(i)->setType((*inferred)[i].type);
+  std::vector<const TensorData *> raw;
+  for (const TensorDataPtr &data : operands)
+    raw.push_back(data.get());
+  auto results = runtime::cpu::evaluateNode(*node, raw);
+  REQUIRE_MESSAGE(bool(results), (results ? std::string()
+                                          : errorToString(results.takeError())));
+  return std::vector<TensorDataPtr>(results->begin(), results->end());
+}
+
+template <typename T> const T *elems(const TensorDataPtr &data) {
+  return reinterpret_cast<const T *>(data->getBytes().data());
+}
+
+/// Bitwise equality of floats (NaN equals NaN of the same bits).
+bool sameBits(float a, float b) {
+  uint32_t x, y;
+  std::memcpy(&x, &a, 4);
+  std::memcpy(&y, &b, 4);
+  return x == y;
+}
+
+body::Dims toDims(const Dims &dims) {
+  body::Dims space;
+  space.rank = int(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d)
+    space.dims[d] = dims[d];
+  return space;
+}
+
+std::vector<int64_t> rowMajor(const Dims &dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t k = dims.size(); k > 1; --k)
+    strides[k - 2] = strides[k - 1] * dims[k - 1];
+  return strides;
+}
+
+body::Strides broadcastStrides(const Dims &in, const Dims &out) {
+  body::Strides layout;
+  std::vector<int64_t> strides = rowMajor(in);
+  size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d)
+    layout.strides[lead + d] = in[d] == 1 ? 0 : strides[d];
+  return layout;
+}
+
+} // namespace
+
+TEST_CASE("cuda bodies: unary ops give the CPU kernels' bits") {
+  auto x = randomFloats({257}, 1, -4, 4);
+  struct Case {
+    OpKind op;
+    body::UnaryOp body;
+    const char *approximate;
+  } cases[] = {
+      {OpKind::Erf, body::UnaryOp::Erf, nullptr},
+      {OpKind::Tanh, body::UnaryOp::Tanh, nullptr},
+      {OpKind::Relu, body::UnaryOp::Relu, nullptr},
+      {OpKind::Sigmoid, body::UnaryOp::Sigmoid, nullptr},
+      {OpKind::Exp, body::UnaryOp::Exp, nullptr},
+      {OpKind::Neg, body::UnaryOp::Neg, nullptr},
+      {OpKind::Gelu, body::UnaryOp::GeluErf, nullptr},
+      {OpKind::Gelu, body::UnaryOp::GeluTanh, "tanh"},
+  };
+  for (const Case &c : cases) {
+    AttrList attrs;
+    if (c.approximate)
+      attrs.set("approximate", std::string(c.approximate));
+    auto y = runCpu(c.op, {x}, 1, attrs);
+    for (int64_t i = 0; i < x->getNumElements(); ++i)
+      REQUIRE(sameBits(elems<float>(y[0])[i],
+                       body::unary(c.body, elems<float>(x)[i])));
+  }
+  // Sqrt and Log on positive inputs.
+  auto pos = randomFloats({100}, 2, 0.01, 9);
+  auto s = runCpu(OpKind::Sqrt, {pos}, 1);
+  auto l = runCpu(OpKind::Log, {pos}, 1);
+  for (int64_t i = 0; i < 100; ++i) {
+    CHECK(sameBits(elems<float>(s[0])[i],
+                   body::unary(body::UnaryOp::Sqrt, elems<float>(pos)[i])));
+    CHECK(sameBits(elems<float>(l[0])[i],
+                   body::unary(body::UnaryOp::Log, elems<float>(pos)[i])));
+  }
+}
+
+TEST_CASE("cuda bodies: broadcast binary ops give the CPU kernels' bits") {
+  Dims aDims = {3, 1, 4}, bDims = {2, 1}, outDims = {3, 2, 4};
+  auto a = randomFloats(aDims, 3, 0.5, 2);
+  auto b = randomFloats(bDims, 4, 0.5, 2);
+  body::Dims space = toDims(outDims);
+  body::Strides la = broadcastStrides(aDims, outDims);
+  body::Strides lb = broadcastStrides(bDims, outDims);
+  struct Case {
+    OpKind op;
+    body::BinaryOp body;
+  } cases[] = {{OpKind::Add, body::BinaryOp::Add},
+               {OpKind::Sub, body::BinaryOp::Sub},
+               {OpKind::Mul, body::BinaryOp::Mul},
+               {OpKind::Div, body::BinaryOp::Div},
+               {OpKind::Pow, body::BinaryOp::Pow},
+               {OpKind::Max, body::BinaryOp::Max},
+               {OpKind::Equal, body::BinaryOp::Equal},
+               {OpKind::GreaterOrEqual, body::BinaryOp::GreaterOrEqual}};
+  for (const Case &c : cases) {
+    auto y = runCpu(c.op, {a, b}, 1);
+    REQUIRE(y[0]->getType().getDims() == llvm::ArrayRef<int64_t>(outDims));
+    for (int64_t i = 0; i < 24; ++i) {
+      float x = elems<float>(a)[body::offsetOf(space, la, i)];
+      float z = elems<float>(b)[body::offsetOf(space, lb, i)];
+      if (body::isPredicate(c.body))
+        REQUIRE(elems<uint8_t>(y[0])[i] == body::predicate(c.body, x, z));
+      else
+        REQUIRE(sameBits(elems<float>(y[0])[i], body::binary(c.body, x, z)));
+    }
+  }
+  // Integer Add wraps like the CPU's.
+  auto ia = ints(DType::I32, {2}, {INT32_MAX, -5});
+  auto ib = ints(DType::I32, {2}, {1, 7});
+  auto iy = runCpu(OpKind::Add, {ia, ib}, 1);
+  for (int i = 0; i < 2; ++i)
+    CHECK(elems<int32_t>(iy[0])[i] ==
+          body::binary(body::BinaryOp::Add, elems<int32_t>(ia)[i],
+                       elems<int32_t>(ib)[i]));
+}
+
+TEST_CASE("cuda bodies: Cast saturates and maps NaN like the CPU") {
+  auto x = std::make_shared<TensorData>(TensorType(DType::F32, {6}));
+  float values[] = {1.7f, -2.9f, std::numeric_limits<float>::quiet_NaN(), 3e9f,
+                    -3e9f, 0.0f};
+  for (int i = 0; i < 6; ++i)
+    x->setDouble(i, values[i]);
+  AttrList toI32;
+  toI32.set("to", int64_t(onnxCode(DType::I32)));
+  auto y = runCpu(OpKind::Cast, {x}, 1, toI32);
+  AttrList toBool;
+  toBool.set("to", int64_t(onnxCode(DType::Bool)));
+  auto z = runCpu(OpKind::Cast, {x}, 1, toBool);
+  for (int i = 0; i < 6; ++i) {
+    CHECK(elems<int32_t>(y[0])[i] == body::castValue<int32_t>(values[i]));
+    CHECK(elems<uint8_t>(z[0])[i] == body::castToBool(values[i]));
+  }
+}
+
+TEST_CASE("cuda bodies: Softmax and LogSoftmax columns give the CPU's bits") {
+  for (bool isLog : {false, true})
+    for (int64_t axis : {1, 2}) {
+      Dims dims = {2, 5, 3};
+      auto x = randomFloats(dims, 5 + axis, -3, 3);
+      AttrList attrs;
+      attrs.set("axis", axis);
+      auto y = runCpu(isLog ? OpKind::LogSoftmax : OpKind::Softmax, {x}, 1,
+                      attrs);
+      int64_t outer = 1, n = dims[axis], inner = 1;
+      for (int64_t d = 0; d < axis; ++d)
+        outer *= dims[d];
+      for (size_t d = axis + 1; d < dims.size(); ++d)
+        inner *= dims[d];
+      std::vector<float> out(30);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t start = o * n * inner + i;
+          body::softmaxColumn(elems<float>(x) + start, out.data() + start, n,
+                              inner, isLog);
+        }
+      for (int64_t i = 0; i < 30; ++i)
+        REQUIRE(sameBits(out[i], elems<float>(y[0])[i]));
+    }
+}
+
+TEST_CASE("cuda bodies: LayerNormalization rows give the CPU's bits") {
+  auto x = randomFloats({4, 6}, 7);
+  auto scale = randomFloats({6}, 8);
+  auto bias = randomFloats({6}, 9);
+  AttrList attrs;
+  attrs.set("epsilon", 1e-5f);
+  auto y = runCpu(OpKind::LayerNormalization, {x, scale, bias}, 3, attrs);
+  std::vector<float> out(24), mean(4), inv(4);
+  for (int64_t r = 0; r < 4; ++r)
+    body::layerNormRow<float, float, float>(
+        elems<float>(x) + r * 6, elems<float>(scale), elems<float>(bias),
+        out.data() + r * 6, 6, 1e-5f, &mean[r], &inv[r]);
+  for (int64_t i = 0; i < 24; ++i)
+    REQUIRE(sameBits(out[i], elems<float>(y[0])[i]));
+  for (int64_t r = 0; r < 4; ++r) {
+    CHECK(sameBits(mean[r], elems<float>(y[1])[r]));
+    CHECK(sameBits(inv[r], elems<float>(y[2])[r]));
+  }
+}
+
+TEST_CASE("cuda bodies: SoftmaxCrossEntropyLoss with ignore_index gives the "
+          "CPU's bits") {
+  // scores [3, 5, 2] (spatial 2), labels [3, 2] with two ignored.
+  auto scores = randomFloats({3, 5, 2}, 10, -3, 3);
+  auto labels = ints(DType::I64, {3, 2}, {1, -100, 4, 0, -100, 2});
+  for (const char *reduction : {"mean", "sum", "none"}) {
+    AttrList attrs;
+    attrs.set("reduction", std::string(reduction));
+    attrs.set("ignore_index", int64_t(-100));
+    auto y = runCpu(OpKind::SoftmaxCrossEntropyLoss, {scores, labels}, 2,
+                    attrs);
+    std::vector<float> losses(6), logProb(30);
+    for (int64_t e = 0; e < 6; ++e) {
+      int64_t b = e / 2, d = e % 2;
+      int64_t start = b * 10 + d;
+      losses[e] = body::crossEntropyColumn<float, int64_t>(
+          elems<float>(scores) + start, 5, 2, elems<int64_t>(labels)[e], true,
+          -100, nullptr, logProb.data() + start);
+    }
+    for (int64_t i = 0; i < 30; ++i)
+      REQUIRE(sameBits(logProb[i], elems<float>(y[1])[i]));
+    if (std::string(reduction) == "none") {
+      for (int64_t i = 0; i < 6; ++i)
+        REQUIRE(sameBits(losses[i], elems<float>(y[0])[i]));
+      continue;
+    }
+    float loss = body::reduceCrossEntropy<float, int64_t>(
+        losses.data(), elems<int64_t>(labels), 6,
+        std::string(reduction) == "mean", true, -100, nullptr);
+    CHECK(sameBits(loss, elems<float>(y[0])[0]));
+  }
+}
+
+TEST_CASE("cuda bodies: reductions sum in the CPU's order") {
+  Dims dims = {3, 4, 5};
+  auto x = randomFloats(dims, 11);
+  std::vector<int64_t> strides = rowMajor(dims);
+  struct Case {
+    OpKind op;
+    body::ReduceOp body;
+  } cases[] = {{OpKind::ReduceSum, body::ReduceOp::Sum},
+               {OpKind::ReduceMean, body::ReduceOp::Mean},
+               {OpKind::ReduceMax, body::ReduceOp::Max}};
+  for (const Case &c : cases) {
+    // Reduce axes 0 and 2, keep dims.
+    auto axes = ints(DType::I64, {2}, {0, 2});
+    AttrList attrs;
+    bool axesOperand = c.op == OpKind::ReduceSum;
+    std::vector<TensorDataPtr> operands =
+        axesOperand ? std::vector<TensorDataPtr>{x, axes}
+                    : std::vector<TensorDataPtr>{x};
+    std::vector<bool> constant = {false, true};
+    if (!axesOperand)
+      attrs.set("axes", std::vector<int64_t>{0, 2});
+    auto y = runCpu(c.op, operands, 1, attrs, constant);
+    body::Dims keptSpace = toDims({4}), reducedSpace = toDims({3, 5});
+    body::Strides kept, reduced;
+    kept.strides[0] = strides[1];
+    reduced.strides[0] = strides[0];
+    reduced.strides[1] = strides[2];
+    for (int64_t o = 0; o < 4; ++o)
+      REQUIRE(sameBits(body::reduceElement(c.body, elems<float>(x), keptSpace,
+                                           kept, reducedSpace, reduced, 15, o),
+                       elems<float>(y[0])[o]));
+  }
+}
+
+TEST_CASE("cuda bodies: Gather and Transpose offsets") {
+  auto data = randomFloats({2, 5, 3}, 12);
+  auto indices = ints(DType::I64, {2, 2}, {4, -1, 0, 2});
+  AttrList attrs;
+  attrs.set("axis", int64_t(1));
+  auto y = runCpu(OpKind::Gather, {data, indices}, 1, attrs);
+  REQUIRE(y[0]->getNumElements() == 24);
+  for (int64_t o = 0; o < 24; ++o) {
+    int64_t offset =
+        body::gatherOffset(elems<int64_t>(indices), 4, 5, 3, o);
+    REQUIRE(offset >= 0);
+    REQUIRE(sameBits(elems<float>(data)[offset], elems<float>(y[0])[o]));
+  }
+  CHECK(body::wrapIndex(5, 5) == -1);
+  CHECK(body::wrapIndex(-6, 5) == -1);
+
+  AttrList perm;
+  perm.set("perm", std::vector<int64_t>{2, 0, 1});
+  auto t = runCpu(OpKind::Transpose, {data}, 1, perm);
+  std::vector<int64_t> strides = rowMajor({2, 5, 3});
+  body::Dims space = toDims({3, 2, 5});
+  body::Strides in;
+  in.strides[0] = strides[2];
+  in.strides[1] = strides[0];
+  in.strides[2] = strides[1];
+  for (int64_t o = 0; o < 30; ++o)
+    REQUIRE(sameBits(elems<float>(data)[body::offsetOf(space, in, o)],
+                     elems<float>(t[0])[o]));
+}
+
+TEST_CASE("cuda bodies: ScatterElements add, sorted by target, gives the "
+          "CPU's bits") {
+  // data [4, 3], updates [5, 3] along axis 0 with repeated targets: the
+  // embedding gradient's shape.
+  auto data = randomFloats({4, 3}, 13);
+  auto updates = randomFloats({5, 3}, 14);
+  auto indices = ints(DType::I64, {5, 3},
+                      {1, 1, 1, 3, 3, 3, 1, 1, 1, -4, -4, -4, 1, 2, 1});
+  AttrList attrs;
+  attrs.set("axis", int64_t(0));
+  attrs.set("reduction", std::string("add"));
+  auto y = runCpu(OpKind::ScatterElements, {data, indices, updates}, 1, attrs);
+  body::Dims space = toDims({5, 3});
+  std::vector<int64_t> dataStrides = rowMajor({4, 3});
+  std::vector<int64_t> targets(15), positions(15);
+  for (int64_t p = 0; p < 15; ++p) {
+    targets[p] = body::scatterTarget(elems<int64_t>(indices), space,
+                                     dataStrides.data(), 0, 4, p);
+    REQUIRE(targets[p] >= 0);
+  }
+  // What the device's stable radix sort by target gives.
+  std::iota(positions.begin(), positions.end(), 0);
+  std::stable_sort(positions.begin(), positions.end(),
+                   [&](int64_t a, int64_t b) { return targets[a] < targets[b]; });
+  std::vector<int64_t> sortedTargets;
+  for (int64_t p : positions)
+    sortedTargets.push_back(targets[p]);
+  for (int64_t o = 0; o < 12; ++o) {
+    int64_t begin = body::lowerBound(sortedTargets.data(), 15, o);
+    int64_t end = body::lowerBound(sortedTargets.data(), 15, o + 1);
+    float value = body::scatterCombine(elems<float>(data)[o],
+                                       elems<float>(updates), positions.data(),
+                                       begin, end, /*multiply=*/false);
+    REQUIRE(sameBits(value, elems<float>(y[0])[o]));
+  }
+}
+
+TEST_CASE("cuda bodies: Dropout draws the CPU's mask and values") {
+  auto x = randomFloats({1000}, 15);
+  auto ratio = std::make_shared<TensorData>(TensorType(DType::F32, {}));
+  ratio->setDouble(0, 0.3);
+  auto training = ints(DType::Bool, {}, {1});
+  AttrList attrs;
+  attrs.set("seed", int64_t(1234));
+  auto y = runCpu(OpKind::Dropout, {x, ratio, training}, 2, attrs,
+                  {false, true, true});
+  uint64_t key = runtime::dropoutKey(1234);
+  uint32_t threshold = runtime::dropoutThreshold(0.3f);
+  float scale = 1.0f / (1.0f - 0.3f);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < 1000; ++i) {
+    bool keep;
+    float value =
+        body::dropout(elems<float>(x)[i], key, i, threshold, scale, keep);
+    REQUIRE(sameBits(value, elems<float>(y[0])[i]));
+    REQUIRE(uint8_t(keep) == elems<uint8_t>(y[1])[i]);
+    dropped += !keep;
+  }
+  CHECK(dropped > 200);
+  CHECK(dropped < 400);
+}
+
+#if REMAT_HAVE_CUDA
+#include "driver/ModelLoader.h"
+#include "driver/Pipeline.h"
+#include "runtime/cuda/CudaBackend.h"
+
+namespace {
+
+/// The training step of \p model in its planned arena, as remat-run runs it.
+std::unique_ptr<Graph> trainingStep(const std::string &model,
+                                    const std::string &bind) {
+  driver::LoadOptions load;
+  load.bind = bind;
+  auto graph = driver::loadModel(model, load);
+  REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  auto ran = driver::runPipeline(
+      **graph, std::string(driver::kTrainingPipeline) + ",schedule,plan-memory",
+      driver::PipelineOptions(), llvm::nulls());
+  REQUIRE_MESSAGE(bool(ran), errorToString(ran.takeError()));
+  return std::move(*graph);
+}
+
+} // namespace
+
+TEST_CASE("cuda: cuBLAS opens and has every function the backend calls") {
+  // Needs the toolkit's libcublas on the loader's path, not a GPU. Where it
+  // is not found the case says so; a missing function is a failure.
+  if (auto err = runtime::cuda::loadCublas()) {
+    std::string message = errorToString(std::move(err));
+    if (message.find("cannot load") != std::string::npos) {
+      MESSAGE("skipped: " << message);
+      return;
+    }
+    FAIL(message);
+  }
+}
+
+TEST_CASE("cuda coverage: training steps run every node on the device") {
+  // Which nodes need the host is decided without a GPU: BERT built from its
+  // config and the torch exports must need none (a host node synchronizes
+  // the stream and copies its operands over the bus).
+  struct Case {
+    std::string model, bind;
+  } cases[] = {
+      {REMAT_TEST_DIR "/../models/bert-tiny.json",
+       "batch=2,seq=16"},
+      {REMAT_TEST_DIR "/fixtures/bert_ts_op17/model.onnx",
+       "batch=2,seq=16"},
+      {REMAT_TEST_DIR "/fixtures/bert_dynamo/model.onnx",
+       "batch=2,seq=16"},
+  };
+  for (const Case &c : cases) {
+    CAPTURE(c.model);
+    auto graph = trainingStep(c.model, c.bind);
+    auto coverage = runtime::cuda::planCudaCoverage(*graph);
+    REQUIRE_MESSAGE(bool(coverage), errorToString(coverage.takeError()));
+    std::string hosts;
+    for (const std::string &node : coverage->hostNodes)
+      hosts += node + "\n";
+    CHECK_MESSAGE(coverage->hostNodes.empty(), hosts);
+    CHECK(coverage->deviceNodes > 100);
+  }
+}
+#endif
