@@ -110,6 +110,8 @@ struct MeasureOptions {
   std::string model;
   std::string bind;
   std::string costProfile;
+  std::string optimizer;
+  std::string optimizerPlacement;
   std::string backend;
   unsigned steps = 3;
   unsigned threads = 0;
@@ -137,6 +139,10 @@ llvm::Expected<Measurement> measureRow(const SweepRow &row,
     args.push_back("--budget=" + std::to_string(row.budgetBytes));
   if (!options.costProfile.empty())
     args.push_back("--cost-profile=" + options.costProfile);
+  if (!options.optimizer.empty())
+    args.push_back("--optimizer=" + options.optimizer);
+  if (!options.optimizerPlacement.empty())
+    args.push_back("--optimizer-placement=" + options.optimizerPlacement);
   args.push_back("--backend=" + options.backend);
   args.push_back("--steps=" + std::to_string(options.steps));
   args.push_back("--threads=" + std::to_string(options.threads));
@@ -241,6 +247,16 @@ int sweepMain(int argc, char **argv) {
       "cost-profile",
       cl::desc("Node times from remat-run --profile for the cost model"),
       cl::value_desc("file.json"), cl::cat(category));
+  cl::opt<std::string> optimizer(
+      "optimizer",
+      cl::desc("Sweep the whole training step with its weight update (the "
+               "gradients and the optimizer state in the budget)"),
+      cl::value_desc("sgd|adamw"), cl::cat(category));
+  cl::opt<std::string> optimizerPlacement(
+      "optimizer-placement",
+      cl::desc("eager: each update right after its gradient (default); end: "
+               "every update at the end of the step"),
+      cl::value_desc("eager|end"), cl::cat(category));
   cl::opt<bool> measure(
       "measure",
       cl::desc("Run every distinct plan with remat-run, each in its own "
@@ -327,6 +343,18 @@ int sweepMain(int argc, char **argv) {
     return reportError(makeError("--steps must be at least 1"));
   if (measure && rounds == 0)
     return reportError(makeError("--rounds must be at least 1"));
+  PipelineOptions pipelineOptions;
+  if (!optimizer.empty()) {
+    pipelineOptions.optimizer = optimizer;
+    if (!optimizerPlacement.empty())
+      pipelineOptions.optimizerOptions.push_back(
+          {"placement", optimizerPlacement});
+    if (auto err = checkPipeline("optimizer", pipelineOptions))
+      return reportError(std::move(err));
+  } else if (!optimizerPlacement.empty()) {
+    return reportError(
+        makeError("--optimizer-placement needs --optimizer sgd|adamw"));
+  }
   OutputPaths paths{csvPath, jsonPath, svgPath};
   for (auto [flag, path] : {std::pair<llvm::StringRef, llvm::StringRef>{
                                 "csv", paths.csv},
@@ -355,8 +383,9 @@ int sweepMain(int argc, char **argv) {
       return reportError(makeError("--measure runs remat-run, which is not "
                                    "beside remat-sweep (looked for '" +
                                    runTool + "')"));
-    measureOptions = {runTool.str().str(), model, bind, costProfile,
-                      backend, steps, threads};
+    measureOptions = {runTool.str().str(), model,     bind,
+                      costProfile,         optimizer, optimizerPlacement,
+                      backend,             steps,     threads};
   }
 
   // Plan every point on the training step (no weights are needed for that).
@@ -367,10 +396,13 @@ int sweepMain(int argc, char **argv) {
   auto graph = loadModel(model, loadOptions);
   if (!graph)
     return reportError(graph.takeError());
+  // The passes remat-run runs before remat (choosePipeline), without it.
   std::string pipeline = isTrainingStep(**graph)
                              ? std::string("schedule")
                              : std::string(kTrainingPipeline) + ",schedule";
-  auto ran = runPipeline(**graph, pipeline, PipelineOptions(), llvm::errs());
+  if (!optimizer.empty())
+    pipeline += ",optimizer";
+  auto ran = runPipeline(**graph, pipeline, pipelineOptions, llvm::errs());
   if (!ran)
     return reportError(ran.takeError());
   auto rows = planSweep(**graph, options, result.noRematPeakBytes,
