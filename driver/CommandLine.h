@@ -36,11 +36,13 @@ struct ToolFlags {
   llvm::cl::opt<bool> printMemory;
   llvm::cl::opt<std::string> report;
   llvm::cl::opt<bool> listPasses;
+  llvm::cl::opt<std::string> maxMemory;
 
   /// \returns the pipeline-related flags as PipelineOptions.
   PipelineOptions getPipelineOptions() const;
   /// Checks the values that do not need a model: budget syntax, strategy
-  /// name, unused-weights mode.
+  /// name, unused-weights mode, --max-memory, and the pass options of -p;
+  /// sets the memory limit (ir/Limits.h) from --max-memory.
   llvm::Error validate() const;
 };
 

@@ -11,7 +11,9 @@
 #include "frontends/onnx/TensorFile.h"
 #include "ir/GradientName.h"
 #include "ir/Hash.h"
+#include "ir/Limits.h"
 #include "ir/Support.h"
+#include "passes/Liveness.h"
 #include "passes/PassManager.h"
 #include "runtime/Backend.h"
 
@@ -102,6 +104,10 @@ makeInputs(const ir::Graph &graph,
       tensors.push_back(runtime::OwnedTensor::share(input->getData()));
       continue;
     }
+    if (auto err = ir::checkAllocation(
+            type, (input->isWeight() ? "weight '" : "input '") +
+                      input->getName() + "'"))
+      return std::move(err);
     auto data = std::make_shared<ir::TensorData>(type);
     int64_t count = type.getNumElements();
     uint64_t key = ir::splitMix64(seed ^ ir::fnv1a(input->getName()));
@@ -128,6 +134,47 @@ makeInputs(const ir::Graph &graph,
     tensors.push_back(runtime::OwnedTensor::share(std::move(data)));
   }
   return std::move(tensors);
+}
+
+llvm::Error checkPlanFits(const ir::Graph &graph) {
+  // Saturating sums: each byte size fits int64, their sum may not.
+  auto add = [](uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+  };
+  uint64_t persistent = 0;
+  for (const ir::Value *input : graph.getInputs()) {
+    // One input too large by itself is named.
+    if (auto err = ir::checkAllocation(
+            input->getType(), (input->isWeight() ? "weight '" : "input '") +
+                                  input->getName() + "'"))
+      return err;
+    persistent = add(persistent, uint64_t(input->getType().getByteSize()));
+  }
+  uint64_t arena;
+  if (const ir::MemoryPlan *plan = graph.getMemoryPlan())
+    arena = plan->arenaBytes;
+  else
+    arena = passes::Liveness(graph).getPeakBytes();
+  uint64_t needed = add(persistent, arena);
+  uint64_t limit = ir::getMemoryLimitBytes();
+  if (needed <= limit)
+    return llvm::Error::success();
+  std::string available =
+      ir::formatBytesShort(limit) +
+      (ir::describeMemoryLimit().find("--max-memory") == 0
+           ? " is allowed by --max-memory"
+           : " is available");
+  if (persistent >= limit)
+    return makeError("the weights and inputs alone need " +
+                     ir::formatBytesShort(persistent) + " and " + available);
+  // A budget a little under the limit leaves room for the runtime itself.
+  uint64_t suggestion = limit / 10 * 9;
+  std::string budget =
+      suggestion >= (uint64_t(2) << 30)
+          ? std::to_string(suggestion >> 30) + "GiB"
+          : std::to_string(std::max<uint64_t>(suggestion >> 20, 1)) + "MiB";
+  return makeError("the plan needs " + ir::formatBytesShort(needed) + " and " +
+                   available + "; try --budget " + budget);
 }
 
 namespace {
@@ -392,6 +439,9 @@ llvm::Error dumpOutputs(const ir::Graph &g, const runtime::RunResult &result,
 
 } // namespace
 
+/// More kernel threads than this is an error rather than an attempt.
+constexpr unsigned kMaxThreads = 1024;
+
 int runMain(int argc, char **argv) {
   namespace cl = llvm::cl;
   cl::OptionCategory category("remat-run options");
@@ -451,6 +501,10 @@ int runMain(int argc, char **argv) {
     return reportError(makeError("no model given (see --help)"));
   if (steps == 0)
     return reportError(makeError("--steps must be at least 1"));
+  if (threads > kMaxThreads)
+    return reportError(makeError(
+        "--threads " + llvm::Twine(threads) + " is more than the " +
+        llvm::Twine(kMaxThreads) + " kernel threads remat-run can start"));
 
   PipelineOptions pipelineOptions = flags.getPipelineOptions();
   bool rematRequested = !pipelineOptions.budget.empty() ||
@@ -497,6 +551,10 @@ int runMain(int argc, char **argv) {
             flags.report, {graph->get()},
             {ran->rematReport ? &*ran->rematReport : nullptr}))
       return reportError(std::move(err));
+  // Refused before anything is allocated, rather than killed halfway
+  // through a step.
+  if (auto err = checkPlanFits(**graph))
+    return reportError(std::move(err));
   auto given = readInputFiles(**graph, inputFiles);
   if (!given)
     return reportError(given.takeError());
