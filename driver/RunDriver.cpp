@@ -169,10 +169,11 @@ llvm::Error checkPlanFits(const ir::Graph &graph) {
                      ir::formatBytesShort(persistent) + " and " + available);
   // A budget a little under the limit leaves room for the runtime itself.
   uint64_t suggestion = limit / 10 * 9;
-  std::string budget =
-      suggestion >= (uint64_t(2) << 30)
-          ? std::to_string(suggestion >> 30) + "GiB"
-          : std::to_string(std::max<uint64_t>(suggestion >> 20, 1)) + "MiB";
+  std::string budget = suggestion >= (uint64_t(2) << 30)
+                           ? std::to_string(suggestion >> 30) + "GiB"
+                       : suggestion >= (uint64_t(2) << 20)
+                           ? std::to_string(suggestion >> 20) + "MiB"
+                           : std::to_string(suggestion);
   return makeError("the plan needs " + ir::formatBytesShort(needed) + " and " +
                    available + "; try --budget " + budget);
 }
@@ -576,6 +577,9 @@ int runMain(int argc, char **argv) {
                               referenceOptions, llvm::nulls());
     if (!refRan)
       return reportError(refRan.takeError());
+    if (auto err = checkPlanFits(*reference))
+      return reportError(makeError("without remat, " +
+                                   errorToString(std::move(err))));
     if (auto err = checkEquivalence(**backend, *reference, **graph, *given,
                                     seed, compileOptions))
       return reportError(std::move(err));
