@@ -2,6 +2,7 @@
 #include "driver/CommandLine.h"
 
 #include "driver/OptDriver.h"
+#include "ir/Limits.h"
 #include "ir/Support.h"
 #include "passes/Pass.h"
 #include "passes/PassManager.h"
@@ -10,6 +11,9 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+
+#include <cstdio>
+#include <unistd.h>
 
 namespace remat::driver {
 
@@ -95,7 +99,12 @@ ToolFlags::ToolFlags(cl::OptionCategory &category)
           "optimizer-placement",
           cl::desc("eager: each update right after its gradient (default); "
                    "end: every update at the end of the step"),
-          cl::value_desc("eager|end"), cl::cat(category)) {}
+          cl::value_desc("eager|end"), cl::cat(category)),
+      maxMemory("max-memory",
+                cl::desc("Bound on the memory any tensor, weight file or "
+                         "plan may need (default: the memory available on "
+                         "the machine)"),
+                cl::value_desc("bytes"), cl::cat(category)) {}
 
 PipelineOptions ToolFlags::getPipelineOptions() const {
   PipelineOptions options;
@@ -134,6 +143,14 @@ llvm::Error ToolFlags::validate() const {
                      "' (strategies: " +
                      llvm::join(passes::recompute::getStrategyNames(), ", ") +
                      ")");
+  if (maxMemory.getNumOccurrences()) {
+    auto bytes = passes::parseByteSize(maxMemory);
+    if (!bytes)
+      return makeError("--max-memory: " + errorToString(bytes.takeError()));
+    if (*bytes == 0)
+      return makeError("--max-memory must be more than 0 bytes");
+    ir::setMemoryLimitBytes(*bytes);
+  }
   if (unusedWeights.getNumOccurrences() && unusedWeights != "warn" &&
       unusedWeights != "error" && unusedWeights != "drop")
     return makeError("--unused-weights must be warn, error or drop; got '" +
@@ -167,25 +184,75 @@ bool parseCommandLine(int argc, char **argv, llvm::StringRef toolName,
   });
   std::string parseErrors;
   llvm::raw_string_ostream parseErrorStream(parseErrors);
-  if (cl::ParseCommandLineOptions(argc, argv, overview, &parseErrorStream))
-    return true;
+  // A bad option value (`--steps abc`) is reported by Option::error, which
+  // writes to llvm::errs() rather than to the stream given here; while
+  // parsing, stderr goes to a temporary file so that those messages are
+  // folded into the one `error:` line too.
+  std::string stderrText;
+  bool parsed;
+  {
+    llvm::errs().flush();
+    int savedStderr = dup(STDERR_FILENO);
+    std::FILE *capture = savedStderr >= 0 ? std::tmpfile() : nullptr;
+    if (capture)
+      dup2(fileno(capture), STDERR_FILENO);
+    parsed = cl::ParseCommandLineOptions(argc, argv, overview,
+                                         &parseErrorStream);
+    llvm::errs().flush();
+    if (capture) {
+      dup2(savedStderr, STDERR_FILENO);
+      std::rewind(capture);
+      char block[4096];
+      size_t n;
+      while ((n = std::fread(block, 1, sizeof(block), capture)) > 0)
+        stderrText.append(block, n);
+      std::fclose(capture);
+    }
+    if (savedStderr >= 0)
+      close(savedStderr);
+  }
   parseErrorStream.flush();
-  // llvm::cl prefixes its messages with the program name and may add a
-  // second line; keep one line, without the prefix.
-  llvm::StringRef message = llvm::StringRef(parseErrors).trim();
-  message = message.take_until([](char c) { return c == '\n'; });
-  if (auto colon = message.find(": ");
-      colon != llvm::StringRef::npos && message.startswith(argv[0]))
-    message = message.drop_front(colon + 2);
-  llvm::errs() << "error: " << message << '\n';
+  if (parsed) {
+    llvm::errs() << stderrText; // Warnings, if llvm::cl printed any.
+    return true;
+  }
+  // llvm::cl prefixes its messages with the program name, may add a second
+  // line and ends some with '!'; keep one line, without the prefix.
+  llvm::StringRef message = llvm::StringRef(stderrText).trim();
+  if (message.empty())
+    message = llvm::StringRef(parseErrors).trim();
+  message = message.take_until([](char c) { return c == '\n'; }).rtrim();
+  for (llvm::StringRef prefix : {llvm::StringRef(argv[0]), toolName})
+    if (message.startswith(prefix) &&
+        message.drop_front(prefix.size()).startswith(": ")) {
+      message = message.drop_front(prefix.size() + 2);
+      break;
+    }
+  // "for the --steps option: 'abc' value invalid for uint argument!"
+  // becomes "--steps: 'abc' value invalid for uint argument".
+  std::string text = message.str();
+  if (message.startswith("for the ")) {
+    llvm::StringRef rest = message.drop_front(8);
+    size_t end = rest.find(" option: ");
+    if (end != llvm::StringRef::npos)
+      text = (rest.take_front(end) + ": " + rest.drop_front(end + 9)).str();
+  }
+  while (!text.empty() && (text.back() == '!' || text.back() == '.'))
+    text.pop_back();
+  if (text.empty())
+    text = "cannot parse the command line";
+  llvm::errs() << "error: " << text << '\n';
   return false;
 }
 
 int reportError(llvm::Error err) {
   llvm::outs().flush();
   std::string message = errorToString(std::move(err));
+  // One `error:` line; further lines that are notes (the other failing
+  // cases of a --split-input-file run) are printed as they are.
   for (llvm::StringRef line : llvm::split(message, '\n'))
-    llvm::errs() << "error: " << line << '\n';
+    llvm::errs() << (line.startswith("note: ") ? "" : "error: ") << line
+                 << '\n';
   return 1;
 }
 

@@ -45,11 +45,13 @@ struct ToolFlags {
   llvm::cl::opt<std::string> beta2;
   llvm::cl::opt<std::string> eps;
   llvm::cl::opt<std::string> optimizerPlacement;
+  llvm::cl::opt<std::string> maxMemory;
 
   /// \returns the pipeline-related flags as PipelineOptions.
   PipelineOptions getPipelineOptions() const;
   /// Checks the values that do not need a model: budget syntax, strategy
-  /// name, unused-weights mode.
+  /// name, unused-weights mode, --max-memory, and the pass options of -p;
+  /// sets the memory limit (ir/Limits.h) from --max-memory.
   llvm::Error validate() const;
 };
 

@@ -4,6 +4,7 @@
 #include "frontends/bert/BertBuilder.h"
 #include "frontends/bert/BertConfig.h"
 #include "frontends/onnx/OnnxImporter.h"
+#include "ir/Limits.h"
 #include "ir/Parser.h"
 #include "ir/Support.h"
 #include "passes/FoldingPolicy.h"
@@ -97,18 +98,23 @@ loadModels(llvm::StringRef path, const LoadOptions &options) {
   if (!options.bind.empty())
     return makeError("--bind applies to .onnx and .json inputs; the dims of '" +
                      path + "' are static");
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  auto buffer = ir::readInputFile(path, /*allowStdin=*/true);
   if (!buffer)
-    return makeError("cannot open '" + path +
-                     "': " + buffer.getError().message());
+    return buffer.takeError();
   std::string errors;
-  for (const Chunk &chunk :
-       splitChunks((*buffer)->getBuffer(), options.splitInputFile)) {
+  std::vector<Chunk> chunks =
+      splitChunks((*buffer)->getBuffer(), options.splitInputFile);
+  for (const Chunk &chunk : chunks) {
     auto graph = ir::parseGraph(chunk.text, path, chunk.lineOffset);
     if (!graph) {
-      if (!errors.empty())
-        errors += '\n';
-      errors += errorToString(graph.takeError());
+      // One `error:` line for the first failing case; the others follow as
+      // notes (reportError), each naming its case.
+      std::string message = errorToString(graph.takeError());
+      if (chunks.size() > 1)
+        message = "case " + std::to_string(&chunk - chunks.data() + 1) +
+                  " of " + std::to_string(chunks.size()) + " (line " +
+                  std::to_string(chunk.lineOffset + 1) + "): " + message;
+      errors += (errors.empty() ? "" : "\nnote: ") + message;
       continue;
     }
     graphs.push_back(std::move(*graph));

@@ -92,7 +92,7 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
       if (graphs->size() > 1)
         message = "case " + std::to_string(i + 1) + " (@" +
                   graph.getName().str() + "): " + message;
-      errors += (errors.empty() ? "" : "\n") + message;
+      errors += (errors.empty() ? "" : "\nnote: ") + message;
       continue;
     }
     results.push_back(std::move(*result));

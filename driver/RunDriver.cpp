@@ -12,8 +12,10 @@
 #include "frontends/onnx/TensorFile.h"
 #include "ir/GradientName.h"
 #include "ir/Hash.h"
+#include "ir/Limits.h"
 #include "ir/Support.h"
 #include "ir/UpdateName.h"
+#include "passes/Liveness.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
 #include "runtime/Backend.h"
@@ -108,6 +110,10 @@ makeInputs(const ir::Graph &graph,
       tensors.push_back(runtime::OwnedTensor::share(input->getData()));
       continue;
     }
+    if (auto err = ir::checkAllocation(
+            type, (input->isWeight() ? "weight '" : "input '") +
+                      input->getName() + "'"))
+      return std::move(err);
     auto data = std::make_shared<ir::TensorData>(type);
     int64_t count = type.getNumElements();
     uint64_t key = ir::splitMix64(seed ^ ir::fnv1a(input->getName()));
@@ -134,6 +140,48 @@ makeInputs(const ir::Graph &graph,
     tensors.push_back(runtime::OwnedTensor::share(std::move(data)));
   }
   return std::move(tensors);
+}
+
+llvm::Error checkPlanFits(const ir::Graph &graph) {
+  // Saturating sums: each byte size fits int64, their sum may not.
+  auto add = [](uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+  };
+  uint64_t persistent = 0;
+  for (const ir::Value *input : graph.getInputs()) {
+    // One input too large by itself is named.
+    if (auto err = ir::checkAllocation(
+            input->getType(), (input->isWeight() ? "weight '" : "input '") +
+                                  input->getName() + "'"))
+      return err;
+    persistent = add(persistent, uint64_t(input->getType().getByteSize()));
+  }
+  uint64_t arena;
+  if (const ir::MemoryPlan *plan = graph.getMemoryPlan())
+    arena = plan->arenaBytes;
+  else
+    arena = passes::Liveness(graph).getPeakBytes();
+  uint64_t needed = add(persistent, arena);
+  uint64_t limit = ir::getMemoryLimitBytes();
+  if (needed <= limit)
+    return llvm::Error::success();
+  std::string available =
+      ir::formatBytesShort(limit) +
+      (ir::describeMemoryLimit().find("--max-memory") == 0
+           ? " is allowed by --max-memory"
+           : " is available");
+  if (persistent >= limit)
+    return makeError("the weights and inputs alone need " +
+                     ir::formatBytesShort(persistent) + " and " + available);
+  // A budget a little under the limit leaves room for the runtime itself.
+  uint64_t suggestion = limit / 10 * 9;
+  std::string budget = suggestion >= (uint64_t(2) << 30)
+                           ? std::to_string(suggestion >> 30) + "GiB"
+                       : suggestion >= (uint64_t(2) << 20)
+                           ? std::to_string(suggestion >> 20) + "MiB"
+                           : std::to_string(suggestion);
+  return makeError("the plan needs " + ir::formatBytesShort(needed) + " and " +
+                   available + "; try --budget " + budget);
 }
 
 namespace {
@@ -478,6 +526,9 @@ llvm::Error dumpOutputs(const ir::Graph &g, const runtime::RunResult &result,
 
 } // namespace
 
+/// More kernel threads than this is an error rather than an attempt.
+constexpr unsigned kMaxThreads = 1024;
+
 int runMain(int argc, char **argv) {
   namespace cl = llvm::cl;
   cl::OptionCategory category("remat-run options");
@@ -569,6 +620,10 @@ int runMain(int argc, char **argv) {
                                    saveWeightsPath + "': '" + dir +
                                    "' is not a writable directory"));
   }
+  if (threads > kMaxThreads)
+    return reportError(makeError(
+        "--threads " + llvm::Twine(threads) + " is more than the " +
+        llvm::Twine(kMaxThreads) + " kernel threads remat-run can start"));
 
   PipelineOptions pipelineOptions = flags.getPipelineOptions();
   bool rematRequested = !pipelineOptions.budget.empty() ||
@@ -620,6 +675,10 @@ int runMain(int argc, char **argv) {
             flags.report, {graph->get()},
             {ran->rematReport ? &*ran->rematReport : nullptr}))
       return reportError(std::move(err));
+  // Refused before anything is allocated, rather than killed halfway
+  // through a step.
+  if (auto err = checkPlanFits(**graph))
+    return reportError(std::move(err));
   auto given = readInputFiles(**graph, inputFiles);
   if (!given)
     return reportError(given.takeError());
@@ -642,6 +701,9 @@ int runMain(int argc, char **argv) {
                               referenceOptions, llvm::nulls());
     if (!refRan)
       return reportError(refRan.takeError());
+    if (auto err = checkPlanFits(*reference))
+      return reportError(makeError("without remat, " +
+                                   errorToString(std::move(err))));
     if (auto err = checkEquivalence(**backend, *reference, **graph, *given,
                                     seed, compileOptions))
       return reportError(std::move(err));

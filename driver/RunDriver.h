@@ -25,6 +25,11 @@ llvm::Expected<std::vector<runtime::OwnedTensor>>
 makeInputs(const ir::Graph &graph,
            const llvm::StringMap<ir::TensorDataPtr> &given, uint64_t seed);
 
+/// Errors unless \p graph's planned peak (weights + inputs + its memory
+/// plan's arena, or the live peak of its schedule without a plan) fits the
+/// memory limit (ir/Limits.h), suggesting a --budget that would.
+llvm::Error checkPlanFits(const ir::Graph &graph);
+
 /// The whole remat-run command line. \returns the exit code.
 int runMain(int argc, char **argv);
 

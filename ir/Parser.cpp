@@ -24,6 +24,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Allocator.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/StringSaver.h"
 
 #include <cassert>
@@ -340,6 +341,12 @@ llvm::StringRef unquote(llvm::StringRef quoted, llvm::StringSaver &saver) {
   return saver.save(llvm::StringRef(decoded));
 }
 
+/// \returns whether \p text is valid UTF-8.
+static bool isLegalUtf8(llvm::StringRef text) {
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.data());
+  return llvm::isLegalUTF8String(&begin, begin + text.size());
+}
+
 //===----------------------------------------------------------------------===//
 // Literals
 //===----------------------------------------------------------------------===//
@@ -537,6 +544,9 @@ llvm::Error Parser::parseName(TokenKind kind, llvm::StringRef &name, Loc &loc) {
   name = spelling.startswith("\"") ? unquote(spelling, saver_) : spelling;
   if (name.empty())
     return errorAt(loc, "empty name");
+  // Names reach ONNX files and JSON reports, whose strings are UTF-8.
+  if (!isLegalUtf8(name))
+    return errorAt(loc, "name '" + quoteName(name) + "' is not valid UTF-8");
   advance();
   return llvm::Error::success();
 }

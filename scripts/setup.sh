@@ -12,6 +12,7 @@ packages=(
   doctest-dev
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX 1.12, protobuf 3.21
   libopenblas-dev                                 # MatMul/Gemm on the CPU
+  clang-14 libclang-rt-14-dev                     # scripts/fuzz.sh: libFuzzer, ASan, UBSan
 )
 
 missing=()
@@ -29,8 +30,9 @@ if [ ${#missing[@]} -ne 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Reference-check packages. Tests that need them report themselves skipped
-# when they are missing, so a failed install here is a warning, not an error.
+# Reference-check packages. A failed install here is a warning; the tests
+# that need them then fail under scripts/test.sh (REMAT_REQUIRE_REFERENCE=1)
+# and are listed as skipped elsewhere.
 python_packages=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6)
 if ! .venv/bin/python -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
   echo "setup: creating .venv with ${python_packages[*]}"

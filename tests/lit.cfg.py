@@ -33,11 +33,19 @@ if os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0"):
 # Reference checks that need the onnx Python package (scripts/setup.sh puts
 # it in .venv) declare `REQUIRES: onnx`; without it lit reports them
 # UNSUPPORTED, visibly, instead of passing.
+# With REMAT_REQUIRE_REFERENCE=1 (scripts/test.sh and so CI set it) a
+# missing package is an error rather than silent UNSUPPORTED results inside
+# ctest's one `lit` entry: the reference toolchain is always installable.
 import subprocess
+require_reference = os.environ.get("REMAT_REQUIRE_REFERENCE", "0") == "1"
 for package in ["onnx", "onnxruntime"]:
     if subprocess.run([config.test_python, "-c", "import " + package],
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
         config.available_features.add(package)
+    elif require_reference:
+        lit_config.fatal("the %s Python package is missing for %s and REMAT_REQUIRE_REFERENCE=1: "
+                         "run scripts/setup.sh (or set REMAT_REQUIRE_REFERENCE=0 to skip the "
+                         "reference checks)" % (package, config.test_python))
     else:
         lit_config.note("the %s Python package is missing: tests that need it are unsupported" % package)
 config.environment["PATH"] = os.pathsep.join(

@@ -1,6 +1,7 @@
 //===- frontends/bert/BertConfig.cpp - BERT model configuration -----------===//
 #include "frontends/bert/BertConfig.h"
 
+#include "ir/Limits.h"
 #include "ir/Support.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -250,21 +251,32 @@ Error BertConfig::validate() const {
   auto error = [&](const Twine &message) {
     return makeError(sourceName + ": " + message);
   };
+  // Upper bounds far above any real BERT (vocabularies reach ~250k, hidden
+  // sizes 12k, depths ~100) that keep the graph's node count and every
+  // product below bounded: a typo or a hostile file gets an error naming the
+  // key, not a graph that never finishes building.
   struct SizeKey {
     StringRef key;
     int64_t value;
+    int64_t max;
   };
   for (SizeKey size :
-       {SizeKey{"vocab_size", vocabSize}, SizeKey{"hidden_size", hiddenSize},
-        SizeKey{"num_hidden_layers", numLayers},
-        SizeKey{"num_attention_heads", numHeads},
-        SizeKey{"intermediate_size", intermediateSize},
-        SizeKey{"max_position_embeddings", maxPosition},
-        SizeKey{"type_vocab_size", typeVocabSize}, SizeKey{"batch", batch},
-        SizeKey{"seq", seq}})
+       {SizeKey{"vocab_size", vocabSize, int64_t(1) << 22},
+        SizeKey{"hidden_size", hiddenSize, int64_t(1) << 16},
+        SizeKey{"num_hidden_layers", numLayers, 1024},
+        SizeKey{"num_attention_heads", numHeads, 1024},
+        SizeKey{"intermediate_size", intermediateSize, int64_t(1) << 18},
+        SizeKey{"max_position_embeddings", maxPosition, int64_t(1) << 20},
+        SizeKey{"type_vocab_size", typeVocabSize, 1024},
+        SizeKey{"batch", batch, int64_t(1) << 20},
+        SizeKey{"seq", seq, int64_t(1) << 20}}) {
     if (size.value <= 0)
       return error("key '" + size.key + "' must be positive, got " +
                    Twine(size.value));
+    if (size.value > size.max)
+      return error("key '" + size.key + "' must be at most " +
+                   Twine(size.max) + ", got " + Twine(size.value));
+  }
   if (hiddenSize % numHeads != 0)
     return error("key 'hidden_size' (" + Twine(hiddenSize) +
                  ") must be divisible by 'num_attention_heads' (" +
@@ -314,6 +326,14 @@ Error BertConfig::validate() const {
       return error("the " + Twine(tensor.what) + " f32" +
                    formatShape(tensor.dims) +
                    " would be larger than 2^63 bytes");
+  // The weights are allocated when the graph is built: they must fit.
+  std::optional<int64_t> weightBytes = checkedMul(getNumParameters(), 4);
+  if (!weightBytes)
+    return error("the f32 weights would be larger than 2^63 bytes");
+  if (Error err = ir::checkAllocationBytes(
+          uint64_t(*weightBytes),
+          "storing " + Twine(getNumParameters()) + " f32 weights"))
+    return error(errorToString(std::move(err)));
   return Error::success();
 }
 
@@ -356,7 +376,43 @@ int64_t BertConfig::getNumParameters() const {
   return embeddings + numLayers * layer + pooler + head;
 }
 
+/// Deepest nesting of arrays and objects a config may have. llvm::json's
+/// parser recurses once per level, so a deeper file would overflow the
+/// stack; a BERT config is one level deep.
+constexpr unsigned kMaxJsonDepth = 64;
+
+/// Errors if \p json nests arrays and objects deeper than kMaxJsonDepth,
+/// naming the line where it does; brackets in strings do not count.
+static Error checkJsonDepth(StringRef json, StringRef sourceName) {
+  unsigned depth = 0, line = 1;
+  bool inString = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (c == '\n')
+      ++line;
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"')
+      inString = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        return makeError(sourceName + ":" + Twine(line) +
+                         ": invalid JSON: nested deeper than " +
+                         Twine(kMaxJsonDepth) + " levels");
+    } else if ((c == ']' || c == '}') && depth > 0)
+      --depth;
+  }
+  return Error::success();
+}
+
 Expected<BertConfig> parseBertConfig(StringRef json, StringRef sourceName) {
+  if (Error err = checkJsonDepth(json, sourceName))
+    return std::move(err);
   Expected<llvm::json::Value> parsed = llvm::json::parse(json);
   if (!parsed)
     return makeError(
@@ -432,10 +488,14 @@ Expected<BertConfig> parseBertConfig(StringRef json, StringRef sourceName) {
 }
 
 Expected<BertConfig> loadBertConfig(StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return makeError("cannot read '" + path +
-                     "': " + buffer.getError().message());
+  auto buffer = ir::readInputFile(path, /*allowStdin=*/false, /*isText=*/true);
+  if (!buffer) {
+    // A config that cannot be opened has always been "cannot read".
+    std::string message = errorToString(buffer.takeError());
+    if (StringRef(message).startswith("cannot open "))
+      message = "cannot read " + message.substr(12);
+    return makeError(message);
+  }
   return parseBertConfig((*buffer)->getBuffer(), path);
 }
 

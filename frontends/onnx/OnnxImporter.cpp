@@ -30,6 +30,7 @@
 
 #include "ir/Hash.h"
 #include "ir/ShapeInference.h"
+#include "ir/Limits.h"
 #include "ir/Support.h"
 #include "ir/Verifier.h"
 
@@ -790,6 +791,12 @@ Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
   }
   if (location.empty())
     return fileError(what + ": external data has no location");
+  // The OS would read the path only up to a NUL: refuse it, and show it
+  // escaped so that the message is not cut there either.
+  if (StringRef(location).contains('\0'))
+    return fileError(what + ": external data location '" +
+                     ir::escapeForMessage(location) +
+                     "' contains a NUL byte");
   if (llvm::sys::path::is_absolute(location))
     return fileError(what + ": external data location '" + location +
                      "' is an absolute path; ONNX requires a path relative "
@@ -806,6 +813,9 @@ Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
   if (std::error_code ec = llvm::sys::fs::file_size(path, fileSize))
     return fileError(what + ": cannot open external data file '" + path +
                      "': " + ec.message());
+  if (auto err = ir::checkRegularFile(path))
+    return fileError(what + ": external data: " +
+                     errorToString(std::move(err)));
   if (!length)
     length = offset <= static_cast<int64_t>(fileSize)
                  ? static_cast<int64_t>(fileSize) - offset
@@ -1753,6 +1763,8 @@ importOnnxFile(StringRef path, const ImportOptions &options) {
   uint64_t size = 0;
   if (std::error_code ec = llvm::sys::fs::file_size(path, size))
     return makeError("cannot read '" + path + "': " + ec.message());
+  if (auto err = ir::checkRegularFile(path))
+    return std::move(err);
   if (size > static_cast<uint64_t>(INT_MAX))
     return makeError("cannot parse '" + path + "' as an ONNX model: it is " +
                      Twine(size) + " bytes, more than protobuf's limit of " +

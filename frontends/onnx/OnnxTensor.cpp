@@ -1,6 +1,7 @@
 //===- frontends/onnx/OnnxTensor.cpp - TensorProto <-> TensorData ---------===//
 #include "frontends/onnx/OnnxTensor.h"
 
+#include "ir/Limits.h"
 #include "ir/Support.h"
 
 #include "llvm/Support/Endian.h"
@@ -67,6 +68,13 @@ tensorFromProto(const onnx::TensorProto &tensor, StringRef what,
                      ": " + errorToString(std::move(err)));
   int64_t count = type.getNumElements();
   int64_t byteSize = type.getByteSize();
+  // The shape is the file's claim; nothing is allocated before the data
+  // present is counted and the bytes fit the memory limit.
+  auto checkMemory = [&]() -> Error {
+    if (auto err = checkAllocation(type, what))
+      return fileError(errorToString(std::move(err)));
+    return Error::success();
+  };
 
   auto finish = [&](std::vector<uint8_t> bytes) -> TensorDataPtr {
     // Bools are one byte, 0 or 1.
@@ -80,6 +88,8 @@ tensorFromProto(const onnx::TensorProto &tensor, StringRef what,
     if (!readExternal)
       return fileError(what + " keeps its data in an external file, which "
                               "is not supported here");
+    if (auto err = checkMemory())
+      return std::move(err);
     auto bytes = readExternal(byteSize);
     if (!bytes)
       return bytes.takeError();
@@ -107,6 +117,31 @@ tensorFromProto(const onnx::TensorProto &tensor, StringRef what,
     return fileError(what + " of type " + type.str() + " has " + Twine(have) +
                      " elements in " + field + ", expected " + Twine(count));
   };
+  int64_t have = 0;
+  StringRef field;
+  switch (*dtype) {
+  case DType::F32:
+    have = tensor.float_data_size(), field = "float_data";
+    break;
+  case DType::F64:
+    have = tensor.double_data_size(), field = "double_data";
+    break;
+  case DType::I64:
+    have = tensor.int64_data_size(), field = "int64_data";
+    break;
+  case DType::I32:
+  case DType::F16:
+  case DType::BF16:
+  case DType::I8:
+  case DType::U8:
+  case DType::Bool:
+    have = tensor.int32_data_size(), field = "int32_data";
+    break;
+  }
+  if (auto err = checkCount(have, field))
+    return std::move(err);
+  if (auto err = checkMemory())
+    return std::move(err);
   std::vector<uint8_t> bytes(byteSize);
   uint8_t *out = bytes.data();
   using llvm::support::endian::write16le;

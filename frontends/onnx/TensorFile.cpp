@@ -3,6 +3,7 @@
 
 #include "ir/OutputFile.h"
 #include "frontends/onnx/OnnxTensor.h"
+#include "ir/Limits.h"
 #include "ir/Support.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -12,12 +13,14 @@
 namespace remat::onnx_frontend {
 
 llvm::Expected<NamedTensor> readTensorFile(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
+  auto buffer = ir::readInputFile(path);
   if (!buffer)
-    return makeError("cannot open '" + path +
-                     "': " + buffer.getError().message());
-  llvm::StringRef bytes = (*buffer)->getBuffer();
+    return buffer.takeError();
+  return parseTensorProto((*buffer)->getBuffer(), path);
+}
+
+llvm::Expected<NamedTensor> parseTensorProto(llvm::StringRef bytes,
+                                             llvm::StringRef path) {
   onnx::TensorProto proto;
   bool parsed = false;
   try {

@@ -28,6 +28,11 @@ struct NamedTensor {
 /// the dims.
 llvm::Expected<NamedTensor> readTensorFile(llvm::StringRef path);
 
+/// Parses \p bytes, the contents of the TensorProto file \p path (named in
+/// messages), as readTensorFile() does.
+llvm::Expected<NamedTensor> parseTensorProto(llvm::StringRef bytes,
+                                             llvm::StringRef path);
+
 /// Writes \p data as a TensorProto named \p name to \p path (through a
 /// temporary renamed into place).
 llvm::Error writeTensorFile(llvm::StringRef path, llvm::StringRef name,

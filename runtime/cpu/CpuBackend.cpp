@@ -8,6 +8,8 @@
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/Parallel.h"
 
+#include <stdexcept>
+#include <system_error>
 #include <thread>
 
 namespace remat::runtime {
@@ -71,8 +73,18 @@ public:
     unsigned threads = options.numThreads
                            ? options.numThreads
                            : std::max(1u, std::thread::hardware_concurrency());
-    return std::make_unique<CpuExecutable>(std::move(copy), threads,
-                                           options.profile, std::move(kernels));
+    // The machine decides how many threads can start (RLIMIT_NPROC,
+    // threads-max, memory for stacks): one that cannot is an error.
+    try {
+      return std::make_unique<CpuExecutable>(
+          std::move(copy), threads, options.profile, std::move(kernels));
+    } catch (const std::system_error &e) {
+      return makeError("cannot start " + llvm::Twine(threads) +
+                       " kernel threads: " + e.what());
+    } catch (const std::length_error &e) {
+      return makeError("cannot start " + llvm::Twine(threads) +
+                       " kernel threads: " + e.what());
+    }
   }
 };
 

@@ -11,6 +11,7 @@
 
 #include "runtime/cpu/Kernels.h"
 
+#include "ir/Limits.h"
 #include "ir/Support.h"
 
 #include "llvm/ADT/Twine.h"
@@ -71,6 +72,11 @@ evaluateNode(const ir::Node &node,
   llvm::SmallVector<std::shared_ptr<ir::TensorData>, 1> results;
   llvm::SmallVector<Tensor, 1> outputs;
   for (const ir::Value *result : node.getResults()) {
+    // A folded result's shape may come from a file (ConstantOfShape):
+    // check it against the memory limit before allocating.
+    if (auto err = ir::checkAllocation(result->getType(),
+                                       "the result of " + node.describe()))
+      return std::move(err);
     auto data = std::make_shared<ir::TensorData>(result->getType());
     outputs.emplace_back(result->getType(), data->getNumElements() > 0
                                                 ? data->getMutableBytes()

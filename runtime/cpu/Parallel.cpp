@@ -18,9 +18,23 @@ ThreadPoolParallelFor::ThreadPoolParallelFor(unsigned numThreads) {
   if (numThreads == 0)
     numThreads = std::max(1u, std::thread::hardware_concurrency());
   numThreads_ = numThreads;
-  workers_.reserve(numThreads - 1);
-  for (unsigned i = 0; i + 1 < numThreads; ++i)
-    workers_.emplace_back([this, i] { workerLoop(i); });
+  // A thread that cannot start (std::system_error) leaves the pool with the
+  // workers started so far: stop and join them before passing the exception
+  // on, since a joinable std::thread must not be destroyed.
+  try {
+    workers_.reserve(numThreads - 1);
+    for (unsigned i = 0; i + 1 < numThreads; ++i)
+      workers_.emplace_back([this, i] { workerLoop(i); });
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    jobReady_.notify_all();
+    for (std::thread &worker : workers_)
+      worker.join();
+    throw;
+  }
 }
 
 ThreadPoolParallelFor::~ThreadPoolParallelFor() {

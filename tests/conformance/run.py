@@ -26,6 +26,10 @@ def main():
     try:
         import onnx  # noqa: F401
     except ImportError:
+        if os.environ.get("REMAT_REQUIRE_REFERENCE", "0") == "1":
+            print("error: the onnx Python package is not installed and "
+                  "REMAT_REQUIRE_REFERENCE=1 (run scripts/setup.sh)")
+            return 1
         print("SKIPPED: onnx Python package not installed")
         return 77
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/bert/BertBuilder.h"
 #include "frontends/bert/BertConfig.h"
+#include "ir/Limits.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
@@ -291,12 +292,39 @@ TEST_CASE("bert config: invalid values") {
   CHECK(parseError(configJson({{"vocab_size", "1125899906842624"},
                                {"hidden_size", "4096"},
                                {"num_attention_heads", "1"}})) ==
-        "t.json: the word embeddings f32[1125899906842624,4096] would be "
-        "larger than 2^63 bytes");
-  CHECK(parseError(configJson({{"max_position_embeddings", "4000000000"},
-                               {"seq", "4000000000"}})) ==
-        "t.json: the attention scores f32[2,4,4000000000,4000000000] would "
+        "t.json: key 'vocab_size' must be at most 4194304, got "
+        "1125899906842624");
+  CHECK(parseError(configJson({{"max_position_embeddings", "1048576"},
+                               {"seq", "1048576"},
+                               {"batch", "1048576"}})) ==
+        "t.json: the attention scores f32[1048576,4,1048576,1048576] would "
         "be larger than 2^63 bytes");
+}
+
+TEST_CASE("bert config: sizes are bounded per key and by memory") {
+  CHECK(parseError(configJson({{"vocab_size", "1000000000000"}})) ==
+        "t.json: key 'vocab_size' must be at most 4194304, got 1000000000000");
+  CHECK(parseError(configJson({{"intermediate_size", "100000000000"}})) ==
+        "t.json: key 'intermediate_size' must be at most 262144, got "
+        "100000000000");
+  CHECK(parseError(configJson({{"num_hidden_layers", "100000"}})) ==
+        "t.json: key 'num_hidden_layers' must be at most 1024, got 100000");
+  // Within the bounds, the weights must fit the memory limit.
+  remat::ir::setMemoryLimitBytes(1 << 20);
+  std::string error = parseError(configJson({{"vocab_size", "1000000"}}));
+  remat::ir::setMemoryLimitBytes(0);
+  CHECK(llvm::StringRef(error).startswith("t.json: storing "));
+  CHECK(llvm::StringRef(error).contains(" f32 weights needs "));
+  CHECK(llvm::StringRef(error).endswith("more than --max-memory (1.0 MiB)"));
+}
+
+TEST_CASE("bert config: nesting deeper than 64 levels is an error") {
+  std::string deep = "{\"x\": " + std::string(100000, '[');
+  CHECK(parseError(deep) ==
+        "t.json:1: invalid JSON: nested deeper than 64 levels");
+  // Brackets inside strings do not count.
+  std::string brackets = "\"" + std::string(100, '[') + "\"";
+  parseOk(configJson({{"note", brackets.c_str()}}));
 }
 
 TEST_CASE("bert config: misspelled known keys are errors") {
@@ -354,8 +382,8 @@ TEST_CASE("bert config: --bind overrides batch and seq") {
         "t.json: --bind seq=65 exceeds 'max_position_embeddings' (64)");
   CHECK(bindError("batch", 0) == "t.json: --bind batch=0 must be positive");
   CHECK(bindError("batch", int64_t{1} << 56) ==
-        "t.json: the feed-forward activation f32[4611686018427387904,64] "
-        "would be larger than 2^63 bytes");
+        "t.json: key 'batch' must be at most 1048576, got "
+        "72057594037927936");
 }
 
 TEST_CASE("bert presets all load") {

@@ -1,0 +1,77 @@
+//===- ir/Limits.h - Checked sizes and input files --------------*- C++ -*-===//
+//
+// Every byte count that comes from a file or a flag (a declared shape, a BERT
+// config, --threads) is checked before it is allocated: its product must fit
+// 64 bits (TensorType::checkSize) and must not exceed the memory limit, which
+// is --max-memory or, by default, the memory the machine has available
+// (MemAvailable in /proc/meminfo). The error names the tensor, its shape and
+// the bytes, so that a hostile or mistaken input is one `error:` line rather
+// than an out-of-memory abort. Input files are read only when they are
+// regular files (or "-" for stdin), so /dev/zero is not read forever.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_IR_LIMITS_H
+#define REMAT_IR_LIMITS_H
+
+#include "ir/Types.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace remat::ir {
+
+/// \returns the bytes of memory this machine has available now
+/// (MemAvailable from /proc/meminfo; physical memory where that is missing).
+uint64_t getAvailableMemoryBytes();
+
+/// \returns the bound that allocations sized by a file or flag are checked
+/// against: the --max-memory value if one was set, else
+/// getAvailableMemoryBytes() (read once, on first use).
+uint64_t getMemoryLimitBytes();
+
+/// Sets the bound (--max-memory); 0 restores the default.
+void setMemoryLimitBytes(uint64_t bytes);
+
+/// \returns "the 21.4 GiB available" or "--max-memory (1.0 GiB)": how an
+/// error names the bound.
+std::string describeMemoryLimit();
+
+/// \returns \p bytes with one decimal in the largest fitting binary unit:
+/// "38.2 GiB", "512 B".
+std::string formatBytesShort(uint64_t bytes);
+
+/// Checks that \p type (of the thing \p what, e.g. "input 'x'") has a byte
+/// size that fits 64 bits and the memory limit. \returns an error naming
+/// \p what, the type and the bytes.
+llvm::Error checkAllocation(const TensorType &type, const llvm::Twine &what);
+
+/// Checks that \p bytes for \p what fit the memory limit.
+llvm::Error checkAllocationBytes(uint64_t bytes, const llvm::Twine &what);
+
+/// Checks that \p path names a regular file (a device, pipe or directory is
+/// refused). \returns an error naming \p path.
+llvm::Error checkRegularFile(llvm::StringRef path);
+
+/// Reads \p path whole after checking that it is a regular file no larger
+/// than the memory limit; "-" reads stdin when \p allowStdin.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readInputFile(llvm::StringRef path, bool allowStdin = false,
+              bool isText = false);
+
+/// Checks that \p text is valid UTF-8; \returns an error naming \p what
+/// and the byte offset of the first bad byte.
+llvm::Error checkUtf8(llvm::StringRef text, const llvm::Twine &what);
+
+/// \returns \p text with non-printable bytes (NUL, controls, bytes >= 0x80)
+/// written as \xNN, for messages.
+std::string escapeForMessage(llvm::StringRef text);
+
+} // namespace remat::ir
+
+#endif // REMAT_IR_LIMITS_H

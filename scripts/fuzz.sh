@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds remat's libFuzzer targets with ASan and UBSan (clang-14 and
+# libFuzzer: Debian's clang-14 and libclang-rt-14-dev, which scripts/setup.sh
+# installs) and runs one of them.
+#   scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]
+# TARGET: rir, onnx, bert-config, tensor-proto or pipeline. The corpus
+# lives in build-fuzz/corpus/TARGET (seeded from the tests on first use);
+# crashes are written to build-fuzz/crashes/TARGET. Exit status: libFuzzer's
+# (nonzero on a finding). The build needs clang-14 and libclang-rt-14-dev.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+targets="rir onnx bert-config tensor-proto pipeline"
+if [ $# -lt 2 ] || ! [[ " $targets " == *" $1 "* ]] || ! [[ $2 =~ ^[0-9]+$ ]]; then
+  echo "usage: scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]" >&2
+  echo "  TARGET: $targets" >&2
+  exit 2
+fi
+target=$1 seconds=$2
+shift 2
+build_dir=${BUILD_DIR:-build-fuzz}
+cxx=${FUZZ_CXX:-clang++-14}
+cc=${FUZZ_CC:-clang-14}
+if ! command -v "$cxx" >/dev/null; then
+  echo "error: $cxx not found: install clang-14 and libclang-rt-14-dev (scripts/setup.sh)" >&2
+  exit 1
+fi
+
+if [ ! -f "$build_dir/build.ninja" ]; then
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+    ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} \
+    -DREMAT_FUZZ=ON -DREMAT_SANITIZE=ON -DREMAT_BUILD_TESTS=OFF >/dev/null
+fi
+# FUZZ_NO_BUILD=1 runs what is built (while another build runs there).
+if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
+  cmake --build "$build_dir" --target "remat-fuzz-$target" -j "${JOBS:-$(nproc)}"
+fi
+
+corpus="$build_dir/corpus/$target"
+crashes="$build_dir/crashes/$target"
+mkdir -p "$corpus" "$crashes"
+seed() { # seed FILE...: copy into the corpus under content-hash names
+  for f in "$@"; do
+    [ -f "$f" ] && cp "$f" "$corpus/seed-$(sha1sum "$f" | cut -c1-16)"
+  done
+  return 0
+}
+if [ -z "$(ls -A "$corpus")" ]; then
+  case $target in
+    rir) seed tests/ir/*.rir tests/tools/Inputs/*.rir tests/onnx/Inputs/*.rir \
+           tests/tools/Inputs/hostile/*.rir fuzz/regressions/rir/* ;;
+    onnx)
+      # Small models: the .rir test inputs exported by a remat-opt (the
+      # fixtures are ~500 KB, too large to mutate quickly).
+      opt=${REMAT_OPT:-build/remat-opt}
+      if [ -x "$opt" ]; then
+        for r in tests/onnx/Inputs/*.rir tests/tools/Inputs/*.rir; do
+          "$opt" "$r" -o "$corpus/seed-$(basename "$r" .rir).onnx" 2>/dev/null || true
+        done
+      fi
+      seed tests/tools/Inputs/hostile/*.onnx fuzz/regressions/onnx/* ;;
+    bert-config) seed models/*.json tests/tools/Inputs/*.json \
+                   fuzz/regressions/bert-config/* ;;
+    tensor-proto) seed tests/fixtures/*/inputs/*.pb tests/tools/Inputs/hostile/*.pb \
+                    fuzz/regressions/tensor-proto/* ;;
+    pipeline)
+      i=0
+      for p in canonicalize,autodiff,dce 'remat{budget=40%}' \
+               'canonicalize,autodiff,dce,schedule,remat{budget=6GiB strategy=auto},plan-memory' \
+               'fold-constants{max-elements=64}' 'cse,dce,plan-memory{in-place=false}' \
+               'autodiff{unused-weights=drop},remat{strategy=sqrt}'; do
+        printf '%s' "$p" > "$corpus/seed-$i"; i=$((i + 1))
+      done
+      seed fuzz/regressions/pipeline/* ;;
+  esac
+fi
+
+# Findings abort with a stack; leaks are findings too.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+exec "$build_dir/fuzz/remat-fuzz-$target" "$corpus" \
+  -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -max_len=65536 \
+  -artifact_prefix="$crashes/" -print_final_stats=1 "$@"
