@@ -2,6 +2,7 @@
 #include "driver/Sweep.h"
 
 #include "driver/Svg.h"
+#include "ir/Limits.h"
 #include "ir/Support.h"
 #include "passes/Pass.h"
 #include "passes/remat/Solver.h"
@@ -172,10 +173,9 @@ void computeRatios(SweepResult &result) {
 }
 
 llvm::Expected<std::vector<PeerPoint>> readPeers(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto buffer = ir::readInputFile(path, /*allowStdin=*/false, /*isText=*/true);
   if (!buffer)
-    return makeError("cannot read peers file '" + path +
-                     "': " + buffer.getError().message());
+    return makeError("peers file: " + errorToString(buffer.takeError()));
   llvm::SmallVector<llvm::StringRef> lines;
   (*buffer)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
   if (lines.empty())

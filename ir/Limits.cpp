@@ -177,4 +177,31 @@ std::string escapeForMessage(llvm::StringRef text) {
   return out;
 }
 
+llvm::Error checkJsonDepth(llvm::StringRef json, llvm::StringRef sourceName) {
+  unsigned depth = 0, line = 1;
+  bool inString = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (c == '\n')
+      ++line;
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"')
+      inString = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        return makeError(sourceName + ":" + llvm::Twine(line) +
+                         ": invalid JSON: nested deeper than " +
+                         llvm::Twine(kMaxJsonDepth) + " levels");
+    } else if ((c == ']' || c == '}') && depth > 0)
+      --depth;
+  }
+  return llvm::Error::success();
+}
+
 } // namespace remat::ir

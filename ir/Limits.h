@@ -64,6 +64,16 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readInputFile(llvm::StringRef path, bool allowStdin = false,
               bool isText = false);
 
+/// Deepest nesting of arrays and objects a JSON file read by remat may
+/// have. llvm::json's parser recurses once per level, so a deeper file
+/// would overflow the stack; remat's own files nest a few levels.
+constexpr unsigned kMaxJsonDepth = 64;
+
+/// Errors if \p json nests arrays and objects deeper than kMaxJsonDepth,
+/// naming \p sourceName and the line where it does; brackets in strings do
+/// not count. Call it before llvm::json::parse on any file a user gives.
+llvm::Error checkJsonDepth(llvm::StringRef json, llvm::StringRef sourceName);
+
 /// Checks that \p text is valid UTF-8; \returns an error naming \p what
 /// and the byte offset of the first bad byte.
 llvm::Error checkUtf8(llvm::StringRef text, const llvm::Twine &what);

@@ -376,42 +376,8 @@ int64_t BertConfig::getNumParameters() const {
   return embeddings + numLayers * layer + pooler + head;
 }
 
-/// Deepest nesting of arrays and objects a config may have. llvm::json's
-/// parser recurses once per level, so a deeper file would overflow the
-/// stack; a BERT config is one level deep.
-constexpr unsigned kMaxJsonDepth = 64;
-
-/// Errors if \p json nests arrays and objects deeper than kMaxJsonDepth,
-/// naming the line where it does; brackets in strings do not count.
-static Error checkJsonDepth(StringRef json, StringRef sourceName) {
-  unsigned depth = 0, line = 1;
-  bool inString = false;
-  for (size_t i = 0; i < json.size(); ++i) {
-    char c = json[i];
-    if (c == '\n')
-      ++line;
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '"')
-      inString = true;
-    else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth)
-        return makeError(sourceName + ":" + Twine(line) +
-                         ": invalid JSON: nested deeper than " +
-                         Twine(kMaxJsonDepth) + " levels");
-    } else if ((c == ']' || c == '}') && depth > 0)
-      --depth;
-  }
-  return Error::success();
-}
-
 Expected<BertConfig> parseBertConfig(StringRef json, StringRef sourceName) {
-  if (Error err = checkJsonDepth(json, sourceName))
+  if (Error err = ir::checkJsonDepth(json, sourceName))
     return std::move(err);
   Expected<llvm::json::Value> parsed = llvm::json::parse(json);
   if (!parsed)

@@ -1,6 +1,7 @@
 //===- passes/remat/CostModel.cpp - Predicted node times ------------------===//
 #include "passes/remat/CostModel.h"
 
+#include "ir/Limits.h"
 #include "ir/Support.h"
 
 #include "llvm/Support/JSON.h"
@@ -72,10 +73,11 @@ double nodeSeconds(const ir::Node &node, const CostProfile &profile) {
 }
 
 llvm::Expected<CostProfile> loadCostProfile(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto buffer = ir::readInputFile(path, /*allowStdin=*/false, /*isText=*/true);
   if (!buffer)
-    return makeError("cannot read cost profile '" + path +
-                     "': " + buffer.getError().message());
+    return makeError("cost profile: " + errorToString(buffer.takeError()));
+  if (auto err = ir::checkJsonDepth((*buffer)->getBuffer(), path))
+    return std::move(err);
   auto json = llvm::json::parse((*buffer)->getBuffer());
   if (!json)
     return makeError("cost profile '" + path +
