@@ -27,9 +27,11 @@
 #include "ir/OutputFile.h"
 
 #include "ir/Support.h"
+#include "ir/UpdateName.h"
 #include "ir/Verifier.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
@@ -313,6 +315,14 @@ Error ModelBuilder::buildHeader() {
 }
 
 void ModelBuilder::buildInputs() {
+  // Inputs the step writes over (an output `<input>_new`: weights and
+  // optimizer state under the optimizer pass) are listed as inputs even
+  // with initial contents, so that a runtime can feed the current values
+  // and get the new ones.
+  llvm::SmallPtrSet<const ir::Value *, 16> updated;
+  for (const ir::Value *output : graph_.getOutputs())
+    if (const ir::Value *input = ir::getUpdatedInput(output))
+      updated.insert(input);
   for (const ir::Value *input : graph_.getInputs()) {
     if (input->getData()) {
       // Initial contents make it an initializer (a constant when not listed
@@ -322,7 +332,8 @@ void ModelBuilder::buildInputs() {
       if (input->isWeight())
         tensor->set_doc_string("weight");
       initializerValues_.push_back(input);
-      continue;
+      if (!updated.count(input))
+        continue;
     }
     // No data: the caller feeds it. A weight without data is still declared,
     // as an input, so that the model is complete.
@@ -544,7 +555,12 @@ Error ModelBuilder::checkModel() const {
   // Checking needs types, not bytes: declare the initializers as inputs.
   pb::ModelProto copy = model_;
   pb::GraphProto *graph = copy.mutable_graph();
+  llvm::StringSet<> declared;
+  for (const pb::ValueInfoProto &input : graph->input())
+    declared.insert(input.name());
   for (const pb::TensorProto &tensor : graph->initializer()) {
+    if (declared.count(tensor.name()))
+      continue;
     pb::ValueInfoProto *info = graph->add_input();
     info->set_name(tensor.name());
     pb::TypeProto_Tensor *type = info->mutable_type()->mutable_tensor_type();
