@@ -141,12 +141,19 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
 }
 
 void markParetoFront(std::vector<SweepRow> &rows) {
+  // Once anything was measured, rows that were not (they failed to run)
+  // have no figures to compare.
+  bool anyMeasured = llvm::any_of(
+      rows, [](const SweepRow &row) { return row.measured; });
+  auto compared = [&](const SweepRow &row) {
+    return row.feasible && (row.measured || !anyMeasured);
+  };
   for (SweepRow &row : rows) {
     row.pareto = false;
-    if (!row.feasible)
+    if (!compared(row))
       continue;
     row.pareto = llvm::none_of(rows, [&](const SweepRow &other) {
-      if (&other == &row || !other.feasible)
+      if (&other == &row || !compared(other))
         return false;
       bool noWorse = other.getPeakBytes() <= row.getPeakBytes() &&
                      other.getTimeRatio() <= row.getTimeRatio();
@@ -329,6 +336,8 @@ llvm::json::Object getSweepJson(const SweepResult &result) {
       object["step_ratio"] = row.stepRatio;
     }
     object["pareto"] = row.pareto;
+    if (!row.note.empty())
+      object["note"] = row.note;
     rows.push_back(std::move(object));
   }
   llvm::json::Array peers;
@@ -391,6 +400,8 @@ void printSweepTable(const SweepResult &result, llvm::raw_ostream &os) {
     os << (row.pareto ? "  *" : "   ");
     if (!row.alsoPoints.empty())
       os << "  (also " << llvm::join(row.alsoPoints, ", ") << ")";
+    if (!row.note.empty())
+      os << "  " << row.note;
     os << '\n';
   }
   for (const PeerPoint &peer : result.peers)
@@ -450,6 +461,11 @@ std::string getSweepSvg(const SweepResult &result) {
   constexpr int plotW = width - left - right, plotH = height - top - bottom;
   constexpr double kMiB = 1 << 20, kGiB = 1 << 30;
 
+  // A row is drawn when it has the figures the plot shows: with --measure,
+  // measured ones.
+  auto isDrawn = [&](const SweepRow &row) {
+    return row.feasible && (!result.measured || row.measured);
+  };
   // The extent of every drawn point, remat's and the peers'.
   double minBytes = 0, maxBytes = 0, minRatio = 1, maxRatio = 1;
   bool any = false;
@@ -461,7 +477,7 @@ std::string getSweepSvg(const SweepResult &result) {
     any = true;
   };
   for (const SweepRow &row : result.rows)
-    if (row.feasible)
+    if (isDrawn(row))
       extend(double(row.getPeakBytes()), row.getTimeRatio());
   for (const PeerPoint &peer : result.peers)
     extend(double(peer.peakBytes), peer.timeRatio);
@@ -567,7 +583,7 @@ std::string getSweepSvg(const SweepResult &result) {
   };
   std::vector<Box> taken;
   for (const SweepRow &row : result.rows) {
-    if (!row.feasible)
+    if (!isDrawn(row))
       continue;
     double px = x(double(row.getPeakBytes())), py = y(row.getTimeRatio());
     os << "<g><title>" << escapeXml(row.getLabel());
@@ -635,7 +651,7 @@ std::string getSweepSvg(const SweepResult &result) {
        << escapeXml(text) << "</text>\n";
   };
   for (const SweepRow &row : result.rows)
-    if (row.feasible && row.strategy == "every-layer")
+    if (isDrawn(row) && row.strategy == "every-layer")
       label(x(double(row.getPeakBytes())), y(row.getTimeRatio()),
             "every-layer (the seed's per-layer checkpointing)", "#1f4e8c", 12,
             /*force=*/true);
@@ -652,7 +668,7 @@ std::string getSweepSvg(const SweepResult &result) {
   os << "<g>\n";
   llvm::StringSet<> drawn;
   for (const SweepRow &row : result.rows) {
-    if (!row.feasible || !drawn.insert(row.strategy).second)
+    if (!isDrawn(row) || !drawn.insert(row.strategy).second)
       continue;
     os << getMarker(row.strategy, lx + 8, ly, "#1f4e8c", "#1f4e8c")
        << "<text x=\"" << lx + 22 << "\" y=\"" << ly + 4 << "\">"

@@ -203,14 +203,14 @@ std::string formatDuration(double seconds) {
 }
 
 /// The rows that are done: all of them, or with --measure those measured
-/// (and the infeasible ones, which are not run).
+/// or that failed to run (and the infeasible ones, which are not run).
 SweepResult finishedRows(const SweepResult &result) {
   SweepResult done = result;
   if (!result.measured)
     return done;
   done.rows.clear();
   for (const SweepRow &row : result.rows)
-    if (!row.feasible || row.measured)
+    if (!row.feasible || row.measured || !row.note.empty())
       done.rows.push_back(row);
   markParetoFront(done.rows);
   return done;
@@ -434,6 +434,7 @@ int sweepMain(int argc, char **argv) {
       if (result.rows[i].feasible)
         order.push_back(i);
     size_t total = order.size() * rounds, done = 0;
+    std::string firstFailure;
     auto measureStart = std::chrono::steady_clock::now();
     for (unsigned round = 0; round < rounds && !interrupted; ++round) {
       for (size_t k = 0; k < order.size() && !interrupted; ++k) {
@@ -448,8 +449,21 @@ int sweepMain(int argc, char **argv) {
             llvm::consumeError(measured.takeError());
             break;
           }
-          return reportError(measured.takeError());
+          // A point that cannot run here (a plan larger than the machine,
+          // no device) is reported, not fatal: the others still can.
+          std::string why = errorToString(measured.takeError());
+          llvm::StringRef last = llvm::StringRef(why).rtrim();
+          last = last.substr(last.rfind('\n') + 1).trim();
+          if (firstFailure.empty())
+            firstFailure = ("point '" + row.getLabel() + "': " + last).str();
+          if (!row.measured)
+            row.note = ("not measured: " + last).str();
+          ++done;
+          llvm::errs() << "[" << done << "/" << total << "] " << row.getLabel()
+                       << ": not measured: " << last << '\n';
+          continue;
         }
+        row.note.clear();
         if (measured->plannedPeakBytes != row.plannedPeakBytes)
           llvm::errs() << "warning: remat-run planned "
                        << measured->plannedPeakBytes << " B for '"
@@ -487,6 +501,10 @@ int sweepMain(int argc, char **argv) {
           return reportError(std::move(err));
       }
     }
+    if (!interrupted &&
+        llvm::none_of(result.rows, [](const SweepRow &row) { return row.measured; }))
+      return reportError(makeError("no point could be measured; the first "
+                                   "failure: " + firstFailure));
     if (interrupted) {
       SweepResult partial = finishedRows(result);
       if (auto err = writeOutputs(partial, paths))

@@ -132,3 +132,26 @@ TEST_CASE("a peers file with a missing column or a bad cell is refused") {
         ":2: step_seconds '-2' is not a positive number");
   check("", "is empty");
 }
+
+TEST_CASE("once anything is measured, a row that failed to run is off the front") {
+  // every-layer could not run: its planned figures would otherwise put it on
+  // the front next to none's measured ones.
+  std::vector<SweepRow> rows = {makeRow("none", 100, 1.0),
+                                makeRow("every-layer", 50, 1.1)};
+  rows[0].measured = true;
+  rows[0].measuredPeakBytes = 100;
+  rows[0].stepSeconds = 2;
+  rows[0].stepRatio = 1;
+  rows[1].note = "not measured: error: no GPU";
+  markParetoFront(rows);
+  CHECK(rows[0].pareto);
+  CHECK(!rows[1].pareto);
+  SweepResult result;
+  result.measured = true;
+  result.rows = rows;
+  std::string svg = getSweepSvg(result);
+  CHECK(svg.find("<title>none:") != std::string::npos);
+  CHECK(svg.find("<title>every-layer") == std::string::npos);
+  CHECK(getSweepCsv(result).find(",not measured: error: no GPU\n") !=
+        std::string::npos);
+}
