@@ -12,11 +12,11 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace remat::driver {
 
@@ -56,6 +56,20 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
   Solver &solver = *(*problem)->solver;
   noRematPeakBytes = solver.getBasePeakBytes();
 
+  noRematSeconds = solver.getBaseSeconds();
+  // The smallest planned peak any plan reaches: `min`, and what an
+  // infeasible point is told. Asked for at most once.
+  std::optional<uint64_t> smallestPeak;
+  auto getSmallestPeak = [&]() -> llvm::Expected<uint64_t> {
+    if (!smallestPeak) {
+      auto smallest = solver.smallestPlan();
+      if (!smallest)
+        return smallest.takeError();
+      smallestPeak = smallest->plannedPeakBytes;
+    }
+    return *smallestPeak;
+  };
+
   struct Budget {
     std::string text;
     uint64_t bytes;
@@ -63,10 +77,10 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
   std::vector<Budget> budgets;
   for (const std::string &text : options.budgets) {
     if (text == "min") {
-      auto smallest = solver.smallestPlan();
+      auto smallest = getSmallestPeak();
       if (!smallest)
         return smallest.takeError();
-      budgets.push_back({text, smallest->plannedPeakBytes});
+      budgets.push_back({text, *smallest});
       continue;
     }
     auto amount = passes::parseByteAmount(text, /*allowPercent=*/true);
@@ -77,7 +91,6 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
 
   std::vector<SweepRow> rows;
   llvm::StringMap<size_t> rowOfPlan;
-  noRematSeconds = 0;
   auto addPlan = [&](llvm::StringRef strategy, const Budget *budget,
                      const PlanResult &plan) {
     SweepRow row;
@@ -91,18 +104,13 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
       rows[it->second].alsoPoints.push_back(row.getLabel());
       return;
     }
-    std::optional<uint64_t> budgetBytes;
-    if (budget)
-      budgetBytes = budget->bytes;
-    llvm::json::Object report = solver.explainJson(plan, budgetBytes);
-    const llvm::json::Object &summary = *report.getObject("summary");
     row.plannedPeakBytes = plan.plannedPeakBytes;
     row.predictedPeakBytes = plan.estimatedPeakBytes;
     row.activationBytesKept = plan.keptStashBytes;
     row.recomputedNodes = plan.stats.clonedNodes;
-    row.predictedSeconds = *summary.getNumber("predicted_seconds");
-    row.predictedRatio = *summary.getNumber("predicted_time_ratio");
-    noRematSeconds = *summary.getNumber("no_remat_predicted_seconds");
+    row.predictedSeconds = solver.getPredictedSeconds(plan);
+    row.predictedRatio =
+        noRematSeconds > 0 ? row.predictedSeconds / noRematSeconds : 1.0;
     rows.push_back(std::move(row));
   };
 
@@ -122,7 +130,7 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
         addPlan(strategy, &budget, **plan);
         continue;
       }
-      auto smallest = solver.smallestPlan();
+      auto smallest = getSmallestPeak();
       if (!smallest)
         return smallest.takeError();
       SweepRow row;
@@ -133,7 +141,7 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
       row.note = "infeasible: no plan of '" + strategy + "' fits " +
                  formatBytes(budget.bytes) +
                  "; the smallest feasible planned peak is " +
-                 formatBytes(smallest->plannedPeakBytes);
+                 formatBytes(*smallest);
       rows.push_back(std::move(row));
     }
   }
@@ -164,14 +172,15 @@ void markParetoFront(std::vector<SweepRow> &rows) {
   }
 }
 
-void computeRatios(SweepResult &result) {
-  const SweepRow *none = nullptr;
+double getReferenceSeconds(const SweepResult &result) {
   for (const SweepRow &row : result.rows)
-    if (row.strategy == "none" && row.feasible)
-      none = &row;
-  double reference = result.noRematPredictedSeconds;
-  if (none && none->measured)
-    reference = none->stepSeconds;
+    if (row.strategy == "none" && row.feasible && row.measured)
+      return row.stepSeconds;
+  return result.noRematPredictedSeconds;
+}
+
+void computeRatios(SweepResult &result) {
+  double reference = getReferenceSeconds(result);
   for (SweepRow &row : result.rows)
     if (row.measured)
       row.stepRatio = reference > 0 ? row.stepSeconds / reference : 0;
@@ -260,7 +269,9 @@ std::string csvCell(llvm::StringRef text) {
 }
 
 std::string number(double value, unsigned digits) {
-  return llvm::formatv("{0}", llvm::format("%.*f", int(digits), value)).str();
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", int(digits), value);
+  return text;
 }
 
 } // namespace

@@ -116,8 +116,12 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
 /// unless another has a peak and a time both no larger and one smaller).
 void markParetoFront(std::vector<SweepRow> &rows);
 
-/// Sets each measured row's and each peer's time relative to the `none`
-/// row (measured, or predicted when nothing was measured).
+/// \returns the seconds every ratio is taken against: the `none` row's
+/// measured step, or its predicted one before it is measured.
+double getReferenceSeconds(const SweepResult &result);
+
+/// Sets each measured row's and each peer's time relative to
+/// getReferenceSeconds().
 void computeRatios(SweepResult &result);
 
 /// Reads a --peers CSV: a header with at least the columns label,

@@ -486,10 +486,8 @@ int sweepMain(int argc, char **argv) {
                      << ", step "
                      << llvm::format("%.2f", measured->medianSeconds)
                      << " s (x"
-                     << llvm::format("%.2f",
-                                     row.stepRatio *
-                                         measured->medianSeconds /
-                                         row.stepSeconds)
+                     << llvm::format("%.2f", measured->medianSeconds /
+                                                 getReferenceSeconds(result))
                      << ")";
         if (done < total)
           llvm::errs() << ", about "

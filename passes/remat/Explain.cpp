@@ -197,7 +197,7 @@ llvm::json::Object Solver::explainJson(const PlanResult &plan,
         {"segment", int64_t(chain_.segmentOf.lookup(value->getDefiningNode()))},
         {"decision", dropped.count(value->getName()) ? "recompute" : "keep"},
         {"reason", explainValue(value, plan)}});
-  double seconds = baseSeconds_ + plan.stats.recomputeSeconds;
+  double seconds = getPredictedSeconds(plan);
   llvm::json::Object summary{
       {"planned_peak_bytes", int64_t(plan.plannedPeakBytes)},
       {"no_remat_planned_peak_bytes", int64_t(basePeakBytes_)},

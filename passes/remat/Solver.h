@@ -108,6 +108,11 @@ public:
 
   /// The planned peak (persistent + arena) of the graph as it is.
   uint64_t getBasePeakBytes() const { return basePeakBytes_; }
+  /// The predicted seconds of a step without remat, and under \p plan.
+  double getBaseSeconds() const { return baseSeconds_; }
+  double getPredictedSeconds(const PlanResult &plan) const {
+    return baseSeconds_ + plan.stats.recomputeSeconds;
+  }
 
   /// \returns the best plan of \p strategy whose planned peak is at most
   /// \p budgetBytes (no bound when unset), or std::nullopt if it has none.

@@ -194,8 +194,10 @@ int launchScatter(StreamHandle streamHandle, ElemType type,
     return run(double());
   case ElemType::I64:
     return run(int64_t());
-  default:
+  case ElemType::I32:
     return run(int32_t());
+  default: // The backend asks add and mul of these four types only.
+    return static_cast<int>(cudaErrorInvalidValue);
   }
 }
 
