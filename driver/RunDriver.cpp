@@ -610,15 +610,8 @@ int runMain(int argc, char **argv) {
                                    saveWeightsPath +
                                    "': the file must end in .onnx"));
     // Fail before the steps, not after them.
-    llvm::SmallString<256> dir(saveWeightsPath.getValue());
-    llvm::sys::path::remove_filename(dir);
-    if (dir.empty())
-      dir = ".";
-    if (!llvm::sys::fs::is_directory(dir) ||
-        llvm::sys::fs::access(dir, llvm::sys::fs::AccessMode::Write))
-      return reportError(makeError("--save-weights: cannot write '" +
-                                   saveWeightsPath + "': '" + dir +
-                                   "' is not a writable directory"));
+    if (auto err = checkOutputPath("--save-weights", saveWeightsPath))
+      return reportError(std::move(err));
   }
   if (threads > kMaxThreads)
     return reportError(makeError(

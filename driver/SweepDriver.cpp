@@ -52,26 +52,6 @@ std::vector<std::string> splitList(llvm::StringRef text) {
   return items;
 }
 
-/// Checks that \p path's folder exists and can be written, so that a long
-/// sweep does not fail at its end.
-llvm::Error checkWritable(llvm::StringRef flag, llvm::StringRef path) {
-  if (path.empty() || path == "-")
-    return llvm::Error::success();
-  llvm::SmallString<256> folder = llvm::sys::path::parent_path(path);
-  if (folder.empty())
-    folder = ".";
-  if (!llvm::sys::fs::is_directory(folder))
-    return makeError("--" + flag + ": cannot write '" + path + "': folder '" +
-                     folder + "' does not exist");
-  if (llvm::sys::fs::access(folder, llvm::sys::fs::AccessMode::Write))
-    return makeError("--" + flag + ": cannot write '" + path + "': folder '" +
-                     folder + "' is not writable");
-  if (llvm::sys::fs::is_directory(path))
-    return makeError("--" + flag + ": cannot write '" + path +
-                     "': it is a folder");
-  return llvm::Error::success();
-}
-
 struct OutputPaths {
   std::string csv, json, svg;
 };
@@ -360,7 +340,7 @@ int sweepMain(int argc, char **argv) {
                                 "csv", paths.csv},
                             {"json", paths.json},
                             {"svg", paths.svg}})
-    if (auto err = checkWritable(flag, path))
+    if (auto err = checkOutputPath("--" + flag, path))
       return reportError(std::move(err));
 
   SweepResult result;

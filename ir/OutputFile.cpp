@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 namespace remat {
 
@@ -46,6 +47,23 @@ llvm::Error PendingFile::commit() {
   if (std::error_code ec = llvm::sys::fs::rename(tempPath_, path_))
     return makeError("cannot write '" + path_ + "': " + ec.message());
   committed_ = true;
+  return llvm::Error::success();
+}
+
+llvm::Error checkOutputPath(const llvm::Twine &flag, llvm::StringRef path) {
+  if (path.empty() || path == "-")
+    return llvm::Error::success();
+  llvm::SmallString<256> folder = llvm::sys::path::parent_path(path);
+  if (folder.empty())
+    folder = ".";
+  if (!llvm::sys::fs::is_directory(folder))
+    return makeError(flag + ": cannot write '" + path + "': folder '" +
+                     folder + "' does not exist");
+  if (llvm::sys::fs::access(folder, llvm::sys::fs::AccessMode::Write))
+    return makeError(flag + ": cannot write '" + path + "': folder '" +
+                     folder + "' is not writable");
+  if (llvm::sys::fs::is_directory(path))
+    return makeError(flag + ": cannot write '" + path + "': it is a folder");
   return llvm::Error::success();
 }
 

@@ -3,6 +3,7 @@
 #define REMAT_IR_OUTPUTFILE_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -41,6 +42,11 @@ private:
   std::unique_ptr<llvm::raw_fd_ostream> os_;
   bool committed_ = false;
 };
+
+/// Checks, before any work is done, that an output file \p path given by
+/// \p flag (named in the message, e.g. "--svg") can be created: its folder
+/// exists and is writable, and \p path is not a folder. "" and "-" pass.
+llvm::Error checkOutputPath(const llvm::Twine &flag, llvm::StringRef path);
 
 /// Writes \p contents to \p path ("-" is stdout) through a PendingFile, so
 /// an error never leaves a partial or clobbered file.
