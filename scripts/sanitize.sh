@@ -82,9 +82,9 @@ ran=$(ctest --test-dir "$build_dir" -N | sed -n 's/^ *Test *#[0-9]*: //p' | tr '
 echo "  ctest entries run sanitized: $ran"
 log="$build_dir/Testing/Temporary/LastTest.log"
 if [ -f "$log" ]; then
-  lit_total=$(grep -Eo '^Total Discovered Tests: [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1 || true)
+  lit_counts=$(awk '/^Testing Time:/ {on = 1; next} on && /^  [A-Za-z ]+: *[0-9]+$/ {gsub(/^ +| +$/, ""); printf "%s%s", sep, $0; sep = ", "} /<end of output>/ {on = 0}' "$log" || true)
   unsupported=$(awk '/^Unsupported Tests \(/ {on = 1; next} on && /^  / {print substr($0, 3); next} {on = 0}' "$log" || true)
-  echo "  lit tests run sanitized: ${lit_total:-?} discovered, not run under sanitizers:" \
+  echo "  lit tests run sanitized: ${lit_counts:-?}; not run under sanitizers:" \
     "$(printf '%s\n' "$unsupported" | grep -c . || true)"
   [ -n "$unsupported" ] && printf '%s\n' "$unsupported" | sed 's/^/    /'
 fi
