@@ -13,5 +13,8 @@ function(remat_target_defaults target)
     -Wno-unused-parameter
     # LLVM 14 headers trip these under GCC 12 and C++20.
     -Wno-deprecated-enum-enum-conversion -Wno-deprecated-copy
-    -Wno-redundant-move -Wno-class-memaccess>)
+    -Wno-redundant-move>)
+  # GCC only: clang (the sanitizer build) does not know it.
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-Wno-class-memaccess>)
 endfunction()

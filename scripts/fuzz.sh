@@ -4,8 +4,8 @@
 # installs) and runs one of them.
 #   scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]
 # TARGET: rir, onnx, bert-config, tensor-proto or pipeline. The corpus
-# lives in build-fuzz/corpus/TARGET (seeded from the tests on first use);
-# crashes are written to build-fuzz/crashes/TARGET. Exit status: libFuzzer's
+# lives in build-asan/corpus/TARGET (seeded from the tests on first use);
+# crashes are written to build-asan/crashes/TARGET. Exit status: libFuzzer's
 # (nonzero on a finding). The build needs clang-14 and libclang-rt-14-dev.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ if [ $# -lt 2 ] || ! [[ " $targets " == *" $1 "* ]] || ! [[ $2 =~ ^[0-9]+$ ]]; t
 fi
 target=$1 seconds=$2
 shift 2
-build_dir=${BUILD_DIR:-build-fuzz}
+build_dir=${BUILD_DIR:-build-asan}
 cxx=${FUZZ_CXX:-clang++-14}
 cc=${FUZZ_CC:-clang-14}
 if ! command -v "$cxx" >/dev/null; then
@@ -26,19 +26,20 @@ if ! command -v "$cxx" >/dev/null; then
   exit 1
 fi
 
+# The fuzz targets live in the sanitizer build (scripts/sanitize.sh), which
+# also builds and runs the test suite from the same compile.
 if [ ! -f "$build_dir/build.ninja" ]; then
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-    ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} \
-    -DREMAT_FUZZ=ON -DREMAT_SANITIZE=ON -DREMAT_BUILD_TESTS=OFF >/dev/null
+  scripts/sanitize.sh configure "$build_dir"
 fi
 # FUZZ_NO_BUILD=1 runs what is built (while another build runs there).
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   cmake --build "$build_dir" --target "remat-fuzz-$target" -j "${JOBS:-$(nproc)}"
 fi
 
-corpus="$build_dir/corpus/$target"
-crashes="$build_dir/crashes/$target"
+# FUZZ_WORK_DIR (default: the build dir) holds corpus/ and crashes/.
+work=${FUZZ_WORK_DIR:-$build_dir}
+corpus="$work/corpus/$target"
+crashes="$work/crashes/$target"
 mkdir -p "$corpus" "$crashes"
 seed() { # seed FILE...: copy into the corpus under content-hash names
   for f in "$@"; do

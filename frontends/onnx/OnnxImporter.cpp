@@ -1693,6 +1693,126 @@ Expected<std::unique_ptr<onnx::ModelProto>> parseModel(StringRef bytes,
   return parseModel(input, bytes.size(), sourceName);
 }
 
+//===----------------------------------------------------------------------===//
+// UTF-8 in names
+//===----------------------------------------------------------------------===//
+
+// ONNX's proto2 string fields take any bytes, but names reach .rir and ONNX
+// files, JSON reports and messages, whose strings are UTF-8 (the .rir parser
+// refuses the same). Every name is checked before import, so that the error
+// names where the bad name is rather than whatever first uses it.
+
+/// Checks one name; \p where says whose it is ("graph input #0").
+Error checkNameUtf8(StringRef source, const std::string &name,
+                    const Twine &where) {
+  return checkUtf8(name, source + ": " + where + " '" +
+                             escapeForMessage(name) + "'");
+}
+
+Error checkNodesUtf8(StringRef source, const std::string &prefix,
+                     const google::protobuf::RepeatedPtrField<onnx::NodeProto>
+                         &nodes);
+
+/// Checks the names of \p graph (and of its subgraphs); \p prefix places
+/// it ("" for the main graph).
+Error checkGraphUtf8(StringRef source, const std::string &prefix,
+                     const onnx::GraphProto &graph) {
+  if (auto err = checkNameUtf8(source, graph.name(), prefix + "graph name"))
+    return err;
+  struct Named {
+    const char *what;
+    const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &infos;
+  };
+  for (const Named &list : {Named{"graph input", graph.input()},
+                            Named{"graph output", graph.output()},
+                            Named{"value_info", graph.value_info()}})
+    for (int i = 0; i < list.infos.size(); ++i)
+      if (auto err = checkNameUtf8(source, list.infos[i].name(),
+                                   prefix + list.what + " #" + Twine(i)))
+        return err;
+  for (int i = 0; i < graph.initializer_size(); ++i)
+    if (auto err = checkNameUtf8(source, graph.initializer(i).name(),
+                                 prefix + "initializer #" + Twine(i)))
+      return err;
+  return checkNodesUtf8(source, prefix, graph.node());
+}
+
+Error checkNodesUtf8(StringRef source, const std::string &prefix,
+                     const google::protobuf::RepeatedPtrField<onnx::NodeProto>
+                         &nodes) {
+  for (int i = 0; i < nodes.size(); ++i) {
+    const onnx::NodeProto &node = nodes[i];
+    // The op type names the node in the messages below: it goes first.
+    std::string at = prefix + "node #" + std::to_string(i);
+    if (auto err = checkNameUtf8(source, node.op_type(), at + " op type"))
+      return err;
+    if (auto err = checkNameUtf8(source, node.domain(), at + " domain"))
+      return err;
+    at += " (" + node.op_type() + ")";
+    if (auto err = checkNameUtf8(source, node.name(), at + " name"))
+      return err;
+    for (int j = 0; j < node.input_size(); ++j)
+      if (auto err = checkNameUtf8(source, node.input(j),
+                                   at + " input #" + Twine(j)))
+        return err;
+    for (int j = 0; j < node.output_size(); ++j)
+      if (auto err = checkNameUtf8(source, node.output(j),
+                                   at + " output #" + Twine(j)))
+        return err;
+    for (int j = 0; j < node.attribute_size(); ++j) {
+      const onnx::AttributeProto &attr = node.attribute(j);
+      if (auto err = checkNameUtf8(source, attr.name(),
+                                   at + " attribute #" + Twine(j) + " name"))
+        return err;
+      std::string attrAt = at + " attribute '" + attr.name() + "'";
+      if (auto err = checkNameUtf8(source, attr.ref_attr_name(),
+                                   attrAt + " ref_attr_name"))
+        return err;
+      if (attr.has_g())
+        if (auto err = checkGraphUtf8(source, attrAt + ": ", attr.g()))
+          return err;
+      for (int k = 0; k < attr.graphs_size(); ++k)
+        if (auto err = checkGraphUtf8(
+                source, attrAt + " graph #" + std::to_string(k) + ": ",
+                attr.graphs(k)))
+          return err;
+    }
+  }
+  return Error::success();
+}
+
+/// Checks every name of \p model: graph, inputs, outputs, value_info,
+/// initializers, nodes (name, op type, domain, inputs, outputs, attribute
+/// names, subgraphs) and local functions.
+Error checkModelUtf8(const onnx::ModelProto &model, StringRef source) {
+  if (auto err = checkGraphUtf8(source, "", model.graph()))
+    return err;
+  for (int i = 0; i < model.functions_size(); ++i) {
+    const onnx::FunctionProto &function = model.functions(i);
+    std::string at = "function #" + std::to_string(i);
+    if (auto err = checkNameUtf8(source, function.name(), at + " name"))
+      return err;
+    if (auto err = checkNameUtf8(source, function.domain(), at + " domain"))
+      return err;
+    at = "function '" + function.name() + "'";
+    for (int j = 0; j < function.input_size(); ++j)
+      if (auto err = checkNameUtf8(source, function.input(j),
+                                   at + " input #" + Twine(j)))
+        return err;
+    for (int j = 0; j < function.output_size(); ++j)
+      if (auto err = checkNameUtf8(source, function.output(j),
+                                   at + " output #" + Twine(j)))
+        return err;
+    for (int j = 0; j < function.attribute_size(); ++j)
+      if (auto err = checkNameUtf8(source, function.attribute(j),
+                                   at + " attribute #" + Twine(j)))
+        return err;
+    if (auto err = checkNodesUtf8(source, at + " ", function.node()))
+      return err;
+  }
+  return Error::success();
+}
+
 /// Runs \p step, turning anything protobuf or an allocation throws into an
 /// error: nothing may throw out of remat.
 template <typename T, typename Step>
@@ -1719,6 +1839,8 @@ Expected<std::unique_ptr<Graph>> importModel(onnx::ModelProto &model,
                                              StringRef sourceName,
                                              StringRef baseDir,
                                              const ImportOptions &options) {
+  if (auto err = checkModelUtf8(model, sourceName))
+    return std::move(err);
   return guarded<std::unique_ptr<Graph>>(sourceName, [&] {
     Importer importer(model, sourceName, baseDir, options);
     return importer.run();

@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -1337,4 +1338,99 @@ TEST_CASE("every fixture under tests/fixtures imports and verifies") {
     std::string why;
     CHECK_MESSAGE(graphsEqual(graph, **parsed, &why), why);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// UTF-8 in names
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("names that are not valid UTF-8 are refused, naming where") {
+  // x + w -> t (value_info), LeakyRelu(t) -> y; each case breaks one name.
+  const std::string bad = "b\xff";
+  // (ModelBuilder points into itself: built in place, never copied.)
+  auto fill = [](ModelBuilder &m) {
+    m.input("x", kFloat, {2});
+    m.floats("w", {2}, {1, 2});
+    m.node("Add", {"x", "w"}, {"t"}, "add");
+    attrFloat(m.node("LeakyRelu", {"t"}, {"y"}, "leaky"), "alpha", 0.5f);
+    m.valueInfo("t", kFloat, {2});
+    m.output("y");
+  };
+  ModelBuilder good;
+  fill(good);
+  REQUIRE(importOk(good.bytes()));
+  const std::string badByte = "is not valid UTF-8 (bad byte 0xff at offset 1)";
+  struct Case {
+    std::function<void(onnx::GraphProto &)> mutate;
+    std::string where;
+  };
+  std::vector<Case> cases = {
+      {[&](onnx::GraphProto &g) { g.set_name(bad); }, "graph name"},
+      {[&](onnx::GraphProto &g) { g.mutable_input(0)->set_name(bad); },
+       "graph input #0"},
+      {[&](onnx::GraphProto &g) { g.mutable_output(0)->set_name(bad); },
+       "graph output #0"},
+      {[&](onnx::GraphProto &g) { g.mutable_value_info(0)->set_name(bad); },
+       "value_info #0"},
+      {[&](onnx::GraphProto &g) { g.mutable_initializer(0)->set_name(bad); },
+       "initializer #0"},
+      {[&](onnx::GraphProto &g) { g.mutable_node(0)->set_name(bad); },
+       "node #0 (Add) name"},
+      {[&](onnx::GraphProto &g) { g.mutable_node(0)->set_input(1, bad); },
+       "node #0 (Add) input #1"},
+      {[&](onnx::GraphProto &g) { g.mutable_node(1)->set_output(0, bad); },
+       "node #1 (LeakyRelu) output #0"},
+      {[&](onnx::GraphProto &g) {
+         g.mutable_node(1)->mutable_attribute(0)->set_name(bad);
+       },
+       "node #1 (LeakyRelu) attribute #0 name"},
+      {[&](onnx::GraphProto &g) {
+         g.mutable_node(1)->mutable_attribute(0)->set_ref_attr_name(bad);
+       },
+       "node #1 (LeakyRelu) attribute 'alpha' ref_attr_name"},
+      {[&](onnx::GraphProto &g) { g.mutable_node(1)->set_op_type(bad); },
+       "node #1 op type"},
+      {[&](onnx::GraphProto &g) { g.mutable_node(1)->set_domain(bad); },
+       "node #1 domain"},
+  };
+  for (const Case &c : cases) {
+    ModelBuilder m;
+    fill(m);
+    c.mutate(*m.graph);
+    CHECK(importError(m.bytes()) ==
+          "model.onnx: " + c.where + " 'b\\xff' " + badByte);
+  }
+
+  // Names in local functions and in subgraphs, which are checked before
+  // anything says that remat does not support them.
+  ModelBuilder f;
+  fill(f);
+  onnx::FunctionProto *function = f.model.add_functions();
+  function->set_name("F");
+  function->set_domain("custom");
+  function->add_input("X");
+  function->add_output(bad);
+  CHECK(importError(f.bytes()) ==
+        "model.onnx: function 'F' output #0 'b\\xff' " + badByte);
+  function->set_output(0, "Y");
+  onnx::NodeProto *body = function->add_node();
+  body->set_op_type("Relu");
+  body->add_input("X");
+  body->add_output("Y");
+  body->set_name(bad);
+  CHECK(importError(f.bytes()) ==
+        "model.onnx: function 'F' node #0 (Relu) name 'b\\xff' " + badByte);
+
+  ModelBuilder s;
+  fill(s);
+  onnx::AttributeProto *branch =
+      s.graph->mutable_node(1)->add_attribute();
+  branch->set_name("then_branch");
+  branch->set_type(onnx::AttributeProto::GRAPH);
+  branch->mutable_g()->set_name("then");
+  branch->mutable_g()->add_node()->set_op_type("Relu");
+  branch->mutable_g()->mutable_node(0)->add_output(bad);
+  CHECK(importError(s.bytes()) ==
+        "model.onnx: node #1 (LeakyRelu) attribute 'then_branch': node #0 "
+        "(Relu) output #0 'b\\xff' " + badByte);
 }

@@ -65,3 +65,24 @@ entry.value = "weights.bin\0/../../etc/passwd"
 save(relu_model([4], initializer=[e],
                 nodes=[helper.make_node("Add", ["x", "w"], ["y"])]),
      "nul-location.onnx")
+
+
+# Names that are not valid UTF-8. Python's protobuf refuses to set such a
+# string, so the model is written with a marker of the same length that is
+# then replaced in the serialized bytes.
+def save_bad_utf8(model, name, marker, raw):
+    assert len(marker) == len(raw)
+    model.ir_version = 8
+    data = model.SerializeToString()
+    assert data.count(marker.encode()) >= 1, name
+    with open(os.path.join(HERE, name), "wb") as f:
+        f.write(data.replace(marker.encode(), raw))
+
+
+# A node name (`relu\xff`) and an initializer name (`w\xc3(`, a broken
+# two-byte sequence) that every node refers to.
+save_bad_utf8(relu_model([4], nodes=[helper.make_node("Relu", ["x"], ["y"], name="relu@")]),
+              "bad-utf8-node.onnx", "relu@", b"relu\xff")
+save_bad_utf8(relu_model([4], initializer=[helper.make_tensor("w@@", TensorProto.FLOAT, [4], [1, 2, 3, 4])],
+                         nodes=[helper.make_node("Add", ["x", "w@@"], ["y"])]),
+              "bad-utf8-initializer.onnx", "w@@", b"w\xc3(")
