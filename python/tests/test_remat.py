@@ -119,7 +119,7 @@ def test_sweep_rows():
 
 def tool_error(*args):
     """The message remat-opt prints after "error: " for \\p args."""
-    done = subprocess.run([REMAT_OPT, *args, "-o", os.devnull],
+    done = subprocess.run([REMAT_OPT, *args, "-o", "-"],
                           capture_output=True, text=True)
     assert done.returncode == 1
     assert done.stderr.startswith("error: ")
