@@ -11,6 +11,7 @@
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
+#include "remat/PassPlugin.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -18,6 +19,9 @@
 #include "llvm/Support/Path.h"
 
 #include <chrono>
+#include <cstring>
+
+#include <dlfcn.h>
 
 namespace remat::driver {
 
@@ -38,6 +42,43 @@ llvm::Expected<OutputFormat> getOutputFormat(llvm::StringRef path) {
 }
 
 } // namespace
+
+llvm::Error loadPassPlugin(llvm::StringRef path) {
+  std::string prefix = "cannot load pass plugin '" + path.str() + "': ";
+  // RTLD_NOW: a symbol the plugin needs and remat-opt lacks is this error,
+  // not a crash when the pass first runs.
+  void *handle = dlopen(path.str().c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return makeError(prefix + dlerror());
+  using GetInfo = RematPassPluginInfo (*)();
+  auto getInfo = reinterpret_cast<GetInfo>(
+      dlsym(handle, REMAT_PASS_PLUGIN_ENTRY_POINT));
+  if (!getInfo)
+    return makeError(prefix + "it has no entry point '" +
+                     REMAT_PASS_PLUGIN_ENTRY_POINT + "'");
+  RematPassPluginInfo info = getInfo();
+  const char *version = info.rematVersion ? info.rematVersion : "unknown";
+  if (info.apiVersion != REMAT_PASS_PLUGIN_API_VERSION ||
+      std::strcmp(version, REMAT_VERSION_STRING) != 0)
+    return makeError(prefix + "it was built for plugin API " +
+                     llvm::Twine(info.apiVersion) + " of remat " + version +
+                     "; this is plugin API " +
+                     llvm::Twine(REMAT_PASS_PLUGIN_API_VERSION) +
+                     " of remat " + REMAT_VERSION_STRING);
+  if (!info.registerPasses)
+    return makeError(prefix + "it registers no passes");
+  // A pass named like a built-in one (or one of an earlier plugin) would
+  // be ambiguous in -p.
+  passes::PassRegistry known, added;
+  passes::registerAllPasses(known);
+  info.registerPasses(added);
+  for (const std::string &name : added.getNames())
+    if (llvm::is_contained(known.getNames(), name))
+      return makeError(prefix + "pass '" + name + "' is already registered");
+  passes::addPassRegistrationCallback(info.registerPasses);
+  // The plugin stays loaded until the process ends (its passes may run).
+  return llvm::Error::success();
+}
 
 llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
   auto inFormat = getInputFormat(options.inputPath);
@@ -187,11 +228,20 @@ int optMain(int argc, char **argv) {
                "shaded and the peak marked (docs/memory-report.md)"),
       cl::value_desc("file.svg"), cl::cat(category));
 
+  cl::list<std::string> passPlugins(
+      "load-pass-plugin",
+      cl::desc("Load passes from a plugin shared object "
+               "(remat/PassPlugin.h); may be given more than once"),
+      cl::value_desc("file.so"), cl::cat(category));
+
   cl::HideUnrelatedOptions(category);
   if (!parseCommandLine(
           argc, argv, "remat-opt",
           "remat-opt: read a graph, run a pass pipeline, write the graph\n"))
     return 1;
+  for (const std::string &path : passPlugins)
+    if (auto err = loadPassPlugin(path))
+      return reportError(std::move(err));
   if (flags.listPasses) {
     printPassList();
     return 0;

@@ -15,6 +15,12 @@ namespace remat::driver {
 /// \returns "remat <version>".
 llvm::StringRef getVersionString();
 
+/// Loads the pass plugin \p path (remat/PassPlugin.h) and adds its passes
+/// to those registerAllPasses() registers. A file that cannot be loaded, has
+/// no entry point, was built for another plugin API or remat version, or
+/// registers a pass name that exists is an error naming it.
+llvm::Error loadPassPlugin(llvm::StringRef path);
+
 /// What one remat-opt invocation does.
 struct OptOptions {
   std::string inputPath;

@@ -53,10 +53,22 @@ void PassRegistry::printPasses(llvm::raw_ostream &os) const {
   }
 }
 
+/// The callbacks of addPassRegistrationCallback(), in the order added.
+static std::vector<void (*)(PassRegistry &)> &getRegistrationCallbacks() {
+  static std::vector<void (*)(PassRegistry &)> callbacks;
+  return callbacks;
+}
+
 void registerAllPasses(PassRegistry &registry) {
 #define PASS(NAME, CLASS)                                                      \
   registry.add(NAME, [] { return std::make_unique<CLASS>(); });
 #include "passes/Passes.def"
+  for (auto *callback : getRegistrationCallbacks())
+    callback(registry);
+}
+
+void addPassRegistrationCallback(void (*callback)(PassRegistry &registry)) {
+  getRegistrationCallbacks().push_back(callback);
 }
 
 //===----------------------------------------------------------------------===//

@@ -36,8 +36,14 @@ private:
   std::vector<std::pair<std::string, Factory>> entries_;
 };
 
-/// Registers every pass of Passes.def into \p registry.
+/// Registers every pass of Passes.def into \p registry, then runs the
+/// callbacks of addPassRegistrationCallback().
 void registerAllPasses(PassRegistry &registry);
+
+/// Makes registerAllPasses() also run \p callback: how the passes of a
+/// plugin that remat-opt --load-pass-plugin loaded join the built-in ones
+/// (remat/PassPlugin.h). Called explicitly by the loader, never at load.
+void addPassRegistrationCallback(void (*callback)(PassRegistry &registry));
 
 /// Runs passes in order, verifying the graph after each.
 class PassManager {

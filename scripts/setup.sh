@@ -13,6 +13,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX 1.12, protobuf 3.21
   libopenblas-dev                                 # MatMul/Gemm on the CPU
   clang-14 libclang-rt-14-dev                     # scripts/fuzz.sh: libFuzzer, ASan, UBSan
+  python3-dev pkg-config                          # the Python package; the C consumer test
 )
 
 missing=()
@@ -33,8 +34,11 @@ fi
 # Reference-check packages. A failed install here is a warning; the tests
 # that need them then fail under scripts/test.sh (REMAT_REQUIRE_REFERENCE=1)
 # and are listed as skipped elsewhere.
-python_packages=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6)
-if ! .venv/bin/python -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
+# nanobind, scikit-build-core and pytest build and test the Python package
+# (pyproject.toml, tests/install/python.sh).
+python_packages=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6
+                 nanobind==3.1.0 scikit-build-core==1.1.2 pytest==9.2.0)
+if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core, pytest" 2>/dev/null; then
   echo "setup: creating .venv with ${python_packages[*]}"
   if ! { python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check "${python_packages[@]}"; }; then
     echo "setup: warning: could not install ${python_packages[*]}; the reference checks will be skipped" >&2

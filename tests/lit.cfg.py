@@ -16,6 +16,8 @@ config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("%not", config.not_tool))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%test-python", config.test_python))
+# The example pass plugins of examples/plugin (remat-opt --load-pass-plugin).
+config.substitutions.append(("%plugin-dir", os.path.join(config.remat_obj_root, "examples", "plugin")))
 
 # Sanitizers multiply memory use: checks of the process's RSS declare
 # `UNSUPPORTED: sanitize`.

@@ -1,0 +1,126 @@
+//===- tests/install/ApiTest.cpp - The C and C++ API of libremat.so -------===//
+//
+// Linked against the shared library alone (no internal header, no internal
+// library): what the API promises to a program that only has
+// include/remat and include/remat-c.
+//
+//===----------------------------------------------------------------------===//
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include "remat-c/remat.h"
+#include "remat/remat.h"
+
+#include <cstring>
+#include <string>
+
+namespace {
+
+/// Needs 16 floats for %a and %b; a small training step after autodiff.
+const char *kMlp = R"(graph @mlp(%x: f32[2,4], %w: f32[4,4] weight) {
+  %h = MatMul(%x, %w) : f32[2,4]
+  %a = Relu(%h) : f32[2,4]
+  %s = ReduceSum(%a) {keepdims = 0} : f32[]
+  return %s
+}
+)";
+
+} // namespace
+
+TEST_CASE("the library and the headers have the same version") {
+  CHECK(std::string(remat::getVersion()) == REMAT_VERSION_STRING);
+  CHECK(std::string(rematGetVersion()) == REMAT_VERSION_STRING);
+}
+
+TEST_CASE("C++: load, build a training step, plan, export") {
+  remat::Result<remat::Model> model = remat::Model::fromRir(kMlp);
+  REQUIRE_MESSAGE(model.ok(), model.status().message());
+  CHECK(model->getName() == "mlp");
+  CHECK_FALSE(model->isTrainingStep());
+  CHECK(model->getPlanJson() == "null");
+  remat::OptimizeOptions options;
+  options.strategy = "none";
+  remat::Status status = model->optimize(options);
+  REQUIRE_MESSAGE(status.ok(), status.message());
+  CHECK(model->isTrainingStep());
+  CHECK(model->toRir().find("%w_grad") != std::string::npos);
+  CHECK(model->getMemoryReportJson().find("\"peak_bytes\"") !=
+        std::string::npos);
+  CHECK(model->getPlanJson() != "null");
+  remat::Result<std::string> onnx = model->toOnnxBytes();
+  REQUIRE(onnx.ok());
+  // The bytes read back into an equal graph.
+  remat::Result<remat::Model> back = remat::Model::fromOnnxBytes(*onnx);
+  REQUIRE_MESSAGE(back.ok(), back.status().message());
+  CHECK(back->isTrainingStep());
+}
+
+TEST_CASE("C++: errors are statuses with the tools' messages") {
+  remat::Result<remat::Model> bad = remat::Model::fromRir("graph @g(", "g.rir");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().rfind("g.rir:1:", 0) == 0);
+
+  remat::Result<remat::Model> missing = remat::Model::load("missing.xyz");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message() ==
+        "cannot read 'missing.xyz': unsupported input format '.xyz' "
+        "(supported: .rir, .onnx, .json)");
+
+  remat::Result<remat::Model> model = remat::Model::fromRir(kMlp);
+  REQUIRE(model.ok());
+  remat::Status unknown = model->runPipeline("dce,no-such-pass");
+  CHECK(unknown.message().rfind("unknown pass 'no-such-pass'", 0) == 0);
+  remat::OptimizeOptions options;
+  options.budget = "lots";
+  CHECK(model->optimize(options).message().rfind("--budget: ", 0) == 0);
+
+  remat::Result<remat::Model> onnx = remat::Model::fromOnnxBytes("garbage");
+  CHECK_FALSE(onnx.ok());
+}
+
+TEST_CASE("C: handles, buffers and statuses") {
+  RematModel *model = nullptr;
+  REQUIRE(rematModelLoadRir(kMlp, &model) == nullptr);
+  REQUIRE(model != nullptr);
+  REQUIRE(rematModelOptimize(model, nullptr, "none") == nullptr);
+  RematBuffer *report = nullptr;
+  REQUIRE(rematModelGetMemoryReport(model, &report) == nullptr);
+  CHECK(std::strlen(rematBufferGetData(report)) == rematBufferGetSize(report));
+  CHECK(std::strstr(rematBufferGetData(report), "peak_bytes"));
+  rematBufferDestroy(report);
+  RematBuffer *onnx = nullptr;
+  REQUIRE(rematModelToOnnx(model, &onnx) == nullptr);
+  CHECK(rematBufferGetSize(onnx) > 100);
+  RematModel *back = nullptr;
+  RematStatus *status = rematModelLoadOnnxBytes(
+      rematBufferGetData(onnx), rematBufferGetSize(onnx), nullptr, &back);
+  CHECK_MESSAGE(status == nullptr, rematStatusGetMessage(status));
+  rematBufferDestroy(onnx);
+  rematModelDestroy(back);
+
+  status = rematModelRunPipeline(model, "no-such-pass");
+  REQUIRE(status != nullptr);
+  CHECK(std::string(rematStatusGetMessage(status))
+            .rfind("unknown pass 'no-such-pass'", 0) == 0);
+  rematStatusDestroy(status);
+  rematModelDestroy(model);
+
+  // A failed load leaves no model; null arguments are errors, not crashes.
+  RematModel *none = reinterpret_cast<RematModel *>(1);
+  status = rematModelLoad("missing.onnx", nullptr, &none);
+  REQUIRE(status != nullptr);
+  CHECK(none == nullptr);
+  CHECK(std::string(rematStatusGetMessage(status)).find("missing.onnx") !=
+        std::string::npos);
+  rematStatusDestroy(status);
+  status = rematModelLoad("x.rir", nullptr, nullptr);
+  REQUIRE(status != nullptr);
+  rematStatusDestroy(status);
+  status = rematModelOptimize(nullptr, "1GiB", nullptr);
+  REQUIRE(status != nullptr);
+  rematStatusDestroy(status);
+  // Destroying nothing is allowed.
+  rematModelDestroy(nullptr);
+  rematStatusDestroy(nullptr);
+  rematBufferDestroy(nullptr);
+}
