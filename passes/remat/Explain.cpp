@@ -49,6 +49,8 @@ std::string Solver::explainValue(const ir::Value *value,
           .str();
   unsigned s = chain_.segmentOf.lookup(value->getDefiningNode());
   SegmentChoice choice = plan.choices[s];
+  if (llvm::is_contained(chain_.sideInputs, value))
+    return "kept: side input that later segments read";
   if (llvm::is_contained(plan.keepNames, value->getName()))
     return "kept: boundary a recomputed group starts from";
   if (choice.option == SegmentOption::Recompute) {
@@ -82,17 +84,26 @@ void Solver::explain(const PlanResult &plan,
        << " layers from segment " << chain_.firstLayerSegment;
   else
     os << "; no repeated block";
+  for (const LayerStack &stack : chain_.stacks)
+    if (stack.firstSegment != chain_.firstLayerSegment)
+      os << "; another layer block of " << stack.period << " segment"
+         << (stack.period == 1 ? "" : "s") << " x " << stack.numLayers
+         << " layers from segment " << stack.firstSegment;
+  if (!chain_.sideInputs.empty()) {
+    os << "; side inputs";
+    for (const ir::Value *value : chain_.sideInputs)
+      os << " %" << value->getName();
+  }
   os << '\n';
-  if (chain_.numLayers) {
-    // The same structure for every layer: the kinds of its segments.
-    for (unsigned layer = 0; layer < chain_.numLayers; ++layer) {
+  // The same structure for every layer: the kinds of its segments.
+  for (const LayerStack &stack : chain_.stacks)
+    for (unsigned layer = 0; layer < stack.numLayers; ++layer) {
       os << "  layer " << layer << ": segments";
-      unsigned first = chain_.firstLayerSegment + layer * chain_.period;
-      for (unsigned s = first; s < first + chain_.period; ++s)
+      unsigned first = stack.firstSegment + layer * stack.period;
+      for (unsigned s = first; s < first + stack.period; ++s)
         os << ' ' << s << "(kind " << chain_.segments[s].kind << ")";
       os << '\n';
     }
-  }
   os << "   seg layer kind input boundary               option     "
         "        kept   recomputed     GFLOP         ms\n";
   for (const llvm::json::Value &entry : *json.getArray("segments")) {
@@ -219,6 +230,23 @@ llvm::json::Object Solver::explainJson(const PlanResult &plan,
       {"summary", std::move(summary)}};
   if (budgetBytes)
     root["budget_bytes"] = int64_t(*budgetBytes);
+  // Only where there is more than one stack or a side input, so that the
+  // report of a single-stack model stays as it was.
+  if (chain_.stacks.size() > 1) {
+    llvm::json::Array stacks;
+    for (const LayerStack &stack : chain_.stacks)
+      stacks.push_back(llvm::json::Object{
+          {"period", int64_t(stack.period)},
+          {"layers", int64_t(stack.numLayers)},
+          {"first_segment", int64_t(stack.firstSegment)}});
+    root["layer_stacks"] = std::move(stacks);
+  }
+  if (!chain_.sideInputs.empty()) {
+    llvm::json::Array side;
+    for (const ir::Value *value : chain_.sideInputs)
+      side.push_back(value->getName().str());
+    root["side_inputs"] = std::move(side);
+  }
   return root;
 }
 

@@ -5,10 +5,12 @@
 #include "ir/Printer.h"
 #include "ir/Support.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <set>
 
 namespace remat::passes::recompute {
@@ -121,21 +123,21 @@ std::string signatureOf(const Segment &segment, const StashInfo &stash) {
   return signature;
 }
 
-/// Finds the layer block: the period and start whose repetitions cover the
-/// most segments (Note [Repeated blocks]).
-void findLayers(SegmentChain &chain) {
-  size_t n = chain.segments.size();
+/// The best repeated run of segments [lo, hi): the period and start whose
+/// repetitions cover the most segments (Note [Repeated blocks]).
+LayerStack findRun(const SegmentChain &chain, size_t lo, size_t hi) {
+  size_t n = hi - lo;
   size_t bestCoverage = 0, bestPeriod = 0, bestStart = 0, bestRepeats = 0;
+  auto kind = [&](size_t i) { return chain.segments[lo + i].kind; };
   for (size_t period = 1; period * 2 <= n; ++period) {
     size_t i = 0;
     while (i + period < n) {
-      if (chain.segments[i].kind != chain.segments[i + period].kind) {
+      if (kind(i) != kind(i + period)) {
         ++i;
         continue;
       }
       size_t begin = i;
-      while (i + period < n &&
-             chain.segments[i].kind == chain.segments[i + period].kind)
+      while (i + period < n && kind(i) == kind(i + period))
         ++i;
       size_t region = (i - begin) + period; // segments [begin, i + period)
       size_t repeats = region / period;
@@ -153,12 +155,123 @@ void findLayers(SegmentChain &chain) {
     }
   }
   if (bestRepeats < 2)
+    return {};
+  return {unsigned(bestPeriod), unsigned(lo + bestStart), unsigned(bestRepeats)};
+}
+
+size_t nodesIn(const SegmentChain &chain, const LayerStack &stack) {
+  size_t nodes = 0;
+  for (unsigned s = stack.firstSegment;
+       s < stack.firstSegment + stack.period * stack.numLayers; ++s)
+    nodes += chain.segments[s].nodes.size();
+  return nodes;
+}
+
+/// Finds the layer stacks: the largest run first, then the largest runs
+/// before and after it (Note [Repeated blocks]).
+void findLayers(SegmentChain &chain) {
+  LayerStack first = findRun(chain, 0, chain.segments.size());
+  if (!first.numLayers)
     return;
-  chain.period = unsigned(bestPeriod);
-  chain.firstLayerSegment = unsigned(bestStart);
-  chain.numLayers = unsigned(bestRepeats);
-  for (size_t s = bestStart; s < bestStart + bestCoverage; ++s)
-    chain.segments[s].layer = int((s - bestStart) / bestPeriod);
+  chain.period = first.period;
+  chain.firstLayerSegment = first.firstSegment;
+  chain.numLayers = first.numLayers;
+  size_t minNodes = (nodesIn(chain, first) + 3) / 4;
+  std::vector<std::pair<size_t, size_t>> ranges = {
+      {0, first.firstSegment},
+      {first.firstSegment + first.period * first.numLayers,
+       chain.segments.size()}};
+  chain.stacks.push_back(first);
+  while (!ranges.empty()) {
+    auto [lo, hi] = ranges.back();
+    ranges.pop_back();
+    LayerStack stack = findRun(chain, lo, hi);
+    if (!stack.numLayers || nodesIn(chain, stack) < minNodes)
+      continue;
+    chain.stacks.push_back(stack);
+    ranges.push_back({lo, stack.firstSegment});
+    ranges.push_back({stack.firstSegment + stack.period * stack.numLayers, hi});
+  }
+  llvm::sort(chain.stacks, [](const LayerStack &a, const LayerStack &b) {
+    return a.firstSegment < b.firstSegment;
+  });
+  for (const LayerStack &stack : chain.stacks)
+    for (unsigned s = stack.firstSegment;
+         s < stack.firstSegment + stack.period * stack.numLayers; ++s)
+      chain.segments[s].layer = int((s - stack.firstSegment) / stack.period);
+}
+
+using CutList = std::vector<std::pair<size_t, ir::Value *>>;
+using ValueSet = llvm::DenseSet<const ir::Value *>;
+
+/// Cuts: (position, value), the first position where the value is the only
+/// open activation that is not a side input.
+CutList findCuts(CrossingScan &scan, const ValueSet &side) {
+  CutList cuts;
+  llvm::DenseSet<const ir::Value *> seen;
+  scan.run([&](size_t p, const auto &open) {
+    ir::Value *only = nullptr;
+    for (const auto &[id, value] : open) {
+      if (side.count(value))
+        continue;
+      if (only)
+        return;
+      only = value;
+    }
+    if (only && seen.insert(only).second)
+      cuts.push_back({p, only});
+  });
+  return cuts;
+}
+
+/// The chain cut at \p cuts, with its kinds and layer stacks.
+SegmentChain buildChain(const StashInfo &stash, const CutList &cuts,
+                        const ValueSet &side) {
+  SegmentChain chain;
+  size_t begin = 0;
+  ir::Value *input = nullptr;
+  auto close = [&](size_t end, ir::Value *output) {
+    Segment segment;
+    segment.input = input;
+    segment.output = output;
+    for (size_t p = begin; p < end; ++p) {
+      ir::Node *node = stash.forwardNodes[p];
+      segment.nodes.push_back(node);
+      chain.segmentOf[node] = chain.segments.size();
+      for (ir::Value *result : node->getResults())
+        if (stash.isStashed(result) && !side.count(result)) {
+          segment.stashed.push_back(result);
+          segment.stashedBytes += uint64_t(result->getType().getByteSize());
+        }
+    }
+    chain.segments.push_back(std::move(segment));
+    begin = end;
+    input = output;
+  };
+  for (const auto &[position, value] : cuts)
+    close(position + 1, value);
+  if (begin < stash.forwardNodes.size() || chain.segments.empty())
+    close(stash.forwardNodes.size(), nullptr);
+
+  llvm::StringMap<unsigned> kinds;
+  for (Segment &segment : chain.segments) {
+    auto inserted = kinds.try_emplace(signatureOf(segment, stash), kinds.size());
+    segment.kind = inserted.first->second;
+  }
+  findLayers(chain);
+  for (ir::Node *node : stash.forwardNodes)
+    for (ir::Value *result : node->getResults())
+      if (side.count(result))
+        chain.sideInputs.push_back(result);
+  return chain;
+}
+
+/// Nodes covered by the chain's layer stacks.
+size_t coverage(const SegmentChain &chain) {
+  size_t nodes = 0;
+  for (const LayerStack &stack : chain.stacks)
+    nodes += nodesIn(chain, stack);
+  return nodes;
 }
 
 } // namespace
@@ -167,19 +280,10 @@ llvm::Expected<SegmentChain>
 findSegments(const ir::Graph &graph, const StashInfo &stash,
              llvm::ArrayRef<std::string> boundaries) {
   CrossingScan scan(stash);
-  // Cuts: (position, value), the first position where the value is the only
-  // open activation.
-  std::vector<std::pair<size_t, ir::Value *>> cuts;
+  CutList cuts = findCuts(scan, {});
   llvm::DenseMap<const ir::Value *, size_t> cutPosition;
-  scan.run([&](size_t p, const auto &open) {
-    if (open.size() != 1)
-      return;
-    ir::Value *value = open.begin()->second;
-    if (cutPosition.count(value))
-      return;
-    cutPosition[value] = p;
-    cuts.push_back({p, value});
-  });
+  for (const auto &[position, value] : cuts)
+    cutPosition[value] = position;
 
   if (!boundaries.empty()) {
     std::vector<std::pair<size_t, ir::Value *>> named;
@@ -221,41 +325,66 @@ findSegments(const ir::Graph &graph, const StashInfo &stash,
       named.push_back({it->second, value});
     }
     llvm::sort(named, [](const auto &a, const auto &b) { return a.first < b.first; });
-    cuts = std::move(named);
+    return buildChain(stash, named, {});
   }
 
-  SegmentChain chain;
-  size_t begin = 0;
-  ir::Value *input = nullptr;
-  auto close = [&](size_t end, ir::Value *output) {
-    Segment segment;
-    segment.input = input;
-    segment.output = output;
-    for (size_t p = begin; p < end; ++p) {
-      ir::Node *node = stash.forwardNodes[p];
-      segment.nodes.push_back(node);
-      chain.segmentOf[node] = chain.segments.size();
-      for (ir::Value *result : node->getResults())
-        if (stash.isStashed(result)) {
-          segment.stashed.push_back(result);
-          segment.stashedBytes += uint64_t(result->getType().getByteSize());
-        }
+  // Side inputs (Note [Side inputs]): a few rounds, each trying the
+  // longest-lived activations that keep a cut from existing.
+  constexpr unsigned kRounds = 4, kCandidates = 8;
+  ValueSet side;
+  SegmentChain chain = buildChain(stash, cuts, side);
+  size_t best = coverage(chain);
+  for (unsigned round = 0; round < kRounds; ++round) {
+    // Values open, with exactly one other non-side value, after some node.
+    std::vector<std::pair<size_t, ir::Value *>> candidates; // (lifetime, v)
+    ValueSet listed;
+    scan.run([&](size_t, const auto &open) {
+      ir::Value *pair[2] = {nullptr, nullptr};
+      unsigned count = 0;
+      for (const auto &[id, value] : open) {
+        if (side.count(value))
+          continue;
+        if (count == 2)
+          return;
+        pair[count++] = value;
+      }
+      if (count != 2)
+        return;
+      for (ir::Value *value : pair)
+        if (listed.insert(value).second)
+          candidates.push_back({0, value});
+    });
+    for (auto &[lifetime, value] : candidates) {
+      size_t def = stash.forwardPosition.lookup(value->getDefiningNode());
+      size_t last = def;
+      for (const ir::Use &use : value->getUses())
+        if (auto it = stash.forwardPosition.find(use.user);
+            it != stash.forwardPosition.end())
+          last = std::max<size_t>(last, it->second);
+      lifetime = last - def;
     }
-    chain.segments.push_back(std::move(segment));
-    begin = end;
-    input = output;
-  };
-  for (const auto &[position, value] : cuts)
-    close(position + 1, value);
-  if (begin < stash.forwardNodes.size() || chain.segments.empty())
-    close(stash.forwardNodes.size(), nullptr);
-
-  llvm::StringMap<unsigned> kinds;
-  for (Segment &segment : chain.segments) {
-    auto inserted = kinds.try_emplace(signatureOf(segment, stash), kinds.size());
-    segment.kind = inserted.first->second;
+    // Longest first; equal lifetimes in the order the scan met them.
+    llvm::stable_sort(candidates, [](const auto &a, const auto &b) {
+      return a.first > b.first;
+    });
+    if (candidates.size() > kCandidates)
+      candidates.resize(kCandidates);
+    std::optional<std::pair<SegmentChain, ir::Value *>> better;
+    for (const auto &[lifetime, value] : candidates) {
+      ValueSet trial = side;
+      trial.insert(value);
+      SegmentChain candidate = buildChain(stash, findCuts(scan, trial), trial);
+      size_t covered = coverage(candidate);
+      if (covered > best) {
+        best = covered;
+        better.emplace(std::move(candidate), value);
+      }
+    }
+    if (!better)
+      break;
+    side.insert(better->second);
+    chain = std::move(better->first);
   }
-  findLayers(chain);
   return chain;
 }
 

@@ -18,7 +18,22 @@
 // longest run of the kind sequence that repeats with some period P >= 1 at
 // least twice; among runs of equal coverage the shorter period and then the
 // later start win, so the block ends where the model's layers end. "Layer
-// j" is then the j-th repetition, found with no model-specific code.
+// j" is then the j-th repetition, found with no model-specific code. The
+// segments before and after that block are searched the same way for further
+// stacks (an encoder-decoder has two), kept when they cover at least a
+// quarter of the nodes the first one does.
+//
+// Note [Side inputs]
+// ~~~~~~~~~~~~~~~~~~
+// Some activations are read by every layer of a stack: the encoder output,
+// which each decoder layer's cross-attention reads, or a position bias that
+// the first layer computes from a weight and every later layer adds. Such a
+// value is open across every layer boundary, so the stack has no cuts. A
+// value is taken as a side input when leaving it out of the open sets lets
+// the repeated blocks cover more nodes: among the longest-lived activations
+// that keep a cut from existing, the one that gains the most is taken, and
+// again, until none gains. Side inputs are held from forward to backward
+// (never dropped), and recompute reads them like weights.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_PASSES_REMAT_SEGMENTS_H
@@ -53,14 +68,29 @@ struct Segment {
   uint64_t stashedBytes = 0;
 };
 
+/// A run of repeated layer blocks (Note [Repeated blocks]).
+struct LayerStack {
+  /// Segments per layer block.
+  unsigned period = 0;
+  /// Index of the first segment of layer 0.
+  unsigned firstSegment = 0;
+  unsigned numLayers = 0;
+};
+
 /// The chain of segments of a training step's forward graph.
 struct SegmentChain {
   std::vector<Segment> segments;
-  /// Segments per layer block (0 when nothing repeats).
+  /// The largest layer stack: segments per layer block (0 when nothing
+  /// repeats).
   unsigned period = 0;
   /// Index of the first segment of layer 0.
   unsigned firstLayerSegment = 0;
   unsigned numLayers = 0;
+  /// Every layer stack, in segment order; the largest is the one above.
+  std::vector<LayerStack> stacks;
+  /// Activations held across segments (Note [Side inputs]), in schedule
+  /// order. They are in no segment's stashed list.
+  std::vector<ir::Value *> sideInputs;
   /// The segment that holds each forward node.
   llvm::DenseMap<const ir::Node *, unsigned> segmentOf;
 };

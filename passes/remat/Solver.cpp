@@ -122,17 +122,20 @@ std::vector<SegmentChoice> Solver::fixedPlan(llvm::StringRef strategy) const {
       choices[s] = {SegmentOption::Recompute, unsigned(begin)};
   };
   if (strategy == "every-layer") {
-    for (unsigned layer = 0; layer < chain_.numLayers; ++layer) {
-      size_t begin = chain_.firstLayerSegment + layer * chain_.period;
-      group(begin, begin + chain_.period);
-    }
+    for (const LayerStack &stack : chain_.stacks)
+      for (unsigned layer = 0; layer < stack.numLayers; ++layer) {
+        size_t begin = stack.firstSegment + layer * stack.period;
+        group(begin, begin + stack.period);
+      }
   } else if (strategy == "sqrt") {
     if (chain_.numLayers >= 2) {
-      unsigned k = unsigned(std::ceil(std::sqrt(double(chain_.numLayers))));
-      for (unsigned layer = 0; layer < chain_.numLayers; layer += k) {
-        size_t begin = chain_.firstLayerSegment + layer * chain_.period;
-        size_t layers = std::min(k, chain_.numLayers - layer);
-        group(begin, begin + layers * chain_.period);
+      for (const LayerStack &stack : chain_.stacks) {
+        unsigned k = unsigned(std::ceil(std::sqrt(double(stack.numLayers))));
+        for (unsigned layer = 0; layer < stack.numLayers; layer += k) {
+          size_t begin = stack.firstSegment + layer * stack.period;
+          size_t layers = std::min(k, stack.numLayers - layer);
+          group(begin, begin + layers * stack.period);
+        }
       }
     } else {
       size_t k = size_t(std::ceil(std::sqrt(double(n))));
@@ -164,6 +167,11 @@ PlanResult Solver::evaluate(llvm::StringRef strategy,
           choice.groupStart == s && segment.input)
         result.keepNames.push_back(segment.input->getName().str());
     }
+    // Side inputs are held for every segment that reads them (Note [Side
+    // inputs]), so that recompute never rebuilds them.
+    if (!result.dropNames.empty())
+      for (const ir::Value *value : chain_.sideInputs)
+        result.keepNames.push_back(value->getName().str());
   }
   llvm::StringSet<> dropped;
   for (const std::string &name : result.dropNames)
