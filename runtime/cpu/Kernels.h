@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace remat::runtime::cpu {
 
@@ -54,6 +55,18 @@ llvm::Expected<Kernel> selectKernel(const ir::Node &node);
 /// The Dropout keep decision for element \p index of a node with \p seed:
 /// true when the element is kept. Exposed for tests and other backends.
 bool dropoutKeep(uint64_t seed, uint64_t index, float ratio);
+
+/// Chooses OpenBLAS's kernels (its "core type") from the CPU's features and
+/// re-initialises OpenBLAS with them when they differ from its own choice;
+/// OPENBLAS_CORETYPE in the environment wins (Note [OpenBLAS core type] in
+/// runtime/cpu/Linalg.cpp). Runs once before the first GEMM kernel is
+/// selected; must not race with OpenBLAS calls. \returns the core in use.
+std::string selectOpenBlasCore();
+
+/// Re-initialises a DYNAMIC_ARCH OpenBLAS with core type \p core (an
+/// OPENBLAS_CORETYPE name). \returns false when the library cannot (static
+/// or single-architecture builds). For benchmarks and selectOpenBlasCore.
+bool reinitOpenBlasCore(const char *core);
 
 } // namespace remat::runtime::cpu
 

@@ -28,12 +28,16 @@
 
 #include "runtime/cpu/KernelImpl.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -44,6 +48,83 @@ using llvm::ArrayRef;
 using llvm::Error;
 using llvm::Expected;
 using llvm::Twine;
+
+namespace remat::runtime::cpu {
+
+// Note [OpenBLAS core type]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// A DYNAMIC_ARCH OpenBLAS (Debian's) picks its kernels at load time from the
+// CPU's vendor, family and model, and 0.3.21 falls back to its oldest
+// kernels on a CPU it has no entry for: on an AVX-512 Xeon VM it ran
+// Prescott kernels, and the forward step took 2x as long as with
+// OPENBLAS_CORETYPE=Haswell (docs/benchmarks.md, issue 4). (On an AMD EPYC
+// Zen 3 it picks "Zen", whose sgemm is Haswell's: the same bits and speed,
+// remat-bench-gemm.) remat picks from what the CPU can do instead
+// (cpuid feature bits, which name no model and so hold for CPUs newer than
+// the library): AVX-512 F/BW/DQ/VL -> SkylakeX (what later OpenBLAS
+// releases run on Zen 4 too), AVX2 + FMA -> Haswell, anything else ->
+// OpenBLAS's own choice; a choice of OpenBLAS's that is as good is kept. It re-initialises OpenBLAS with
+// that core through gotoblas_dynamic_quit/gotoblas_dynamic_init (exported by
+// DYNAMIC_ARCH builds only; looked up with dlsym, so a static or single-arch
+// OpenBLAS is left as it is). This runs once, before remat's first GEMM
+// kernel is selected; OPENBLAS_CORETYPE set by the user wins. Bits then
+// depend on the core type, which depends only on the CPU: results stay
+// identical for every thread count (Note [OpenBLAS threads]).
+
+std::string selectOpenBlasCore() {
+  std::string current = openblas_get_corename();
+  if (std::getenv("OPENBLAS_CORETYPE"))
+    return current;
+  const char *wanted = nullptr;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    wanted = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    wanted = "Haswell";
+#endif
+  // Keep a library's choice that is at least as good (a newer OpenBLAS may
+  // know a newer core): any AVX-512 core, and on an AVX2 CPU Haswell or Zen
+  // (Zen's sgemm is Haswell's). Every other x86 core name has older kernels.
+  static const char *const kAvx512Cores[] = {"SkylakeX", "Cooperlake",
+                                             "SapphireRapids"};
+  static const char *const kAvx2Cores[] = {"Haswell", "Zen"};
+  auto isOneOf = [&](llvm::ArrayRef<const char *> names) {
+    return llvm::any_of(names, [&](const char *name) {
+      return llvm::StringRef(current).equals_insensitive(name);
+    });
+  };
+  if (!wanted || isOneOf(kAvx512Cores) ||
+      (llvm::StringRef(wanted) == "Haswell" && isOneOf(kAvx2Cores)))
+    return current;
+  reinitOpenBlasCore(wanted);
+  return openblas_get_corename();
+}
+
+bool reinitOpenBlasCore(const char *core) {
+  using InitFn = void (*)();
+  auto quit = reinterpret_cast<InitFn>(
+      dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  auto init = reinterpret_cast<InitFn>(
+      dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (!quit || !init)
+    return false;
+  // gotoblas_dynamic_init reads the core from OPENBLAS_CORETYPE; restore
+  // the environment afterwards.
+  const char *old = std::getenv("OPENBLAS_CORETYPE");
+  std::string saved = old ? old : "";
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  quit();
+  init();
+  if (old)
+    setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  else
+    unsetenv("OPENBLAS_CORETYPE");
+  return true;
+}
+
+} // namespace remat::runtime::cpu
 
 namespace remat::runtime::cpu::detail {
 
@@ -60,7 +141,10 @@ constexpr int64_t kFlopsPerChunk = 2 * 1000 * 1000;
 
 void useSingleThreadedBlas() {
   static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+  std::call_once(once, [] {
+    openblas_set_num_threads(1);
+    selectOpenBlasCore();
+  });
 }
 
 /// One matrix product C = alpha * op(A) op(B) + beta * C over row-major

@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -1786,6 +1787,59 @@ TEST_CASE("selecting a MatMul pins OpenBLAS to one thread") {
   if (!kernel)
     FAIL(errorToString(kernel.takeError()));
   CHECK(openblas_get_num_threads() == 1);
+}
+
+extern "C" char *openblas_get_corename(void);
+
+TEST_CASE("selecting a MatMul picks OpenBLAS's kernels from the CPU") {
+  // Note [OpenBLAS core type] in runtime/cpu/Linalg.cpp.
+  bool userSet = std::getenv("OPENBLAS_CORETYPE") != nullptr;
+  Rng rng(41001);
+  auto a = randomData(TensorType(DType::F32, {4, 4}), rng, -1, 1);
+  auto one = build(OpKind::MatMul, {input(a), input(a)}, 1);
+  auto kernel = selectKernel(*one->node);
+  if (!kernel)
+    FAIL(errorToString(kernel.takeError()));
+  std::string core = openblas_get_corename();
+  std::string again = selectOpenBlasCore();
+  CHECK(again == core); // idempotent
+  // The environment is as the user left it.
+  CHECK((std::getenv("OPENBLAS_CORETYPE") != nullptr) == userSet);
+#if defined(__x86_64__)
+  if (!userSet && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("fma") && !__builtin_cpu_supports("avx512f")) {
+    INFO("OpenBLAS core " << core);
+    // Not one of OpenBLAS's pre-AVX2 cores (Zen is Haswell's kernels, a
+    // newer OpenBLAS may name a newer core).
+    CHECK((core == "Haswell" || core == "Zen"));
+  }
+#endif
+}
+
+TEST_CASE("f32 Softmax rows: masked entries are exactly 0, rows sum to 1") {
+  // Rows of lengths around a vector width (the loops vectorise, see
+  // CMakeLists.txt), with a -inf mask on every third element.
+  for (int64_t n : {2, 15, 16, 17, 33, 512, 1000}) {
+    Rng rng(42000 + n);
+    auto x = std::make_shared<TensorData>(TensorType(DType::F32, {3, n}));
+    for (int64_t i = 0; i < 3 * n; ++i)
+      x->setDouble(i, i % 3 == 1
+                          ? -std::numeric_limits<double>::infinity()
+                          : std::uniform_real_distribution<double>(-20, 20)(rng));
+    auto one = build(OpKind::Softmax, {input(x)}, 1);
+    Outcome outcome = runNode(*one);
+    REQUIRE(outcome.error == "");
+    auto y = outcome.outputs[0].toData();
+    for (int64_t r = 0; r < 3; ++r) {
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        if ((r * n + j) % 3 == 1)
+          CHECK(y->getDouble(r * n + j) == 0.0);
+        sum += y->getDouble(r * n + j);
+      }
+      CHECK(std::fabs(sum - 1) < 1e-5);
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,343 @@
+//===- tools/bench/GemmBench.cpp - GEMM candidates on bert-base shapes ----===//
+//
+// Times the f32 GEMM libraries remat could call, on the shapes a bert-base
+// training step runs (forward and the transposed forms of the backward), the
+// way runtime/cpu/Linalg.cpp calls them: the product cut into fixed tiles of
+// at most 128 x 256 outputs, each tile one single-threaded call over the
+// whole K (see Note [OpenBLAS threads]). One thread, best of N alternating
+// rounds (every round runs every candidate on every shape), GFLOP/s of the
+// thread's CPU time (not wall time: the machine may be shared).
+//
+//   remat-bench-gemm [--rounds N] [--reps R] [--seq S] [--tile ROWSxCOLS]
+//
+// Candidates: OpenBLAS with the core type it picks itself; OpenBLAS re-
+// initialised with the core type remat picks from cpuid (runtime/cpu/
+// Linalg.cpp, selectOpenBlasCore); and, where the build found them, BLIS
+// (bli_sgemm, one thread), oneDNN (dnnl_sgemm, OpenMP at one thread) and
+// Eigen (compiled for the build machine's ISA: no run-time dispatch, listed
+// for reference). Each candidate's result is compared with OpenBLAS's (max
+// relative difference) so that a wrong call cannot look fast.
+//
+// Not part of the test suite: timings belong in benchmarks, not tests.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/Kernels.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+
+#ifdef REMAT_BENCH_BLIS
+#include <blis.h>
+#endif
+#ifdef REMAT_BENCH_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+#endif
+#ifdef REMAT_BENCH_EIGEN
+#include <Eigen/Core>
+#endif
+
+#include <algorithm>
+#include <ctime>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// runtime/cpu/Linalg.cpp's tile (--tile ROWSxCOLS tries others).
+int64_t kTileRows = 128;
+int64_t kTileCols = 256;
+
+/// C (m x n, row-major, ldc) = op(A) op(B) for one tile; a candidate.
+using TileGemm = void (*)(bool transA, bool transB, int m, int n, int k,
+                          const float *a, int lda, const float *b, int ldb,
+                          float *c, int ldc);
+
+/// OpenBLAS's own cblas_sgemm: BLIS exports one too, and whichever library
+/// the dynamic linker meets first would answer a plain call.
+using CblasSgemm = decltype(&cblas_sgemm);
+CblasSgemm openblasSgemm() {
+  static CblasSgemm fn = [] {
+    void *lib = dlopen("libopenblas.so.0", RTLD_LAZY | RTLD_NOLOAD);
+    void *sym = lib ? dlsym(lib, "cblas_sgemm") : nullptr;
+    if (!sym) {
+      std::fprintf(stderr, "remat-bench-gemm: no cblas_sgemm in "
+                           "libopenblas.so.0\n");
+      std::exit(1);
+    }
+    return reinterpret_cast<CblasSgemm>(sym);
+  }();
+  return fn;
+}
+
+void openblasTile(bool transA, bool transB, int m, int n, int k,
+                  const float *a, int lda, const float *b, int ldb, float *c,
+                  int ldc) {
+  openblasSgemm()(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
+              ldb, 0.0f, c, ldc);
+}
+
+#ifdef REMAT_BENCH_BLIS
+void blisTile(bool transA, bool transB, int m, int n, int k, const float *a,
+              int lda, const float *b, int ldb, float *c, int ldc) {
+  static rntm_t rntm = [] {
+    rntm_t r = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(1, &r);
+    return r;
+  }();
+  float one = 1.0f, zero = 0.0f;
+  // Row-major: element (i, j) of op(A) is a[i * lda + j], so rs = lda, cs = 1
+  // (swapped when transposed).
+  bli_sgemm_ex(transA ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE,
+               transB ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, m, n, k, &one,
+               const_cast<float *>(a), lda, 1, const_cast<float *>(b), ldb, 1,
+               &zero, c, ldc, 1, nullptr, &rntm);
+}
+#endif
+
+#ifdef REMAT_BENCH_DNNL
+void dnnlTile(bool transA, bool transB, int m, int n, int k, const float *a,
+              int lda, const float *b, int ldb, float *c, int ldc) {
+  dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
+             ldb, 0.0f, c, ldc);
+}
+#endif
+
+#ifdef REMAT_BENCH_EIGEN
+void eigenTile(bool transA, bool transB, int m, int n, int k, const float *a,
+               int lda, const float *b, int ldb, float *c, int ldc) {
+  using Stride = Eigen::OuterStride<>;
+  using RowMat =
+      Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using ColMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;
+  Eigen::Map<RowMat, 0, Stride> cm(c, m, n, Stride(ldc));
+  // A row-major matrix transposed is the same storage read column-major.
+  auto run = [&](const auto &am, const auto &bm) { cm.noalias() = am * bm; };
+  Eigen::Map<const RowMat, 0, Stride> aN(a, m, k, Stride(lda));
+  Eigen::Map<const ColMat, 0, Stride> aT(a, m, k, Stride(lda));
+  Eigen::Map<const RowMat, 0, Stride> bN(b, k, n, Stride(ldb));
+  Eigen::Map<const ColMat, 0, Stride> bT(b, k, n, Stride(ldb));
+  if (!transA && !transB)
+    run(aN, bN);
+  else if (!transA)
+    run(aN, bT);
+  else if (!transB)
+    run(aT, bN);
+  else
+    run(aT, bT);
+}
+#endif
+
+struct Candidate {
+  std::string name;
+  TileGemm tile;
+  /// Called before the candidate's turn (OpenBLAS core switch).
+  std::function<void()> prepare;
+};
+
+struct Shape {
+  const char *what;
+  int64_t batch, m, n, k;
+  bool transA, transB;
+};
+
+/// Runs every tile of a (batched) product with \p tile, one thread.
+void runTiled(TileGemm tile, const Shape &s, const float *a, const float *b,
+              float *c) {
+  int64_t lda = s.transA ? s.m : s.k, ldb = s.transB ? s.k : s.n, ldc = s.n;
+  for (int64_t p = 0; p < s.batch; ++p) {
+    const float *ap = a + p * s.m * s.k, *bp = b + p * s.k * s.n;
+    float *cp = c + p * s.m * s.n;
+    for (int64_t row0 = 0; row0 < s.m; row0 += kTileRows)
+      for (int64_t col0 = 0; col0 < s.n; col0 += kTileCols) {
+        int64_t rows = std::min(kTileRows, s.m - row0);
+        int64_t cols = std::min(kTileCols, s.n - col0);
+        tile(s.transA, s.transB, int(rows), int(cols), int(s.k),
+             ap + (s.transA ? row0 : row0 * lda), int(lda),
+             bp + (s.transB ? col0 * ldb : col0), int(ldb),
+             cp + row0 * ldc + col0, int(ldc));
+      }
+  }
+}
+
+/// This thread's CPU time: on a machine shared with other jobs, the time
+/// slices lost to them do not count (caches they evict still do).
+double seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int rounds = 5, reps = 3;
+  int64_t seq = 512;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--rounds"))
+      rounds = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--reps"))
+      reps = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--seq"))
+      seq = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--tile") &&
+             std::sscanf(argv[i + 1], "%ldx%ld", &kTileRows, &kTileCols) == 2)
+      continue;
+    else {
+      std::fprintf(stderr, "usage: remat-bench-gemm [--rounds N] [--reps R] "
+                           "[--seq S] [--tile ROWSxCOLS]\n");
+      return 1;
+    }
+  }
+  openblas_set_num_threads(1);
+  std::string defaultCore = openblas_get_corename();
+  std::string chosenCore = remat::runtime::cpu::selectOpenBlasCore();
+  std::string pickedCore = openblas_get_corename();
+  // selectOpenBlasCore() has switched OpenBLAS; the "default" candidate
+  // switches it back for its turn.
+  auto setCore = [](const std::string &core) {
+    remat::runtime::cpu::reinitOpenBlasCore(core.c_str());
+  };
+  std::vector<Candidate> candidates;
+  candidates.push_back({"openblas-" + defaultCore, openblasTile,
+                        [=] { setCore(defaultCore); }});
+  if (pickedCore != defaultCore)
+    candidates.push_back({"openblas-" + pickedCore, openblasTile,
+                          [=] { setCore(pickedCore); }});
+  // Haswell's kernels, for comparison, wherever the CPU has AVX2 and FMA.
+  if (pickedCore != "Haswell" && defaultCore != "Haswell" &&
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    candidates.push_back({"openblas-Haswell", openblasTile,
+                          [=] { setCore("Haswell"); }});
+#ifdef REMAT_BENCH_BLIS
+  candidates.push_back(
+      {std::string("blis-") + bli_arch_string(bli_arch_query_id()), blisTile,
+       nullptr});
+#endif
+#ifdef REMAT_BENCH_DNNL
+  omp_set_num_threads(1);
+  candidates.push_back({"onednn", dnnlTile, nullptr});
+#endif
+#ifdef REMAT_BENCH_EIGEN
+  candidates.push_back({"eigen(build isa)", eigenTile, nullptr});
+#endif
+
+  int64_t t = seq, h = 768, f = 3072, heads = 12, d = 64;
+  std::vector<Shape> shapes = {
+      {"qkv/out proj", 1, t, h, h, false, false},
+      {"ffn up", 1, t, f, h, false, false},
+      {"ffn down", 1, t, h, f, false, false},
+      {"scores QK^T", heads, t, t, d, false, true},
+      {"context PV", heads, t, d, t, false, false},
+      {"dX = dY W^T", 1, t, h, f, false, true},
+      {"dW = X^T dY", 1, h, f, t, true, false},
+      {"dW = X^T dY sq", 1, h, h, t, true, false},
+      {"dQ = dS K", heads, t, d, t, false, false},
+      {"dK = dS^T Q", heads, t, d, t, true, false},
+      // The MLM decoder against the tied word embeddings, on a 4096-row
+      // slice of the 30522-word vocabulary (same tiles, less time).
+      {"decoder X E^T", 1, t, 4096, h, false, true},
+      {"decoder dY E", 1, t, h, 4096, false, false},
+      {"dE = dY^T X", 1, 4096, h, t, true, false},
+  };
+  size_t maxA = 0, maxB = 0, maxC = 0;
+  for (const Shape &s : shapes) {
+    maxA = std::max<size_t>(maxA, s.batch * s.m * s.k);
+    maxB = std::max<size_t>(maxB, s.batch * s.k * s.n);
+    maxC = std::max<size_t>(maxC, s.batch * s.m * s.n);
+  }
+  std::vector<float> a(maxA), b(maxB), c(maxC), ref(maxC);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (float &v : a)
+    v = dist(rng);
+  for (float &v : b)
+    v = dist(rng);
+
+  std::printf("# openblas %s picks core %s; remat picks %s; blas threads 1; "
+              "tiles %ldx%ld\n",
+              openblas_get_config(), defaultCore.c_str(), pickedCore.c_str(),
+              long(kTileRows), long(kTileCols));
+  std::vector<std::vector<double>> best(
+      shapes.size(), std::vector<double>(candidates.size(), 1e30));
+  std::vector<std::vector<double>> diff(
+      shapes.size(), std::vector<double>(candidates.size(), 0));
+  for (int round = 0; round < rounds; ++round) {
+    // Alternate the order: odd rounds run the candidates backwards.
+    for (size_t ci = 0; ci < candidates.size(); ++ci) {
+      size_t cand = round % 2 ? candidates.size() - 1 - ci : ci;
+      if (candidates[cand].prepare)
+        candidates[cand].prepare();
+      for (size_t si = 0; si < shapes.size(); ++si) {
+        const Shape &s = shapes[si];
+        for (int rep = 0; rep < reps; ++rep) {
+          double start = seconds();
+          runTiled(candidates[cand].tile, s, a.data(), b.data(), c.data());
+          best[si][cand] = std::min(best[si][cand], seconds() - start);
+        }
+      }
+    }
+  }
+  // Accuracy: one more pass, candidate 0 first as the reference.
+  for (size_t si = 0; si < shapes.size(); ++si) {
+    const Shape &s = shapes[si];
+    size_t count = s.batch * s.m * s.n;
+    for (size_t cand = 0; cand < candidates.size(); ++cand) {
+      if (candidates[cand].prepare)
+        candidates[cand].prepare();
+      runTiled(candidates[cand].tile, s, a.data(), b.data(), c.data());
+      if (cand == 0) {
+        ref.assign(c.begin(), c.begin() + count);
+        continue;
+      }
+      double worst = 0;
+      for (size_t i = 0; i < count; ++i)
+        worst = std::max(worst, double(std::fabs(c[i] - ref[i])) /
+                                    (std::fabs(ref[i]) + 1.0));
+      diff[si][cand] = worst;
+    }
+  }
+  candidates[0].prepare();
+
+  std::printf("%-16s %-18s", "shape", "batch x M x N x K");
+  for (const Candidate &cand : candidates)
+    std::printf(" %18s", cand.name.c_str());
+  std::printf("   (GFLOP/s of thread CPU time, 1 thread, best of %d rounds x "
+              "%d reps)\n",
+              rounds, reps);
+  std::vector<double> totalSeconds(candidates.size(), 0);
+  for (size_t si = 0; si < shapes.size(); ++si) {
+    const Shape &s = shapes[si];
+    char dims[64];
+    std::snprintf(dims, sizeof dims, "%lldx%lldx%lldx%lld%s%s",
+                  (long long)s.batch, (long long)s.m, (long long)s.n,
+                  (long long)s.k, s.transA ? " tA" : "",
+                  s.transB ? " tB" : "");
+    std::printf("%-16s %-18s", s.what, dims);
+    double flops = 2.0 * s.batch * s.m * s.n * s.k;
+    for (size_t cand = 0; cand < candidates.size(); ++cand) {
+      totalSeconds[cand] += best[si][cand];
+      std::printf(" %18.1f", flops / best[si][cand] / 1e9);
+    }
+    std::printf("\n");
+  }
+  std::printf("%-35s", "sum of best times (ms)");
+  for (size_t cand = 0; cand < candidates.size(); ++cand)
+    std::printf(" %18.2f", totalSeconds[cand] * 1e3);
+  std::printf("\n%-35s", "max rel diff vs first");
+  for (size_t cand = 0; cand < candidates.size(); ++cand) {
+    double worst = 0;
+    for (size_t si = 0; si < shapes.size(); ++si)
+      worst = std::max(worst, diff[si][cand]);
+    std::printf(" %18.1e", worst);
+  }
+  std::printf("\n");
+  return 0;
+}

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""The CPU-speed goals of issue 16 in one invocation: remat-run next to
+PyTorch eager and onnxruntime on bert-base, same thread count, every
+measurement in a process of its own, rounds alternating the order, each
+configuration keeping its best round.
+
+  python3 tools/bench/cpu_speed.py [--build build] [--config models/bert-base.json]
+      [--threads 2] [--steps 3] [--rounds 3]
+      [--torch-python /work/main/.venv-peers/bin/python] [--ort-python .venv/bin/python]
+
+Measures (the time of a step is the median of --steps steps after one
+warm-up step, in every process):
+  train b1 s512 / b4 s128   remat-run training step vs PyTorch eager
+                            BertForMaskedLM forward + loss + backward
+                            (tools/bench/vs_pytorch.py --child eager)
+  forward b1 s512           remat-run --forward vs onnxruntime, all graph
+                            optimisations, on the model remat-opt exports
+  scaling b1 s512           remat-run training step at 1 thread / at N
+
+and prints the ratios against the goals: train <= 0.8x eager, forward
+<= 1.2x onnxruntime, scaling >= 1.8x. Every figure is printed with the
+1-minute load average taken when its process started: on a shared machine
+the figures are noisy, and a ratio is only as good as the loads of its two
+sides. Not a test: timings belong in benchmarks.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+ORT_CHILD = r"""
+import json, statistics, sys, time
+import numpy as np, onnxruntime as ort
+model, batch, seq, threads, steps = sys.argv[1], *map(int, sys.argv[2:6])
+options = ort.SessionOptions()
+options.intra_op_num_threads = threads
+options.inter_op_num_threads = 1
+options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+names = {i.name for i in session.get_inputs()}
+rng = np.random.default_rng(0)
+feeds = {
+    "input_ids": rng.integers(0, 30522, (batch, seq), dtype=np.int64),
+    "token_type_ids": np.zeros((batch, seq), dtype=np.int64),
+    "attention_mask": np.ones((batch, seq), dtype=np.int64),
+    "labels": rng.integers(0, 30522, (batch, seq), dtype=np.int64),
+}
+feeds = {k: v for k, v in feeds.items() if k in names}
+session.run(None, feeds)  # warm-up
+times = []
+for _ in range(steps):
+    start = time.perf_counter()
+    session.run(None, feeds)
+    times.append(time.perf_counter() - start)
+print(json.dumps({"median_seconds": statistics.median(times)}))
+"""
+
+
+def run_child(cmd, timeout):
+    load = os.getloadavg()[0]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        raise RuntimeError(lines[-1] if lines else "exit %d" % proc.returncode)
+    return proc, load
+
+
+def remat_step(args, bind, threads, forward, work):
+    stats = Path(work) / "step.json"
+    # One more step than timed: the first is the warm-up.
+    cmd = [str(Path(args.build) / "remat-run"), args.config, "--bind", bind,
+           "--threads", str(threads), "--steps", str(args.steps + 1),
+           "--step-json", str(stats)]
+    if forward:
+        cmd.append("--forward")
+    _, load = run_child(cmd, args.timeout)
+    with open(stats) as f:
+        steps = [s["seconds"] for s in json.load(f)["steps"]][1:]
+    return statistics.median(steps), load
+
+
+def torch_step(args, batch, seq, threads):
+    cmd = [args.torch_python, str(HERE / "vs_pytorch.py"), "--child", "eager",
+           "--config", args.config, "--batch", str(batch), "--seq", str(seq),
+           "--threads", str(threads), "--steps", str(args.steps), "--seed", "0"]
+    proc, load = run_child(cmd, args.timeout)
+    return json.loads(proc.stdout.strip().splitlines()[-1])["median_seconds"], load
+
+
+def ort_step(args, model, batch, seq, threads):
+    cmd = [args.ort_python, "-c", ORT_CHILD, str(model), str(batch), str(seq),
+           str(threads), str(args.steps)]
+    proc, load = run_child(cmd, args.timeout)
+    return json.loads(proc.stdout.strip().splitlines()[-1])["median_seconds"], load
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--config", default="models/bert-base.json")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default="train,forward,scaling",
+                        help="which goals to measure (comma-separated)")
+    parser.add_argument("--torch-python",
+                        default="/work/main/.venv-peers/bin/python")
+    parser.add_argument("--ort-python", default=".venv/bin/python")
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--json", help="write every measurement here")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    n = args.threads
+
+    with tempfile.TemporaryDirectory() as work:
+        # (label, function) pairs; a goal compares two labels.
+        configs = []
+        if "train" in only:
+            for batch, seq in [(1, 512), (4, 128)]:
+                bind = "batch=%d,seq=%d" % (batch, seq)
+                configs.append(("remat train %s %dt" % (bind, n),
+                                lambda b=bind: remat_step(args, b, n, False, work)))
+                configs.append(("torch eager train %s %dt" % (bind, n),
+                                lambda b=batch, s=seq: torch_step(args, b, s, n)))
+        if "forward" in only:
+            model = Path(work) / "model.onnx"
+            subprocess.run([str(Path(args.build) / "remat-opt"), args.config,
+                            "--bind", "batch=1,seq=512", "-o", str(model)],
+                           check=True, capture_output=True)
+            configs.append(("remat forward batch=1,seq=512 %dt" % n,
+                            lambda: remat_step(args, "batch=1,seq=512", n, True, work)))
+            configs.append(("onnxruntime forward batch=1,seq=512 %dt" % n,
+                            lambda: ort_step(args, model, 1, 512, n)))
+        if "scaling" in only:
+            if not any(label == "remat train batch=1,seq=512 %dt" % n
+                       for label, _ in configs):
+                configs.append(("remat train batch=1,seq=512 %dt" % n,
+                                lambda: remat_step(args, "batch=1,seq=512", n, False, work)))
+            configs.append(("remat train batch=1,seq=512 1t",
+                            lambda: remat_step(args, "batch=1,seq=512", 1, False, work)))
+
+        best, measurements = {}, []
+        for r in range(args.rounds):
+            order = configs if r % 2 == 0 else list(reversed(configs))
+            for label, fn in order:
+                seconds, load = fn()
+                measurements.append({"round": r, "label": label,
+                                     "seconds": seconds, "load": load})
+                print("round %d  %-44s %8.3f s  (load %.2f)" % (r, label, seconds, load),
+                      file=sys.stderr, flush=True)
+                if label not in best or seconds < best[label][0]:
+                    best[label] = (seconds, load)
+
+    print("\n%s, %d threads, best of %d rounds of the median of %d steps; "
+          "load = 1-min load average when that best run started (%d CPUs). "
+          "Noisy: the machine is shared." % (args.config, n, args.rounds, args.steps,
+                                             os.cpu_count()))
+    print("| configuration | step | load |")
+    print("|---|---|---|")
+    for label, _ in configs:
+        print("| %s | %.3f s | %.2f |" % (label, best[label][0], best[label][1]))
+    print("\n| goal | ratio | target | met |")
+    print("|---|---|---|---|")
+
+    def ratio(goal, num, den, target, at_most):
+        if num in best and den in best:
+            value = best[num][0] / best[den][0]
+            met = value <= target if at_most else value >= target
+            print("| %s | %.2fx | %s %.1fx | %s |" % (
+                goal, value, "<=" if at_most else ">=", target, "yes" if met else "no"))
+
+    for bind in ["batch=1,seq=512", "batch=4,seq=128"]:
+        ratio("train %s: remat / torch eager" % bind, "remat train %s %dt" % (bind, n),
+              "torch eager train %s %dt" % (bind, n), 0.8, True)
+    ratio("forward batch=1,seq=512: remat / onnxruntime",
+          "remat forward batch=1,seq=512 %dt" % n,
+          "onnxruntime forward batch=1,seq=512 %dt" % n, 1.2, True)
+    ratio("train batch=1,seq=512: 1 thread / %d threads" % n,
+          "remat train batch=1,seq=512 1t", "remat train batch=1,seq=512 %dt" % n,
+          1.8, False)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "measurements": measurements}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
