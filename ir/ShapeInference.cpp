@@ -1549,6 +1549,461 @@ Expected<Results> inferSoftmaxCrossEntropyLoss(const Node &node) {
 }
 
 //===----------------------------------------------------------------------===//
+// Ops added for the transformer families (issue 13)
+//===----------------------------------------------------------------------===//
+
+Expected<Results> inferSin(const Node &node) {
+  return inferUnary(node, isFloatType, "a float dtype");
+}
+Expected<Results> inferCos(const Node &node) {
+  return inferUnary(node, isFloatType, "a float dtype");
+}
+Expected<Results> inferAbs(const Node &node) {
+  return inferUnary(node, isNumeric, "a numeric dtype");
+}
+Expected<Results> inferNot(const Node &node) {
+  return inferUnary(node, isBool, "dtype bool");
+}
+
+Expected<Results> inferIsNaN(const Node &node) {
+  if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
+    return std::move(err);
+  return Results{known(operandType(node, 0).withDType(DType::Bool))};
+}
+
+/// Min: as Max.
+Expected<Results> inferMin(const Node &node) { return inferMax(node); }
+
+Expected<Results> inferReciprocal(const Node &node) {
+  return inferUnary(node, isFloatType, "a float dtype");
+}
+
+Expected<Results> inferIsInf(const Node &node) {
+  for (StringRef name : {"detect_negative", "detect_positive"}) {
+    auto value = intAttr(node, name, 1);
+    if (!value)
+      return value.takeError();
+    if (*value != 0 && *value != 1)
+      return nodeError(node, "attribute '" + name + "' is " + Twine(*value) +
+                                 ", expected 0 or 1");
+  }
+  if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
+    return std::move(err);
+  return Results{known(operandType(node, 0).withDType(DType::Bool))};
+}
+
+Expected<Results> inferLess(const Node &node) {
+  return inferGreaterOrEqual(node);
+}
+Expected<Results> inferLessOrEqual(const Node &node) {
+  return inferGreaterOrEqual(node);
+}
+Expected<Results> inferGreater(const Node &node) {
+  return inferGreaterOrEqual(node);
+}
+Expected<Results> inferOr(const Node &node) { return inferAnd(node); }
+
+/// Checks that operand \p i holds one element (a 0-D tensor, or 1-D of one
+/// element, which exporters also write) of dtype \p accepts.
+Error checkScalarOperand(const Node &node, unsigned i, bool (*accepts)(DType),
+                         StringRef expected) {
+  if (auto err = checkDType(node, i, accepts, expected))
+    return err;
+  const TensorType &type = operandType(node, i);
+  if (type.getRank() <= 1 && type.getNumElements() == 1)
+    return Error::success();
+  return nodeError(node, operandName(node, i) +
+                             " must be a scalar (one element), got " +
+                             type.str());
+}
+
+/// Trilu: a tensor of rank >= 2 and an optional i64 scalar k.
+Expected<Results> inferTrilu(const Node &node) {
+  if (auto err = checkMinRank(node, 0, 2))
+    return std::move(err);
+  if (node.getNumOperands() == 2)
+    if (auto err = checkScalarOperand(node, 1, isI64, "dtype i64"))
+      return std::move(err);
+  auto upper = intAttr(node, "upper", 1);
+  if (!upper)
+    return upper.takeError();
+  if (*upper != 0 && *upper != 1)
+    return nodeError(node, "attribute 'upper' is " + Twine(*upper) +
+                               ", expected 0 or 1");
+  return Results{known(operandType(node, 0))};
+}
+
+/// CumSum's data: ONNX allows the float dtypes, int32 and int64 (and
+/// uint32/uint64, which remat does not have).
+bool isCumSumType(DType dtype) {
+  return isFloat(dtype) || dtype == DType::I64 || dtype == DType::I32;
+}
+
+Expected<Results> inferCumSum(const Node &node) {
+  if (auto err =
+          checkDType(node, 0, isCumSumType, "a float, i32 or i64 dtype"))
+    return std::move(err);
+  if (auto err = checkScalarOperand(node, 1, isIndexType, "dtype i32 or i64"))
+    return std::move(err);
+  for (StringRef name : {"exclusive", "reverse"}) {
+    auto value = intAttr(node, name, 0);
+    if (!value)
+      return value.takeError();
+    if (*value != 0 && *value != 1)
+      return nodeError(node, "attribute '" + name + "' is " + Twine(*value) +
+                                 ", expected 0 or 1");
+  }
+  const TensorType &data = operandType(node, 0);
+  if (auto axis = constantInts(node.getOperand(1))) {
+    auto normalized = normalizeAxis(node, "axis " + operandName(node, 1),
+                                    (*axis)[0], data.getRank());
+    if (!normalized)
+      return normalized.takeError();
+  }
+  return Results{known(data)};
+}
+
+Expected<Results> inferGatherElements(const Node &node) {
+  if (auto err = checkDType(node, 1, isIndexType, "dtype i32 or i64"))
+    return std::move(err);
+  const TensorType &data = operandType(node, 0);
+  const TensorType &indices = operandType(node, 1);
+  auto axisAttr = intAttr(node, "axis", 0);
+  if (!axisAttr)
+    return axisAttr.takeError();
+  auto axis =
+      normalizeAxis(node, "attribute 'axis'", *axisAttr, data.getRank());
+  if (!axis)
+    return axis.takeError();
+  if (indices.getRank() != data.getRank())
+    return nodeError(node, operandName(node, 1) + " of type " + indices.str() +
+                               " must have the rank of " +
+                               operandName(node, 0) + " of type " + data.str());
+  // Off the gather axis, indices address data positionally.
+  for (unsigned d = 0; d < data.getRank(); ++d)
+    if (d != *axis && indices.getDim(d) > data.getDim(d))
+      return nodeError(node, operandName(node, 1) + " of type " +
+                                 indices.str() + " exceeds " +
+                                 operandName(node, 0) + " of type " +
+                                 data.str() + " in dim " + Twine(d));
+  if (data.getDim(*axis) == 0 && indices.getNumElements() > 0)
+    return nodeError(node, operandName(node, 0) + " of type " + data.str() +
+                               " has no entries along axis " + Twine(*axis) +
+                               " to gather");
+  return Results{known(data.withDims(indices.getDims()))};
+}
+
+/// Pad: pads (i64[2 * n]) and axes (i32/i64[n], opset 18; all dims when
+/// absent) must be constants for a static shape; constant_value is a scalar
+/// of the data's dtype.
+Expected<Results> inferPad(const Node &node) {
+  const TensorType &data = operandType(node, 0);
+  int64_t rank = data.getRank();
+  auto mode = stringAttr(node, "mode", "constant");
+  if (!mode)
+    return mode.takeError();
+  if (*mode != "constant" && *mode != "reflect" && *mode != "edge" &&
+      *mode != "wrap")
+    return nodeError(node, "attribute 'mode' is \"" + *mode +
+                               "\", expected \"constant\", \"reflect\", "
+                               "\"edge\" or \"wrap\"");
+  if (auto err = checkI64Vector(node, 1))
+    return std::move(err);
+  if (node.getNumOperands() > 2) {
+    if (auto err = checkSameDType(node, 2, 0))
+      return std::move(err);
+    const TensorType &value = operandType(node, 2);
+    if (value.getRank() > 1 || value.getNumElements() != 1)
+      return nodeError(node, operandName(node, 2) +
+                                 " must be a scalar (one element), got " +
+                                 value.str());
+  }
+  std::vector<int64_t> axes;
+  if (node.getNumOperands() > 3) {
+    if (auto err = checkDType(node, 3, isIndexType, "dtype i32 or i64"))
+      return std::move(err);
+    if (auto err = checkRank(node, 3, 1))
+      return std::move(err);
+    auto values = constantInts(node.getOperand(3));
+    if (!values)
+      return Results{unknownShape(data.getDType())};
+    auto normalized =
+        normalizeAxes(node, "axes " + operandName(node, 3), *values, rank);
+    if (!normalized)
+      return normalized.takeError();
+    axes.assign(normalized->begin(), normalized->end());
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  int64_t count = static_cast<int64_t>(axes.size());
+  if (operandType(node, 1).getDim(0) != 2 * count)
+    return nodeError(node, "pads " + operandName(node, 1) + " of type " +
+                               operandType(node, 1).str() + " must have " +
+                               Twine(2 * count) + " entries (two per padded "
+                               "axis)");
+  auto pads = constantInts(node.getOperand(1));
+  if (!pads)
+    return Results{unknownShape(data.getDType())};
+  Dims dims = toDims(data.getDims());
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t axis = axes[k];
+    int64_t begin = (*pads)[k], end = (*pads)[k + count];
+    if (*mode != "constant") {
+      if (begin < 0 || end < 0)
+        return nodeError(node, "pads " + formatDims(*pads) +
+                                   " has a negative entry for axis " +
+                                   Twine(axis) + ", which only mode "
+                                   "\"constant\" supports");
+      if ((begin > 0 || end > 0) && dims[axis] == 0)
+        return nodeError(node, "mode \"" + *mode + "\" cannot pad axis " +
+                                   Twine(axis) + " of size 0 of " +
+                                   operandName(node, 0) + " of type " +
+                                   data.str());
+    }
+    int64_t padded;
+    bool overflow = __builtin_add_overflow(dims[axis], begin, &padded) ||
+                    __builtin_add_overflow(padded, end, &padded);
+    if (overflow || padded < 0)
+      return nodeError(node, "pads " + formatDims(*pads) + " leave axis " +
+                                 Twine(axis) + " of " + operandName(node, 0) +
+                                 " of type " + data.str() +
+                                 " with a negative size");
+    dims[axis] = padded;
+  }
+  return Results{known(data.withDims(dims))};
+}
+
+/// Reads an ints attribute of \p count entries, or \p defaultValue
+/// repeated when absent.
+Expected<SmallVector<int64_t, 3>> convInts(const Node &node, StringRef name,
+                                           size_t count, int64_t defaultValue,
+                                           int64_t minimum) {
+  auto values = intsAttr(node, name);
+  if (!values)
+    return values.takeError();
+  SmallVector<int64_t, 3> result(count, defaultValue);
+  if (!*values)
+    return result;
+  if ((*values)->size() != count)
+    return nodeError(node, "attribute '" + name + "' " +
+                               formatDims(**values) + " must have " +
+                               Twine(count) + " entries (one per spatial dim)");
+  for (size_t i = 0; i < count; ++i) {
+    if ((**values)[i] < minimum)
+      return nodeError(node, "attribute '" + name + "' " +
+                                 formatDims(**values) + " has an entry below " +
+                                 Twine(minimum));
+    result[i] = (**values)[i];
+  }
+  return result;
+}
+
+Expected<ConvGeometry> convGeometry(const Node &node) {
+  bool transpose = node.getOp() == OpKind::ConvTranspose;
+  for (unsigned i = 0; i < node.getNumOperands(); ++i)
+    if (auto err = checkDType(node, i, isFloatType, "a float dtype"))
+      return std::move(err);
+  for (unsigned i = 1; i < node.getNumOperands(); ++i)
+    if (auto err = checkSameDType(node, i, 0))
+      return std::move(err);
+  if (auto err = checkMinRank(node, 0, 3))
+    return std::move(err);
+  const TensorType &x = operandType(node, 0);
+  const TensorType &w = operandType(node, 1);
+  size_t spatial = x.getRank() - 2;
+  if (auto err = checkRank(node, 1, x.getRank()))
+    return std::move(err);
+  ConvGeometry geometry;
+  auto group = intAttr(node, "group", 1);
+  if (!group)
+    return group.takeError();
+  if (*group < 1)
+    return nodeError(node, "attribute 'group' is " + Twine(*group) +
+                               ", expected a positive value");
+  geometry.group = *group;
+  int64_t channels = x.getDim(1);
+  int64_t outChannels;
+  if (!transpose) {
+    // W is [M, C / group, k...].
+    if (channels % *group != 0 || w.getDim(0) % *group != 0)
+      return nodeError(node, "attribute 'group' " + Twine(*group) +
+                                 " must divide the channels of " +
+                                 operandName(node, 0) + " of type " + x.str() +
+                                 " and of " + operandName(node, 1) +
+                                 " of type " + w.str());
+    if (w.getDim(1) * *group != channels)
+      return nodeError(node, operandName(node, 1) + " of type " + w.str() +
+                                 " must have " + Twine(channels / *group) +
+                                 " input channels (dim 1) for " +
+                                 operandName(node, 0) + " of type " + x.str() +
+                                 " and group " + Twine(*group));
+    outChannels = w.getDim(0);
+  } else {
+    // W is [C, M / group, k...].
+    if (w.getDim(0) != channels || channels % *group != 0)
+      return nodeError(node, operandName(node, 1) + " of type " + w.str() +
+                                 " must have " + Twine(channels) +
+                                 " channels (dim 0, divisible by group " +
+                                 Twine(*group) + ") for " +
+                                 operandName(node, 0) + " of type " + x.str());
+    outChannels = w.getDim(1) * *group;
+  }
+  if (node.getNumOperands() == 3) {
+    const TensorType &b = operandType(node, 2);
+    if (b.getRank() != 1 || b.getDim(0) != outChannels)
+      return nodeError(node, operandName(node, 2) + " of type " + b.str() +
+                                 " must have shape [" + Twine(outChannels) +
+                                 "] (one bias per output channel)");
+  }
+  geometry.kernel.assign(w.getDims().begin() + 2, w.getDims().end());
+  if (auto kernelShape = intsAttr(node, "kernel_shape"); !kernelShape) {
+    return kernelShape.takeError();
+  } else if (*kernelShape &&
+             ArrayRef<int64_t>(**kernelShape) !=
+                 ArrayRef<int64_t>(geometry.kernel)) {
+    return nodeError(node, "attribute 'kernel_shape' " +
+                               formatDims(**kernelShape) +
+                               " differs from the spatial dims of " +
+                               operandName(node, 1) + " of type " + w.str());
+  }
+  auto strides = convInts(node, "strides", spatial, 1, 1);
+  if (!strides)
+    return strides.takeError();
+  auto dilations = convInts(node, "dilations", spatial, 1, 1);
+  if (!dilations)
+    return dilations.takeError();
+  geometry.strides = *strides;
+  geometry.dilations = *dilations;
+  geometry.outputPadding.assign(spatial, 0);
+  if (transpose) {
+    auto outputPadding = convInts(node, "output_padding", spatial, 0, 0);
+    if (!outputPadding)
+      return outputPadding.takeError();
+    geometry.outputPadding = *outputPadding;
+  }
+  // ConvTranspose's output_shape (spatial dims, or all dims) decides the
+  // pads (below) and overrides 'pads'.
+  std::optional<std::vector<int64_t>> outputShape;
+  if (transpose) {
+    auto shape = intsAttr(node, "output_shape");
+    if (!shape)
+      return shape.takeError();
+    if (*shape) {
+      std::vector<int64_t> dims = **shape;
+      if (dims.size() == spatial + 2)
+        dims.erase(dims.begin(), dims.begin() + 2);
+      if (dims.size() != spatial)
+        return nodeError(node, "attribute 'output_shape' " +
+                                   formatDims(**shape) + " must have " +
+                                   Twine(spatial) + " entries (one per "
+                                   "spatial dim)");
+      outputShape = dims;
+    }
+  }
+  auto autoPad = stringAttr(node, "auto_pad", "NOTSET");
+  if (!autoPad)
+    return autoPad.takeError();
+  if (*autoPad != "NOTSET" && *autoPad != "VALID" && *autoPad != "SAME_UPPER" &&
+      *autoPad != "SAME_LOWER")
+    return nodeError(node, "attribute 'auto_pad' is \"" + *autoPad +
+                               "\", expected NOTSET, VALID, SAME_UPPER or "
+                               "SAME_LOWER");
+  auto pads = intsAttr(node, "pads");
+  if (!pads)
+    return pads.takeError();
+  geometry.padBegin.assign(spatial, 0);
+  geometry.padEnd.assign(spatial, 0);
+  if (*pads) {
+    if (*autoPad != "NOTSET")
+      return nodeError(node, "attributes 'pads' and 'auto_pad' \"" + *autoPad +
+                                 "\" exclude each other");
+    if ((*pads)->size() != 2 * spatial)
+      return nodeError(node, "attribute 'pads' " + formatDims(**pads) +
+                                 " must have " + Twine(2 * spatial) +
+                                 " entries (begin and end per spatial dim)");
+    for (size_t i = 0; i < spatial; ++i) {
+      geometry.padBegin[i] = (**pads)[i];
+      geometry.padEnd[i] = (**pads)[i + spatial];
+      if (geometry.padBegin[i] < 0 || geometry.padEnd[i] < 0)
+        return nodeError(node, "attribute 'pads' " + formatDims(**pads) +
+                                   " has a negative entry");
+    }
+  }
+  geometry.resultDims = {x.getDim(0), outChannels};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t in = x.getDim(i + 2);
+    int64_t extent = geometry.dilations[i] * (geometry.kernel[i] - 1) + 1;
+    int64_t stride = geometry.strides[i];
+    if (transpose && outputShape) {
+      // ONNX: total = stride (in - 1) + output_padding + extent - out;
+      // SAME_UPPER puts total / 2 first, otherwise total / 2 goes last.
+      int64_t full = stride * (in - 1) + geometry.outputPadding[i] + extent;
+      int64_t total = full - (*outputShape)[i];
+      if (total < 0)
+        return nodeError(node, "attribute 'output_shape' " +
+                                   formatDims(*outputShape) +
+                                   " exceeds the transposed extent " +
+                                   Twine(full) + " in spatial dim " +
+                                   Twine(i));
+      int64_t half = total / 2;
+      geometry.padBegin[i] = *autoPad == "SAME_UPPER" ? half : total - half;
+      geometry.padEnd[i] = total - geometry.padBegin[i];
+      geometry.resultDims.push_back((*outputShape)[i]);
+      continue;
+    }
+    if (transpose) {
+      if (*autoPad == "SAME_UPPER" || *autoPad == "SAME_LOWER") {
+        // The result is in * stride; the padding is what the full
+        // transposed extent exceeds it by.
+        int64_t full = stride * (in - 1) + geometry.outputPadding[i] + extent;
+        int64_t total = std::max<int64_t>(0, full - in * stride);
+        int64_t half = total / 2;
+        geometry.padBegin[i] = *autoPad == "SAME_UPPER" ? half : total - half;
+        geometry.padEnd[i] = total - geometry.padBegin[i];
+      }
+      int64_t out = stride * (in - 1) + geometry.outputPadding[i] + extent -
+                    geometry.padBegin[i] - geometry.padEnd[i];
+      if (out < 0)
+        return nodeError(node, "the result would have a negative size in "
+                               "spatial dim " +
+                                   Twine(i));
+      geometry.resultDims.push_back(out);
+      continue;
+    }
+    if (*autoPad == "SAME_UPPER" || *autoPad == "SAME_LOWER") {
+      int64_t out = (in + stride - 1) / stride;
+      int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
+      int64_t half = total / 2;
+      geometry.padBegin[i] = *autoPad == "SAME_UPPER" ? half : total - half;
+      geometry.padEnd[i] = total - geometry.padBegin[i];
+    }
+    int64_t padded = in + geometry.padBegin[i] + geometry.padEnd[i];
+    if (padded < extent)
+      return nodeError(node, "the kernel extent " + Twine(extent) +
+                                 " exceeds the padded input size " +
+                                 Twine(padded) + " in spatial dim " + Twine(i) +
+                                 " of " + operandName(node, 0) + " of type " +
+                                 x.str());
+    geometry.resultDims.push_back((padded - extent) / stride + 1);
+  }
+  return geometry;
+}
+
+Expected<Results> inferConvLike(const Node &node) {
+  auto geometry = convGeometry(node);
+  if (!geometry)
+    return geometry.takeError();
+  return Results{
+      known(TensorType(operandType(node, 0).getDType(), geometry->resultDims))};
+}
+
+Expected<Results> inferConv(const Node &node) { return inferConvLike(node); }
+Expected<Results> inferConvTranspose(const Node &node) {
+  return inferConvLike(node);
+}
+
+//===----------------------------------------------------------------------===//
 // Domain remat
 //===----------------------------------------------------------------------===//
 
@@ -1656,6 +2111,13 @@ Error checkResultTypes(const Node &node) {
                                  Twine(*expected.numElements));
   }
   return Error::success();
+}
+
+Expected<ConvGeometry> getConvGeometry(const Node &node) {
+  assert((node.getOp() == OpKind::Conv ||
+          node.getOp() == OpKind::ConvTranspose) &&
+         "not a Conv or ConvTranspose node");
+  return convGeometry(node);
 }
 
 std::optional<SmallVector<int64_t, 4>> broadcastShapes(ArrayRef<int64_t> a,

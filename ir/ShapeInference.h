@@ -52,6 +52,26 @@ llvm::Error checkResultTypes(const Node &node);
 std::optional<llvm::SmallVector<int64_t, 4>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 
+/// The resolved geometry of a Conv or ConvTranspose node: one entry per
+/// spatial dim, pads resolved from auto_pad, and the result dims.
+struct ConvGeometry {
+  llvm::SmallVector<int64_t, 3> kernel;
+  llvm::SmallVector<int64_t, 3> strides;
+  llvm::SmallVector<int64_t, 3> dilations;
+  llvm::SmallVector<int64_t, 3> padBegin;
+  llvm::SmallVector<int64_t, 3> padEnd;
+  /// ConvTranspose only; zeros for Conv.
+  llvm::SmallVector<int64_t, 3> outputPadding;
+  int64_t group = 1;
+  /// [N, M, spatial...]: M output channels (W.dim(0) for Conv,
+  /// W.dim(1) * group for ConvTranspose).
+  llvm::SmallVector<int64_t, 5> resultDims;
+};
+
+/// \returns the geometry of Conv or ConvTranspose node \p node, or an error
+/// naming the node and the attribute or operand at fault.
+llvm::Expected<ConvGeometry> getConvGeometry(const Node &node);
+
 } // namespace remat::ir
 
 #endif // REMAT_IR_SHAPEINFERENCE_H

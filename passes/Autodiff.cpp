@@ -19,12 +19,16 @@
 // added when absent) Dropout (through its mask, added when absent)
 // ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Concat
 // Slice Split Expand Gather (data) SoftmaxCrossEntropyLoss (scores; log_prob
-// added when absent) and remat.Gelu (derivative decomposed into Erf/Tanh/Exp
-// arithmetic).
+// added when absent), remat.Gelu (derivative decomposed into Erf/Tanh/Exp
+// arithmetic), Sin Cos Abs Min Trilu CumSum GatherElements (data) Pad (data,
+// constant_value), Reciprocal and Conv (X through ConvTranspose; W for group
+// 1; B). ConvTranspose has no rule (autodiff emits it for Conv; it does not
+// differentiate through one).
 //
 // Only float values carry gradients. Not differentiated through:
 // - Shape, Constant, ConstantOfShape (no operand, or an integer one) and
-//   Equal, GreaterOrEqual, And (boolean results): no rule is needed, since
+//   Equal, GreaterOrEqual, And, Not, IsNaN, IsInf, Less, LessOrEqual,
+//   Greater, Or (boolean results): no rule is needed, since
 //   their results never depend on a weight's value.
 // - Cast to or from a non-float dtype; any integer or bool value.
 // - Index-like operands: Gather/ScatterElements indices, the shape operand of
@@ -77,7 +81,10 @@ bool isDifferentiableOperand(const Node &node, unsigned i) {
   case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
   case OpKind::Pow: case OpKind::Max: case OpKind::Concat: case OpKind::Gemm:
   case OpKind::MatMul: case OpKind::LayerNormalization:
+  case OpKind::Min: case OpKind::Conv:
     return true;
+  case OpKind::Pad:
+    return i == 0 || i == 2;
   case OpKind::Where:
     return i != 0;
   default:
@@ -993,6 +1000,227 @@ Error grad<OpKind::SoftmaxCrossEntropyLoss>(Differentiator &d,
   Value *diff = d.emit(OpKind::Sub, {prob, onehot});
   d.contribute(scores, d.emit(OpKind::Mul, {diff, d.emit(OpKind::Unsqueeze,
                                                          {scale, axis1})}));
+  return Error::success();
+}
+
+/// dy/dx = cos(x).
+template <> Error grad<OpKind::Sin>(Differentiator &d, const GradArgs &args) {
+  d.contribute(args.in(0),
+               d.emit(OpKind::Mul, {args.g, d.emit(OpKind::Cos, {args.in(0)})}));
+  return Error::success();
+}
+
+/// dy/dx = -sin(x).
+template <> Error grad<OpKind::Cos>(Differentiator &d, const GradArgs &args) {
+  d.contribute(args.in(0),
+               d.emit(OpKind::Neg, {d.emit(OpKind::Mul,
+                                           {args.g, d.emit(OpKind::Sin,
+                                                           {args.in(0)})})}));
+  return Error::success();
+}
+
+/// dy/dx = sign(x), 0 at 0 (as PyTorch): g where x > 0, -g where x < 0.
+template <> Error grad<OpKind::Abs>(Differentiator &d, const GradArgs &args) {
+  Value *x = args.in(0);
+  Value *zero = d.scalar(args.dt, 0);
+  Value *positive =
+      d.emit(OpKind::Not, {d.emit(OpKind::GreaterOrEqual, {zero, x})});
+  Value *negative =
+      d.emit(OpKind::Not, {d.emit(OpKind::GreaterOrEqual, {x, zero})});
+  d.contribute(x, d.emit(OpKind::Where,
+                         {positive, args.g,
+                          d.emit(OpKind::Where,
+                                 {negative, d.emit(OpKind::Neg, {args.g}),
+                                  zero})}));
+  return Error::success();
+}
+
+/// dy/dx = -1 / x^2 = -y^2.
+template <>
+Error grad<OpKind::Reciprocal>(Differentiator &d, const GradArgs &args) {
+  d.contribute(args.in(0),
+               d.emit(OpKind::Neg,
+                      {d.emit(OpKind::Mul,
+                              {args.g, d.emit(OpKind::Mul, {args.y, args.y})})}));
+  return Error::success();
+}
+
+/// As Max: the first operand equal to the minimum takes the gradient.
+template <> Error grad<OpKind::Min>(Differentiator &d, const GradArgs &args) {
+  return grad<OpKind::Max>(d, args);
+}
+
+/// The same triangle of the gradient.
+template <> Error grad<OpKind::Trilu>(Differentiator &d, const GradArgs &args) {
+  llvm::SmallVector<Value *, 2> operands{args.g};
+  if (args.node.getNumOperands() > 1)
+    operands.push_back(args.in(1));
+  d.contribute(args.in(0),
+               d.emit(OpKind::Trilu, operands, args.node.getAttrs()));
+  return Error::success();
+}
+
+/// The running sum of the gradient in the other direction: x_j reaches
+/// y_i for i >= j (i > j when exclusive).
+template <>
+Error grad<OpKind::CumSum>(Differentiator &d, const GradArgs &args) {
+  AttrList attrs = args.node.getAttrs();
+  attrs.set("reverse", int64_t(intAttr(args.node, "reverse", 0) == 0));
+  d.contribute(args.in(0),
+               d.emit(OpKind::CumSum, {args.g, args.in(1)}, attrs));
+  return Error::success();
+}
+
+/// Scatter-add of the gradient into zeros at the gathered positions.
+template <>
+Error grad<OpKind::GatherElements>(Differentiator &d, const GradArgs &args) {
+  AttrList attrs;
+  attrs.set("axis", int64_t(intAttr(args.node, "axis", 0)));
+  attrs.set("reduction", std::string("add"));
+  d.contribute(args.in(0), d.emit(OpKind::ScatterElements,
+                                  {d.zeros(args.typeOf(0)), args.in(1), args.g},
+                                  attrs));
+  return Error::success();
+}
+
+/// Mode constant: the data's gradient is the gradient padded by the negated
+/// pads (a crop where the forward padded, zeros where it cropped); the
+/// constant's is the sum of the gradient over the padding. Modes reflect,
+/// edge and wrap: scatter-add the gradient at the input positions the same
+/// Pad takes from an iota of the data's shape.
+template <> Error grad<OpKind::Pad>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  const TensorType &tx = args.typeOf(0);
+  std::string mode = node.getAttrs().getString("mode").value_or("constant");
+  const TensorData *padsData = getConstantValue(node.getOperand(1));
+  if (!padsData)
+    return makeError(node.describe() +
+                     ": autodiff needs a constant pads operand");
+  std::vector<int64_t> pads = padsData->getInts();
+  Value *axes = node.getNumOperands() > 3 ? args.in(3) : nullptr;
+  if (mode == "constant") {
+    std::vector<int64_t> negated;
+    for (int64_t pad : pads)
+      negated.push_back(-pad);
+    llvm::SmallVector<Value *, 4> operands{args.g, d.ints(negated),
+                                           d.scalar(args.dt, 0)};
+    if (axes)
+      operands.push_back(axes);
+    Value *gx = d.emit(OpKind::Pad, operands);
+    if (d.wants(node, 0))
+      d.contribute(args.in(0), gx);
+    if (node.getNumOperands() > 2 && d.wants(node, 2)) {
+      AttrList keep;
+      keep.set("keepdims", int64_t(0));
+      Value *outside = d.emit(OpKind::Sub, {d.emit(OpKind::ReduceSum, {args.g}, keep),
+                                            d.emit(OpKind::ReduceSum, {gx}, keep)});
+      d.contribute(args.in(2), d.reshape(outside, args.typeOf(2).getDims()));
+    }
+    return Error::success();
+  }
+  if (!d.wants(node, 0))
+    return Error::success();
+  int64_t n = tx.getNumElements();
+  Value *iota = d.emit(OpKind::Range, {d.scalar(DType::I64, 0),
+                                       d.scalar(DType::I64, double(n)),
+                                       d.scalar(DType::I64, 1)});
+  llvm::SmallVector<Value *, 4> operands{d.reshape(iota, tx.getDims()),
+                                         args.in(1)};
+  if (axes) {
+    operands.push_back(d.scalar(DType::I64, 0));
+    operands.push_back(axes);
+  }
+  AttrList attrs;
+  attrs.set("mode", mode);
+  Value *taken = d.emit(OpKind::Pad, operands, attrs);
+  int64_t m = args.y->getType().getNumElements();
+  AttrList scatter;
+  scatter.set("axis", int64_t(0));
+  scatter.set("reduction", std::string("add"));
+  Value *flat = d.emit(OpKind::ScatterElements,
+                       {d.zeros(TensorType(args.dt, {n})),
+                        d.reshape(taken, {m}), d.reshape(args.g, {m})},
+                       scatter);
+  d.contribute(args.in(0), d.reshape(flat, tx.getDims()));
+  return Error::success();
+}
+
+/// X: ConvTranspose of the gradient by W, with output_padding making up the
+/// input positions no window reached. W (group 1): a Conv of X by the
+/// gradient with batch and channels swapped, strides and dilations swapped,
+/// cut to the kernel. B: the gradient summed over all but the channels.
+template <> Error grad<OpKind::Conv>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  auto geometry = getConvGeometry(node);
+  if (!geometry)
+    return geometry.takeError();
+  const TensorType &tx = args.typeOf(0);
+  const TensorType &tw = args.typeOf(1);
+  size_t spatial = tx.getRank() - 2;
+  std::vector<int64_t> strides(geometry->strides.begin(),
+                               geometry->strides.end());
+  std::vector<int64_t> dilations(geometry->dilations.begin(),
+                                 geometry->dilations.end());
+  std::vector<int64_t> pads(geometry->padBegin.begin(),
+                            geometry->padBegin.end());
+  pads.insert(pads.end(), geometry->padEnd.begin(), geometry->padEnd.end());
+  if (d.wants(node, 0)) {
+    std::vector<int64_t> outputPadding;
+    for (size_t i = 0; i < spatial; ++i) {
+      int64_t extent = dilations[i] * (geometry->kernel[i] - 1) + 1;
+      int64_t reached = strides[i] * (geometry->resultDims[i + 2] - 1) +
+                        extent - pads[i] - pads[i + spatial];
+      outputPadding.push_back(tx.getDim(i + 2) - reached);
+    }
+    AttrList attrs;
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", pads);
+    attrs.set("output_padding", outputPadding);
+    attrs.set("group", geometry->group);
+    d.contribute(args.in(0),
+                 d.emit(OpKind::ConvTranspose, {args.g, args.in(1)}, attrs));
+  }
+  if (d.wants(node, 1)) {
+    if (geometry->group != 1)
+      return makeError(node.describe() +
+                       ": autodiff differentiates Conv by its weights only "
+                       "for group 1, got group " +
+                       llvm::Twine(geometry->group));
+    std::vector<int64_t> swap(tx.getRank());
+    std::iota(swap.begin(), swap.end(), 0);
+    std::swap(swap[0], swap[1]);
+    AttrList perm;
+    perm.set("perm", swap);
+    Value *xt = d.emit(OpKind::Transpose, {args.in(0)}, perm);
+    Value *gt = d.emit(OpKind::Transpose, {args.g}, perm);
+    AttrList attrs;
+    attrs.set("strides", dilations);
+    attrs.set("dilations", strides);
+    attrs.set("pads", pads);
+    Value *full = d.emit(OpKind::Conv, {xt, gt}, attrs); // [C, M, >= k...]
+    std::vector<int64_t> starts(spatial, 0), ends, axes;
+    for (size_t i = 0; i < spatial; ++i) {
+      ends.push_back(geometry->kernel[i]);
+      axes.push_back(int64_t(i + 2));
+    }
+    Value *cut = full;
+    if (full && full->getType().getDims().drop_front(2) !=
+                    llvm::ArrayRef<int64_t>(geometry->kernel))
+      cut = d.emit(OpKind::Slice, {full, d.ints(starts), d.ints(ends),
+                                   d.ints(axes)});
+    Value *gw = d.emit(OpKind::Transpose, {cut}, perm);
+    d.contribute(args.in(1), d.reshape(gw, tw.getDims()));
+  }
+  if (node.getNumOperands() > 2 && d.wants(node, 2)) {
+    std::vector<int64_t> axes{0};
+    for (size_t i = 0; i < spatial; ++i)
+      axes.push_back(int64_t(i + 2));
+    AttrList keep;
+    keep.set("keepdims", int64_t(0));
+    d.contribute(args.in(2),
+                 d.emit(OpKind::ReduceSum, {args.g, d.ints(axes)}, keep));
+  }
   return Error::success();
 }
 

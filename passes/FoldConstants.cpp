@@ -162,6 +162,22 @@ bool remat::passes::isFoldable(OpKind op) {
   case OpKind::ReduceSum:
   case OpKind::ReduceMean:
   case OpKind::ReduceMax:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Abs:
+  case OpKind::Not:
+  case OpKind::IsNaN:
+  case OpKind::Min:
+  case OpKind::Trilu:
+  case OpKind::CumSum:
+  case OpKind::GatherElements:
+  case OpKind::Pad:
+  case OpKind::Reciprocal:
+  case OpKind::IsInf:
+  case OpKind::Less:
+  case OpKind::LessOrEqual:
+  case OpKind::Greater:
+  case OpKind::Or:
     return true;
   default:
     return false;

@@ -358,6 +358,15 @@ Error ModelBuilder::emitNode(const ir::Node &node) {
     }
   }
 
+  // Pad's axes operand (opset 18) and mode "wrap" (opset 19) have no
+  // opset-17 form.
+  if (node.getOp() == ir::OpKind::Pad &&
+      (node.getNumOperands() > 3 ||
+       node.getAttrs().getString("mode").value_or("constant") == "wrap"))
+    return makeError("cannot export " + node.describe() + ": ONNX opset " +
+                     Twine(kExportOpsetVersion) +
+                     "'s Pad has no axes operand and no mode \"wrap\"");
+
   pb::NodeProto *proto = graphProto_->add_node();
   proto->set_name(node.getResult(0)->getName().str());
   proto->set_op_type(info.name.str());

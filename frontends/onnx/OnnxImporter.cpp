@@ -12,6 +12,8 @@
 //  3. Convert node by node to remat's opset-17 forms (ReduceMean axes input ->
 //     attribute, Split num_outputs -> split operand, Gelu -> remat.Gelu,
 //     Flatten -> Reshape, GatherND with constant indices -> Reshape + Gather,
+//     CastLike -> Cast, ScatterND with constant indices -> Reshape +
+//     ScatterElements,
 //     seeds for Dropout, ...). Every result type comes from ir::inferTypes;
 //     a node whose operands are all constants (or a Shape of a static type)
 //     is evaluated with ImportOptions::evaluator and replaced by a Constant
@@ -233,7 +235,7 @@ private:
   //===--- Step 3: nodes --------------------------------------------------===//
 
   /// What an ONNX node becomes: a remat op, or a conversion at import.
-  enum class Conversion { None, Flatten, GatherND };
+  enum class Conversion { None, Flatten, GatherND, CastLike, ScatterND };
   /// Maps \p flat's op type. \returns false if remat has no such op.
   bool mapOp(const FlatNode &flat, std::optional<OpKind> &op,
              Conversion &conversion) const;
@@ -262,6 +264,13 @@ private:
                                                     ArrayRef<Value *> operands,
                                                     const AttrList &attrs,
                                                     const std::string &name);
+  Expected<SmallVector<Value *, 2>> convertCastLike(const FlatNode &flat,
+                                                    ArrayRef<Value *> operands,
+                                                    const std::string &name);
+  Expected<SmallVector<Value *, 2>> convertScatterND(const FlatNode &flat,
+                                                     ArrayRef<Value *> operands,
+                                                     const AttrList &attrs,
+                                                     const std::string &name);
 
   /// Creates \p op over \p operands with results named \p names, infers the
   /// result types, and replaces the node by Constants when it evaluates on
@@ -944,6 +953,12 @@ Expected<Value *> Importer::defaultOperand(const FlatNode &flat, OpKind op,
       axes.push_back(i);
     return emitConstant(TensorData::fromInts(starts, axes), base + ".axes");
   }
+  // Pad(data, pads, constant_value = 0 of data's dtype, axes).
+  if (op == OpKind::Pad && index == 2)
+    return emitConstant(
+        TensorData::fromDoubles(
+            TensorType(operandsSoFar[0]->getType().getDType(), {}), {0}),
+        base + ".constant_value");
   return nodeError(flat, "optional input " + Twine(index) +
                              " is omitted but a later input is given, and "
                              "remat knows no default for it");
@@ -1100,6 +1115,123 @@ Importer::convertFlatten(const FlatNode &flat, ArrayRef<Value *> operands,
       TensorData::fromInts(TensorType(DType::I64, {2}), {outer, inner}),
       name + ".shape");
   return emit(flat, OpKind::Reshape, {operands[0], shape}, {}, {name});
+}
+
+Expected<SmallVector<Value *, 2>>
+Importer::convertCastLike(const FlatNode &flat, ArrayRef<Value *> operands,
+                          const std::string &name) {
+  // CastLike(x, like) == Cast(x) {to = dtype of like}; like's values are
+  // never read. Opset 19's 'saturate' only affects float8 types.
+  if (operands.size() != 2)
+    return nodeError(flat, "expects 2 inputs, got " + Twine(operands.size()));
+  AttrList attrs;
+  attrs.set("to", int64_t(onnxCode(operands[1]->getType().getDType())));
+  return emit(flat, OpKind::Cast, {operands[0]}, std::move(attrs), {name});
+}
+
+Expected<SmallVector<Value *, 2>>
+Importer::convertScatterND(const FlatNode &flat, ArrayRef<Value *> operands,
+                           const AttrList &attrs, const std::string &name) {
+  // With constant indices, ScatterND is a ScatterElements along axis 0 of
+  // the data reshaped so that the indexed dims are one: data [D1..Dk, R...]
+  // -> [D1*..*Dk, R], updates [M..., R...] -> [M, R], and each update row
+  // goes to its flat index (repeated along R). The updates are applied in
+  // their order, so reduction "add"/"mul" combine duplicates as ScatterND
+  // does.
+  if (operands.size() != 3)
+    return nodeError(flat, "expects 3 inputs, got " + Twine(operands.size()));
+  const TensorData *indices = getConstantValue(operands[1]);
+  if (!indices)
+    return nodeError(flat, "indices '" + operands[1]->getName() +
+                               "' must be a constant: remat imports "
+                               "ScatterND as Reshape + ScatterElements with "
+                               "computed indices");
+  std::string reduction = attrs.getString("reduction").value_or("none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    return nodeError(flat, "attribute 'reduction' is \"" + reduction +
+                               "\"; remat supports \"none\", \"add\" and "
+                               "\"mul\"");
+  const TensorType &dataType = operands[0]->getType();
+  const TensorType &indexType = indices->getType();
+  const TensorType &updateType = operands[2]->getType();
+  if ((indexType.getDType() != DType::I64 &&
+       indexType.getDType() != DType::I32) ||
+      indexType.getRank() < 1)
+    return nodeError(flat, "indices must be an i64 or i32 tensor of rank >= "
+                           "1, got " +
+                               indexType.str());
+  int64_t rank = dataType.getRank();
+  int64_t k = indexType.getDim(indexType.getRank() - 1);
+  if (k < 1 || k > rank)
+    return nodeError(flat, "indices " + indexType.str() +
+                               " index more dims than data " + dataType.str() +
+                               " has");
+  // updates = indices.dims[:-1] + data.dims[k:].
+  ArrayRef<int64_t> leading = indexType.getDims().drop_back();
+  SmallVector<int64_t, 4> expected(leading.begin(), leading.end());
+  for (int64_t i = k; i < rank; ++i)
+    expected.push_back(dataType.getDim(i));
+  if (updateType.getDims() != ArrayRef<int64_t>(expected) ||
+      updateType.getDType() != dataType.getDType())
+    return nodeError(flat, "updates " + updateType.str() + " must have type " +
+                               TensorType(dataType.getDType(), expected).str() +
+                               " for indices " + indexType.str() +
+                               " and data " + dataType.str());
+  int64_t block = 1, rest = 1;
+  for (int64_t i = 0; i < k; ++i)
+    block *= dataType.getDim(i);
+  for (int64_t i = k; i < rank; ++i)
+    rest *= dataType.getDim(i);
+  int64_t count = indexType.getNumElements() / k;
+  std::vector<int64_t> raw = indices->getInts();
+  std::vector<int64_t> flatIndices;
+  flatIndices.reserve(count * rest);
+  for (int64_t m = 0; m < count; ++m) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t dim = dataType.getDim(j);
+      int64_t index = raw[m * k + j];
+      if (index < -dim || index >= dim)
+        return nodeError(flat, "index " + Twine(index) +
+                                   " is out of range for dim " + Twine(j) +
+                                   " of " + dataType.str());
+      offset = offset * dim + (index < 0 ? index + dim : index);
+    }
+    flatIndices.insert(flatIndices.end(), rest, offset);
+  }
+  auto reshape = [&](Value *value, ArrayRef<int64_t> dims,
+                     const std::string &suffix) -> Expected<Value *> {
+    Value *shape = emitConstant(
+        TensorData::fromInts(
+            TensorType(DType::I64, {static_cast<int64_t>(dims.size())}), dims),
+        name + suffix + ".shape");
+    auto result = emit(flat, OpKind::Reshape, {value, shape}, {},
+                       {freshName(name + suffix)});
+    if (!result)
+      return result.takeError();
+    return (*result)[0];
+  };
+  auto data = reshape(operands[0], {block, rest}, ".flat");
+  if (!data)
+    return data.takeError();
+  auto updates = reshape(operands[2], {count, rest}, ".updates");
+  if (!updates)
+    return updates.takeError();
+  Value *index = emitConstant(
+      TensorData::fromInts(TensorType(DType::I64, {count, rest}), flatIndices),
+      name + ".indices");
+  AttrList scatterAttrs;
+  scatterAttrs.set("axis", int64_t{0});
+  scatterAttrs.set("reduction", reduction);
+  auto scattered = emit(flat, OpKind::ScatterElements, {*data, index, *updates},
+                        std::move(scatterAttrs),
+                        {freshName(name + ".scattered")});
+  if (!scattered)
+    return scattered.takeError();
+  Value *shape = emitConstant(
+      TensorData::fromInts(TensorType(DType::I64, {rank}), dataType.getDims()),
+      name + ".shape");
+  return emit(flat, OpKind::Reshape, {(*scattered)[0], shape}, {}, {name});
 }
 
 Expected<SmallVector<Value *, 2>>
@@ -1373,6 +1505,10 @@ bool Importer::mapOp(const FlatNode &flat, std::optional<OpKind> &op,
       conversion = Conversion::Flatten;
     else if (opType == "GatherND")
       conversion = Conversion::GatherND;
+    else if (opType == "CastLike")
+      conversion = Conversion::CastLike;
+    else if (opType == "ScatterND")
+      conversion = Conversion::ScatterND;
     else
       op = lookupOp("", opType);
   } else if (domain == "remat") {
@@ -1443,7 +1579,8 @@ Error Importer::convertNode(const FlatNode &flat) {
   if (isDefaultDomain(domain)) {
     // Ops that appeared after opset 13.
     static const std::pair<StringRef, int64_t> kSince[] = {
-        {"LayerNormalization", 17}, {"Gelu", 20}};
+        {"LayerNormalization", 17}, {"Gelu", 20}, {"Trilu", 14},
+        {"CastLike", 15}};
     for (const auto &[name, since] : kSince)
       if (opType == name && flat.opset < since)
         return fileError(describeFull(flat) + ": unsupported op: '" + opType +
@@ -1504,6 +1641,10 @@ Error Importer::convertNode(const FlatNode &flat) {
     results = convertFlatten(flat, operands, *attrs, names[0]);
   } else if (conversion == Conversion::GatherND) {
     results = convertGatherND(flat, operands, *attrs, names[0]);
+  } else if (conversion == Conversion::CastLike) {
+    results = convertCastLike(flat, operands, names[0]);
+  } else if (conversion == Conversion::ScatterND) {
+    results = convertScatterND(flat, operands, *attrs, names[0]);
   } else {
     switch (*op) {
     case OpKind::Constant:

@@ -325,6 +325,14 @@ llvm::Expected<Kernel> selectReduce(const ir::Node &node);
 
 llvm::Expected<Kernel> selectDataMovement(const ir::Node &node);
 
+/// Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf, Min, Less, LessOrEqual,
+/// Greater, Or (ElementwiseMore.cpp).
+llvm::Expected<Kernel> selectElementwiseMore(const ir::Node &node);
+/// GatherElements, Trilu, CumSum, Pad (Indexing.cpp).
+llvm::Expected<Kernel> selectIndexing(const ir::Node &node);
+/// Conv and ConvTranspose (Conv.cpp).
+llvm::Expected<Kernel> selectConv(const ir::Node &node);
+
 } // namespace remat::runtime::cpu::detail
 
 #endif // REMAT_RUNTIME_CPU_KERNELIMPL_H

@@ -14,6 +14,10 @@
 //   DataMovement.cpp   Reshape, Transpose, (Un)Squeeze, Concat, Slice, Split,
 //                      Expand, Gather, ScatterElements, Shape, Constant,
 //                      ConstantOfShape, Range, OneHot, Identity
+//   ElementwiseMore.cpp Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf, Min,
+//                      Less, LessOrEqual, Greater, Or
+//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad
+//   Conv.cpp           Conv, ConvTranspose
 //
 // Note [CPU dtypes]
 // ~~~~~~~~~~~~~~~~~
@@ -268,6 +272,27 @@ Expected<Kernel> selectKernel(const ir::Node &node) {
   case OpKind::Range:
   case OpKind::OneHot:
     return selectDataMovement(node);
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Abs:
+  case OpKind::Not:
+  case OpKind::IsNaN:
+  case OpKind::Min:
+  case OpKind::Reciprocal:
+  case OpKind::IsInf:
+  case OpKind::Less:
+  case OpKind::LessOrEqual:
+  case OpKind::Greater:
+  case OpKind::Or:
+    return selectElementwiseMore(node);
+  case OpKind::GatherElements:
+  case OpKind::Trilu:
+  case OpKind::CumSum:
+  case OpKind::Pad:
+    return selectIndexing(node);
+  case OpKind::Conv:
+  case OpKind::ConvTranspose:
+    return selectConv(node);
   }
   llvm_unreachable("unknown op kind");
 }

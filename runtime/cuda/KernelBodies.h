@@ -62,7 +62,9 @@ REMAT_HOST_DEVICE inline int64_t offsetOf(const Dims &space,
 //===----------------------------------------------------------------------===//
 
 enum class UnaryOp : uint8_t {
-  Sqrt, Erf, Tanh, Relu, Sigmoid, Exp, Log, Neg, GeluErf, GeluTanh
+  Sqrt, Erf, Tanh, Relu, Sigmoid, Exp, Log, Neg, GeluErf, GeluTanh,
+  // Issue 13 (float operands only): runtime/cpu/ElementwiseMore.cpp.
+  Sin, Cos, Abs, Reciprocal
 };
 
 /// One element of a unary op: runtime/cpu/Elementwise.cpp's formulas.
@@ -103,6 +105,14 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
       return T(0.5) * x *
              (T(1) + std::tanh(sqrtTwoOverPi * (x + cubic * x * x * x)));
     }
+    case UnaryOp::Sin:
+      return std::sin(x);
+    case UnaryOp::Cos:
+      return std::cos(x);
+    case UnaryOp::Abs:
+      return std::fabs(x);
+    case UnaryOp::Reciprocal:
+      return T(1) / x;
     }
     return x;
   }
@@ -110,12 +120,18 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
 
 /// Binary ops of the cuda backend. Comparisons and And give bool bytes;
 /// the rest the operands' type.
-enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Max, Pow, Equal, GreaterOrEqual, And };
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, Max, Pow, Equal, GreaterOrEqual, And,
+  // Issue 13: runtime/cpu/ElementwiseMore.cpp.
+  Min, Less, LessOrEqual, Greater, Or
+};
 
 /// \returns true when \p op gives bool bytes.
 REMAT_HOST_DEVICE inline bool isPredicate(BinaryOp op) {
   return op == BinaryOp::Equal || op == BinaryOp::GreaterOrEqual ||
-         op == BinaryOp::And;
+         op == BinaryOp::And || op == BinaryOp::Less ||
+         op == BinaryOp::LessOrEqual || op == BinaryOp::Greater ||
+         op == BinaryOp::Or;
 }
 
 /// One element of an arithmetic binary op (not a predicate). Integers wrap;
@@ -133,6 +149,8 @@ template <typename T> REMAT_HOST_DEVICE inline T binary(BinaryOp op, T a, T b) {
       return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
     case BinaryOp::Max:
       return a < b ? b : a;
+    case BinaryOp::Min:
+      return b < a ? b : a;
     default:
       return T(0);
     }
@@ -152,6 +170,10 @@ template <typename T> REMAT_HOST_DEVICE inline T binary(BinaryOp op, T a, T b) {
       return a < b ? b : a;
     case BinaryOp::Pow:
       return std::pow(a, b);
+    case BinaryOp::Min:
+      if (std::isnan(a) || std::isnan(b))
+        return std::isnan(a) ? a : b;
+      return b < a ? b : a;
     default:
       return T(0);
     }
@@ -166,6 +188,14 @@ REMAT_HOST_DEVICE inline uint8_t predicate(BinaryOp op, T a, T b) {
     return a == b;
   case BinaryOp::GreaterOrEqual:
     return a >= b;
+  case BinaryOp::Less:
+    return a < b;
+  case BinaryOp::LessOrEqual:
+    return a <= b;
+  case BinaryOp::Greater:
+    return a > b;
+  case BinaryOp::Or:
+    return (a != T(0)) || (b != T(0));
   default: // And, on bool bytes
     return (a != T(0)) && (b != T(0));
   }
@@ -422,6 +452,95 @@ REMAT_HOST_DEVICE inline int64_t scatterTarget(const I *indices,
         return -1;
     }
     offset += coord * dataStrides[d];
+  }
+  return offset;
+}
+
+/// GatherElements reads data at the offset ScatterElements writes to:
+/// scatterTarget(indices, indexSpace, dataStrides, axis, axisSize, o) for
+/// output element o.
+
+//===----------------------------------------------------------------------===//
+// Trilu, CumSum, Pad (issue 13; runtime/cpu/Indexing.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Trilu keeps element (row \p i, column \p j) of its matrix when j - i >= k
+/// (upper) or j - i <= k (lower).
+REMAT_HOST_DEVICE inline bool triluKeeps(bool upper, int64_t k, int64_t i,
+                                         int64_t j) {
+  return upper ? j - i >= k : j - i <= k;
+}
+
+/// CumSum of the line of \p length elements at \p x, \p stride apart, into
+/// \p y (same layout): a sequential sum in axis order (from the end when
+/// \p reverse), in T; integers wrap.
+template <typename T>
+REMAT_HOST_DEVICE inline void cumSumLine(const T *x, T *y, int64_t length,
+                                         int64_t stride, bool exclusive,
+                                         bool reverse) {
+  T sum = T(0);
+  for (int64_t s = 0; s < length; ++s) {
+    int64_t offset = (reverse ? length - 1 - s : s) * stride;
+    T value = x[offset];
+    T next;
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      next = static_cast<T>(static_cast<U>(sum) + static_cast<U>(value));
+    } else {
+      next = sum + value;
+    }
+    y[offset] = exclusive ? sum : next;
+    sum = next;
+  }
+}
+
+/// Pad modes, as runtime/cpu/Indexing.cpp numbers them.
+enum class PadMode : uint8_t { Constant, Reflect, Edge, Wrap };
+
+/// The input position that padded position \p i (measured from the first
+/// input element) copies along an axis of \p size, or -1 for the constant.
+REMAT_HOST_DEVICE inline int64_t padSource(int64_t i, int64_t size,
+                                           PadMode mode) {
+  if (i >= 0 && i < size)
+    return i;
+  switch (mode) {
+  case PadMode::Constant:
+    return -1;
+  case PadMode::Edge:
+    return i < 0 ? 0 : size - 1;
+  case PadMode::Wrap: {
+    int64_t r = i % size;
+    return r < 0 ? r + size : r;
+  }
+  case PadMode::Reflect: {
+    if (size == 1)
+      return 0;
+    int64_t period = 2 * (size - 1);
+    int64_t r = i % period;
+    if (r < 0)
+      r += period;
+    return r < size ? r : period - r;
+  }
+  }
+  return -1;
+}
+
+/// The input offset result element \p o of Pad copies (row-major input
+/// \p inSpace, result \p outSpace, \p begin pads per dim), or -1 for the
+/// constant.
+REMAT_HOST_DEVICE inline int64_t padOffset(const Dims &outSpace,
+                                           const Dims &inSpace,
+                                           const int64_t *begin, PadMode mode,
+                                           int64_t o) {
+  int64_t offset = 0, scale = 1;
+  for (int d = outSpace.rank - 1; d >= 0; --d) {
+    int64_t coord = o % outSpace.dims[d];
+    o /= outSpace.dims[d];
+    int64_t source = padSource(coord - begin[d], inSpace.dims[d], mode);
+    if (source < 0)
+      return -1;
+    offset += source * scale;
+    scale *= inSpace.dims[d];
   }
   return offset;
 }

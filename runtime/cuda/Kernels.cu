@@ -461,4 +461,170 @@ int launchGather(StreamHandle stream, unsigned elementSize, bool indicesI64,
   });
 }
 
+//===----------------------------------------------------------------------===//
+// Issue 13: Not, IsNaN, IsInf, Trilu, CumSum, GatherElements, Pad
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+__global__ void notKernel(const uint8_t *in, uint8_t *out, int64_t count) {
+  REMAT_GRID_LOOP(i, count) out[i] = in[i] == 0;
+}
+
+template <typename T>
+__global__ void floatClassKernel(const T *in, uint8_t *out, bool isInf,
+                                 bool negative, bool positive, int64_t count) {
+  REMAT_GRID_LOOP(i, count) {
+    T x = in[i];
+    if (!isInf)
+      out[i] = x != x;
+    else
+      out[i] = (positive && x > T(0) && isinf(x)) ||
+               (negative && x < T(0) && isinf(x));
+  }
+}
+
+template <typename T>
+__global__ void triluKernel(const T *in, T *out, int64_t rows, int64_t cols,
+                            int64_t count, bool upper, const int64_t *k) {
+  int64_t diagonal = k ? *k : 0;
+  REMAT_GRID_LOOP(o, count) {
+    bool keep = body::triluKeeps(upper, diagonal, (o / cols) % rows, o % cols);
+    out[o] = keep ? in[o] : T(0);
+  }
+}
+
+template <typename T>
+__global__ void cumSumKernel(const T *x, T *y, int64_t length, int64_t inner,
+                             int64_t lines, bool exclusive, bool reverse) {
+  REMAT_GRID_LOOP(line, lines) {
+    int64_t base = (line / inner) * length * inner + line % inner;
+    body::cumSumLine(x + base, y + base, length, inner, exclusive, reverse);
+  }
+}
+
+template <typename T, typename I>
+__global__ void gatherElementsKernel(const T *data, const I *indices, T *out,
+                                     body::Dims space, body::Strides strides,
+                                     int axis, int64_t axisSize, int64_t count,
+                                     int *errorFlag) {
+  REMAT_GRID_LOOP(o, count) {
+    int64_t offset = body::scatterTarget(indices, space, strides.strides,
+                                         axis, axisSize, o);
+    if (offset < 0) {
+      *errorFlag = 1;
+      out[o] = T(0);
+    } else {
+      out[o] = data[offset];
+    }
+  }
+}
+
+template <typename T>
+__global__ void padKernel(const T *in, T *out, body::Dims outSpace,
+                          body::Dims inSpace, body::Strides begin,
+                          body::PadMode mode, const T *value, int64_t count) {
+  T fill = value ? *value : T(0);
+  REMAT_GRID_LOOP(o, count) {
+    int64_t offset =
+        body::padOffset(outSpace, inSpace, begin.strides, mode, o);
+    out[o] = offset < 0 ? fill : in[offset];
+  }
+}
+
+} // namespace
+
+int launchNot(StreamHandle stream, const void *in, void *out, int64_t count) {
+  if (count == 0)
+    return 0;
+  notKernel<<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+      static_cast<const uint8_t *>(in), static_cast<uint8_t *>(out), count);
+  return lastError();
+}
+
+int launchFloatClass(StreamHandle stream, ElemType type, bool isInf,
+                     bool detectNegative, bool detectPositive, const void *in,
+                     void *out, int64_t count) {
+  if (count == 0)
+    return 0;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    floatClassKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(in), static_cast<uint8_t *>(out), isInf,
+        detectNegative, detectPositive, count);
+    return lastError();
+  });
+}
+
+int launchTrilu(StreamHandle stream, unsigned elementSize, const void *in,
+                void *out, int64_t rows, int64_t cols, int64_t count,
+                bool upper, const int64_t *k) {
+  if (count == 0)
+    return 0;
+  return dispatchSize(elementSize, [&](auto tag) {
+    using T = decltype(tag);
+    triluKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(in), static_cast<T *>(out), rows, cols, count,
+        upper, k);
+    return lastError();
+  });
+}
+
+int launchCumSum(StreamHandle stream, ElemType type, const void *x, void *y,
+                 int64_t outer, int64_t length, int64_t inner, bool exclusive,
+                 bool reverse) {
+  int64_t lines = outer * inner;
+  if (lines == 0 || length == 0)
+    return 0;
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    cumSumKernel<T><<<blocksFor(lines), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(x), static_cast<T *>(y), length, inner, lines,
+        exclusive, reverse);
+    return lastError();
+  });
+}
+
+int launchGatherElements(StreamHandle stream, unsigned elementSize,
+                         bool indicesI64, const void *data,
+                         const void *indices, void *out,
+                         const body::Dims &indexSpace,
+                         const body::Strides &dataStrides, int axis,
+                         int64_t axisSize, int64_t count, int *errorFlag) {
+  if (count == 0)
+    return 0;
+  return dispatchSize(elementSize, [&](auto tag) {
+    using T = decltype(tag);
+    if (indicesI64)
+      gatherElementsKernel<T, int64_t>
+          <<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+              static_cast<const T *>(data),
+              static_cast<const int64_t *>(indices), static_cast<T *>(out),
+              indexSpace, dataStrides, axis, axisSize, count, errorFlag);
+    else
+      gatherElementsKernel<T, int32_t>
+          <<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+              static_cast<const T *>(data),
+              static_cast<const int32_t *>(indices), static_cast<T *>(out),
+              indexSpace, dataStrides, axis, axisSize, count, errorFlag);
+    return lastError();
+  });
+}
+
+int launchPad(StreamHandle stream, unsigned elementSize, const void *in,
+              void *out, const body::Dims &outSpace, const body::Dims &inSpace,
+              const body::Strides &begin, body::PadMode mode,
+              const void *value) {
+  int64_t count = product(outSpace);
+  if (count == 0)
+    return 0;
+  return dispatchSize(elementSize, [&](auto tag) {
+    using T = decltype(tag);
+    padKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(in), static_cast<T *>(out), outSpace, inSpace,
+        begin, mode, static_cast<const T *>(value), count);
+    return lastError();
+  });
+}
+
 } // namespace remat::runtime::cuda

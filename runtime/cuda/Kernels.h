@@ -113,6 +113,49 @@ int launchScatter(StreamHandle stream, ElemType type, unsigned elementSize,
                   const int64_t *dataStrides, int axis, int64_t axisSize,
                   void *workspace, int *errorFlag);
 
+//===----------------------------------------------------------------------===//
+// Issue 13: Not, IsNaN, IsInf, Trilu, CumSum, GatherElements, Pad
+//===----------------------------------------------------------------------===//
+
+/// Not over \p count bool bytes.
+int launchNot(StreamHandle stream, const void *in, void *out, int64_t count);
+
+/// IsNaN (\p isInf false) or IsInf with its detect flags over \p count
+/// f32/f64 elements, writing bool bytes.
+int launchFloatClass(StreamHandle stream, ElemType type, bool isInf,
+                     bool detectNegative, bool detectPositive, const void *in,
+                     void *out, int64_t count);
+
+/// Trilu over \p count elements of \p elementSize bytes, matrices of
+/// \p rows x \p cols; \p k points to the i64 diagonal on the device, or is
+/// null for 0.
+int launchTrilu(StreamHandle stream, unsigned elementSize, const void *in,
+                void *out, int64_t rows, int64_t cols, int64_t count,
+                bool upper, const int64_t *k);
+
+/// CumSum of x viewed as [outer, length, inner] along its middle dim.
+int launchCumSum(StreamHandle stream, ElemType type, const void *x, void *y,
+                 int64_t outer, int64_t length, int64_t inner, bool exclusive,
+                 bool reverse);
+
+/// GatherElements: \p count outputs of \p indexSpace, data of
+/// \p dataStrides (row-major), gathered along \p axis of size \p axisSize.
+/// Sets *errorFlag on an index out of range.
+int launchGatherElements(StreamHandle stream, unsigned elementSize,
+                         bool indicesI64, const void *data,
+                         const void *indices, void *out,
+                         const body::Dims &indexSpace,
+                         const body::Strides &dataStrides, int axis,
+                         int64_t axisSize, int64_t count, int *errorFlag);
+
+/// Pad of the row-major \p inSpace into \p outSpace (\p begin per dim, in
+/// Strides::strides); \p value points to the constant on the device, or is
+/// null for zeros.
+int launchPad(StreamHandle stream, unsigned elementSize, const void *in,
+              void *out, const body::Dims &outSpace, const body::Dims &inSpace,
+              const body::Strides &begin, body::PadMode mode,
+              const void *value);
+
 } // namespace remat::runtime::cuda
 
 #endif // REMAT_RUNTIME_CUDA_KERNELS_H

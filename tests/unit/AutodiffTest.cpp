@@ -413,6 +413,69 @@ const RuleCase kCases[] = {
   {"gelu tanh", R"(graph @g(%x: f64[2,3] weight) {
     %y = remat.Gelu(%x) {approximate = "tanh"} : f64[2,3]
     return %y })", -2, 2},
+  // The ops of issue 13.
+  {"sin cos", R"(graph @g(%x: f64[2,3] weight) {
+    %s = Sin(%x) : f64[2,3]
+    %c = Cos(%x) : f64[2,3]
+    %y = Mul(%s, %c) : f64[2,3]
+    return %y })", -3, 3},
+  {"reciprocal", R"(graph @g(%x: f64[2,3] weight) {
+    %y = Reciprocal(%x) : f64[2,3]
+    return %y })", 0.5, 2},
+  {"abs", R"(graph @g(%x: f64[2,3] weight) {
+    %y = Abs(%x) : f64[2,3]
+    return %y })"},
+  {"min broadcast", R"(graph @g(%a: f64[2,3] weight, %b: f64[3] weight, %c: f64[2,1] weight) {
+    %y = Min(%a, %b, %c) : f64[2,3]
+    return %y })"},
+  {"trilu upper k", R"(graph @g(%x: f64[2,3,4] weight) {
+    %k = Constant() {value = dense<i64[]: 1>} : i64[]
+    %y = Trilu(%x, %k) : f64[2,3,4]
+    return %y })"},
+  {"trilu lower", R"(graph @g(%x: f64[3,3] weight) {
+    %y = Trilu(%x) {upper = 0} : f64[3,3]
+    return %y })"},
+  {"cumsum", R"(graph @g(%x: f64[2,4] weight) {
+    %a = Constant() {value = dense<i64[]: 1>} : i64[]
+    %y = CumSum(%x, %a) : f64[2,4]
+    return %y })"},
+  {"cumsum exclusive reverse", R"(graph @g(%x: f64[3,2] weight) {
+    %a = Constant() {value = dense<i32[]: 0>} : i32[]
+    %y = CumSum(%x, %a) {exclusive = 1, reverse = 1} : f64[3,2]
+    return %y })"},
+  {"gatherelements repeated negative", R"(graph @g(%x: f64[3,4] weight) {
+    %i = Constant() {value = dense<i64[2,4]: [0, 2, -1, 2, 1, 1, 0, -3]>} : i64[2,4]
+    %y = GatherElements(%x, %i) : f64[2,4]
+    return %y })"},
+  {"gatherelements axis 1", R"(graph @g(%x: f64[2,3] weight) {
+    %i = Constant() {value = dense<i32[2,2]: [2, 2, 0, 1]>} : i32[2,2]
+    %y = GatherElements(%x, %i) {axis = 1} : f64[2,2]
+    return %y })"},
+  {"pad constant crop", R"(graph @g(%x: f64[3,4] weight, %v: f64[] weight) {
+    %p = Constant() {value = dense<i64[4]: [1, -1, 0, 2]>} : i64[4]
+    %y = Pad(%x, %p, %v) : f64[4,5]
+    return %y })"},
+  {"pad reflect axes", R"(graph @g(%x: f64[2,4] weight) {
+    %p = Constant() {value = dense<i64[2]: [2, 3]>} : i64[2]
+    %v = Constant() {value = dense<f64[]: 0.0>} : f64[]
+    %a = Constant() {value = dense<i64[1]: [1]>} : i64[1]
+    %y = Pad(%x, %p, %v, %a) {mode = "reflect"} : f64[2,9]
+    return %y })"},
+  {"pad edge", R"(graph @g(%x: f64[2,3] weight) {
+    %p = Constant() {value = dense<i64[4]: [1, 0, 0, 2]>} : i64[4]
+    %y = Pad(%x, %p) {mode = "edge"} : f64[3,5]
+    return %y })"},
+  {"conv patch embedding", R"(graph @g(%x: f64[2,3,4,4] weight, %w: f64[5,3,2,2] weight, %b: f64[5] weight) {
+    %y = Conv(%x, %w, %b) {kernel_shape = [2, 2], strides = [2, 2]} : f64[2,5,2,2]
+    return %y })"},
+  {"conv strides pads dilations", R"(graph @g(%x: f64[1,2,7,6] weight, %w: f64[3,2,3,2] weight) {
+    %y = Conv(%x, %w) {dilations = [1, 2], pads = [1, 0, 2, 1], strides = [2, 1]} : f64[1,3,4,5]
+    return %y })"},
+  // Group > 1: the gradient by X only (by W is refused, see below).
+  {"conv groups same upper 1d", R"(graph @g(%x: f64[2,4,7] weight) {
+    %w = Constant() {value = dense<f64[2,2,3]: [0.5, -1.0, 0.25, 2.0, 1.5, -0.5, 1.0, 0.75, -2.0, 0.5, 1.25, -1.5]>} : f64[2,2,3]
+    %y = Conv(%x, %w) {auto_pad = "SAME_UPPER", group = 2, strides = [2]} : f64[2,2,4]
+    return %y })"},
 };
 // clang-format on
 
@@ -495,6 +558,12 @@ TEST_CASE("autodiff: errors") {
     %a_grad = Exp(%a) : f64[2]
     return %l, %a_grad })",
               "", "graph already has gradient outputs ('a_grad')");
+  expectError(R"(graph @g(%x: f64[1,2,3] , %w: f64[2,1,2] weight) {
+    %y = Conv(%x, %w) {group = 2} : f64[1,2,2]
+    %l = ReduceSum(%y) {keepdims = 0} : f64[]
+    return %l })",
+              "", "autodiff differentiates Conv by its weights only for "
+                  "group 1, got group 2");
 }
 
 TEST_CASE("autodiff: a Dropout mask depends only on the seed") {

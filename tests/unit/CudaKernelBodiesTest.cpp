@@ -146,6 +146,10 @@ TEST_CASE("cuda bodies: unary ops give the CPU kernels' bits") {
       {OpKind::Neg, body::UnaryOp::Neg, nullptr},
       {OpKind::Gelu, body::UnaryOp::GeluErf, nullptr},
       {OpKind::Gelu, body::UnaryOp::GeluTanh, "tanh"},
+      {OpKind::Sin, body::UnaryOp::Sin, nullptr},
+      {OpKind::Cos, body::UnaryOp::Cos, nullptr},
+      {OpKind::Abs, body::UnaryOp::Abs, nullptr},
+      {OpKind::Reciprocal, body::UnaryOp::Reciprocal, nullptr},
   };
   for (const Case &c : cases) {
     AttrList attrs;
@@ -185,7 +189,11 @@ TEST_CASE("cuda bodies: broadcast binary ops give the CPU kernels' bits") {
                {OpKind::Pow, body::BinaryOp::Pow},
                {OpKind::Max, body::BinaryOp::Max},
                {OpKind::Equal, body::BinaryOp::Equal},
-               {OpKind::GreaterOrEqual, body::BinaryOp::GreaterOrEqual}};
+               {OpKind::GreaterOrEqual, body::BinaryOp::GreaterOrEqual},
+               {OpKind::Min, body::BinaryOp::Min},
+               {OpKind::Less, body::BinaryOp::Less},
+               {OpKind::LessOrEqual, body::BinaryOp::LessOrEqual},
+               {OpKind::Greater, body::BinaryOp::Greater}};
   for (const Case &c : cases) {
     auto y = runCpu(c.op, {a, b}, 1);
     REQUIRE(y[0]->getType().getDims() == llvm::ArrayRef<int64_t>(outDims));
@@ -198,6 +206,24 @@ TEST_CASE("cuda bodies: broadcast binary ops give the CPU kernels' bits") {
         REQUIRE(sameBits(elems<float>(y[0])[i], body::binary(c.body, x, z)));
     }
   }
+  // Or and And on bool bytes; integer Min.
+  auto pa = ints(DType::Bool, {4}, {0, 1, 0, 1});
+  auto pb = ints(DType::Bool, {4}, {0, 0, 1, 1});
+  for (auto [op, bop] : {std::pair(OpKind::Or, body::BinaryOp::Or),
+                         std::pair(OpKind::And, body::BinaryOp::And)}) {
+    auto py = runCpu(op, {pa, pb}, 1);
+    for (int i = 0; i < 4; ++i)
+      CHECK(elems<uint8_t>(py[0])[i] ==
+            body::predicate(bop, elems<uint8_t>(pa)[i],
+                            elems<uint8_t>(pb)[i]));
+  }
+  auto ma = ints(DType::I64, {3}, {4, -9, 2});
+  auto mb = ints(DType::I64, {3}, {1, 3, 2});
+  auto my = runCpu(OpKind::Min, {ma, mb}, 1);
+  for (int i = 0; i < 3; ++i)
+    CHECK(elems<int64_t>(my[0])[i] ==
+          body::binary(body::BinaryOp::Min, elems<int64_t>(ma)[i],
+                       elems<int64_t>(mb)[i]));
   // Integer Add wraps like the CPU's.
   auto ia = ints(DType::I32, {2}, {INT32_MAX, -5});
   auto ib = ints(DType::I32, {2}, {1, 7});
@@ -367,6 +393,78 @@ TEST_CASE("cuda bodies: Gather and Transpose offsets") {
   for (int64_t o = 0; o < 30; ++o)
     REQUIRE(sameBits(elems<float>(data)[body::offsetOf(space, in, o)],
                      elems<float>(t[0])[o]));
+}
+
+TEST_CASE("cuda bodies: GatherElements, Trilu, CumSum and Pad give the CPU's "
+          "bits") {
+  // GatherElements reads where ScatterElements would write.
+  auto data = randomFloats({3, 4}, 21);
+  auto indices = ints(DType::I64, {2, 4}, {2, 0, -1, 1, 1, 1, 0, -3});
+  auto g = runCpu(OpKind::GatherElements, {data, indices}, 1);
+  std::vector<int64_t> dataStrides = rowMajor({3, 4});
+  for (int64_t o = 0; o < 8; ++o) {
+    int64_t offset = body::scatterTarget(elems<int64_t>(indices),
+                                         toDims({2, 4}), dataStrides.data(), 0,
+                                         3, o);
+    REQUIRE(offset >= 0);
+    REQUIRE(sameBits(elems<float>(data)[offset], elems<float>(g[0])[o]));
+  }
+
+  auto x = randomFloats({2, 3, 5}, 22);
+  for (int64_t upper : {0, 1})
+    for (int64_t k : {-2, 0, 1, 4}) {
+      AttrList attrs;
+      attrs.set("upper", upper);
+      auto t = runCpu(OpKind::Trilu, {x, ints(DType::I64, {}, {k})}, 1, attrs);
+      for (int64_t o = 0; o < 30; ++o) {
+        bool keep = body::triluKeeps(upper != 0, k, (o / 5) % 3, o % 5);
+        REQUIRE(sameBits(elems<float>(t[0])[o],
+                         keep ? elems<float>(x)[o] : 0.0f));
+      }
+    }
+
+  for (int64_t flags = 0; flags < 4; ++flags) {
+    AttrList attrs;
+    attrs.set("exclusive", flags & 1);
+    attrs.set("reverse", flags >> 1);
+    auto c = runCpu(OpKind::CumSum, {x, ints(DType::I64, {}, {1})}, 1, attrs);
+    std::vector<float> line(30);
+    // Axis 1 of [2, 3, 5]: 10 lines of 3, stride 5.
+    for (int64_t outer = 0; outer < 2; ++outer)
+      for (int64_t inner = 0; inner < 5; ++inner) {
+        int64_t base = outer * 15 + inner;
+        body::cumSumLine(elems<float>(x) + base, line.data() + base, 3, 5,
+                         (flags & 1) != 0, (flags >> 1) != 0);
+      }
+    for (int64_t o = 0; o < 30; ++o)
+      REQUIRE(sameBits(line[o], elems<float>(c[0])[o]));
+  }
+
+  const std::pair<const char *, body::PadMode> modes[] = {
+      {"constant", body::PadMode::Constant},
+      {"reflect", body::PadMode::Reflect},
+      {"edge", body::PadMode::Edge},
+      {"wrap", body::PadMode::Wrap}};
+  auto small = randomFloats({3, 2}, 23);
+  for (const auto &[name, mode] : modes) {
+    INFO(name);
+    AttrList attrs;
+    attrs.set("mode", std::string(name));
+    // Pads [2, 1] before, [1, 2] after: output [6, 5].
+    auto pads = ints(DType::I64, {4}, {2, 1, 1, 2});
+    auto value = randomFloats({}, 24);
+    auto p = runCpu(OpKind::Pad, {small, pads, value}, 1, attrs,
+                    {false, true, false});
+    REQUIRE(p[0]->getNumElements() == 30);
+    int64_t begin[2] = {2, 1};
+    for (int64_t o = 0; o < 30; ++o) {
+      int64_t offset =
+          body::padOffset(toDims({6, 5}), toDims({3, 2}), begin, mode, o);
+      float want = offset < 0 ? elems<float>(value)[0]
+                              : elems<float>(small)[offset];
+      REQUIRE(sameBits(want, elems<float>(p[0])[o]));
+    }
+  }
 }
 
 TEST_CASE("cuda bodies: ScatterElements add, sorted by target, gives the "

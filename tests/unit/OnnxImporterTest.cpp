@@ -1120,38 +1120,39 @@ TEST_CASE("unsupported op names node, op, domain and opset") {
 
   ModelBuilder onnxOp;
   onnxOp.input("a", kFloat, {2, 2});
-  onnxOp.node("Conv", {"a", "a"}, {"y"}, "conv");
+  onnxOp.node("MaxPool", {"a", "a"}, {"y"}, "maxpool");
   onnxOp.output("y");
   CHECK(importError(onnxOp.bytes()) ==
-        "model.onnx: node 'conv' (op 'Conv', domain 'ai.onnx', opset 17): "
-        "unsupported op 'Conv' (remat supports the ops of ir/Ops.def; no "
-        "other domain than ai.onnx and remat)");
+        "model.onnx: node 'maxpool' (op 'MaxPool', domain 'ai.onnx', opset "
+        "17): unsupported op 'MaxPool' (remat supports the ops of ir/Ops.def; "
+        "no other domain than ai.onnx and remat)");
 }
 
 TEST_CASE("every unsupported op type is named at once, with its count") {
   ModelBuilder m;
   m.input("a", kFloat, {2, 2});
-  m.node("Trilu", {"a"}, {"t1"}, "/mask/Trilu");
-  m.node("Trilu", {"t1"}, {"t2"}, "/mask/Trilu_1");
-  m.node("CumSum", {"t2", "t2"}, {"c"}, "/pos/CumSum");
-  m.node("Not", {"c"}, {"y"}, "");
+  m.node("Einsum", {"a"}, {"t1"}, "/mask/Einsum");
+  m.node("Einsum", {"t1"}, {"t2"}, "/mask/Einsum_1");
+  m.node("NonZero", {"t2", "t2"}, {"c"}, "/pos/NonZero");
+  m.node("Xor", {"c"}, {"y"}, "");
   m.output("y");
   CHECK(importError(m.bytes()) ==
-        "model.onnx: 3 unsupported op types: 'Trilu' (2 nodes, the first "
-        "node '/mask/Trilu' (Trilu)), 'CumSum' (1 node: node '/pos/CumSum' "
-        "(CumSum)), 'Not' (1 node: unnamed Not node producing 'y') (remat "
+        "model.onnx: 3 unsupported op types: 'Einsum' (2 nodes, the first "
+        "node '/mask/Einsum' (Einsum)), 'NonZero' (1 node: node "
+        "'/pos/NonZero' (NonZero)), 'Xor' (1 node: unnamed Xor node producing "
+        "'y') (remat "
         "supports the ops of ir/Ops.def; no other domain than ai.onnx and "
         "remat)");
 
   // One type used by several nodes keeps the one-node message and counts.
   ModelBuilder one;
   one.input("a", kFloat, {2, 2});
-  one.node("Trilu", {"a"}, {"t1"}, "first");
-  one.node("Trilu", {"t1"}, {"y"}, "second");
+  one.node("Einsum", {"a"}, {"t1"}, "first");
+  one.node("Einsum", {"t1"}, {"y"}, "second");
   one.output("y");
   CHECK(importError(one.bytes()) ==
-        "model.onnx: node 'first' (op 'Trilu', domain 'ai.onnx', opset 17): "
-        "unsupported op 'Trilu' (remat supports the ops of ir/Ops.def; no "
+        "model.onnx: node 'first' (op 'Einsum', domain 'ai.onnx', opset 17): "
+        "unsupported op 'Einsum' (remat supports the ops of ir/Ops.def; no "
         "other domain than ai.onnx and remat); 2 nodes use it");
 }
 

@@ -124,6 +124,39 @@ const Sample kSamples[] = {
   {OpKind::SoftmaxCrossEntropyLoss, "f64[2,3]", R"(%lab = Constant() {value = dense<i64[2]: [0, 2]>} : i64[2]
     %y = SoftmaxCrossEntropyLoss(%w, %lab) : f64[])"},
   {OpKind::Gelu, "f64[2,3]", "%y = remat.Gelu(%w) : f64[2,3]"},
+  {OpKind::Sin, "f64[2,3]", "%y = Sin(%w) : f64[2,3]"},
+  {OpKind::Cos, "f64[2,3]", "%y = Cos(%w) : f64[2,3]"},
+  {OpKind::Abs, "f64[2,3]", "%y = Abs(%w) : f64[2,3]"},
+  {OpKind::Not, "f64[2,3]", R"(%e = Equal(%w, %w) : bool[2,3]
+    %n = Not(%e) : bool[2,3]
+    %y = Cast(%n) {to = 11} : f64[2,3])", kNoWeight},
+  {OpKind::IsNaN, "f64[2,3]", R"(%e = IsNaN(%w) : bool[2,3]
+    %y = Cast(%e) {to = 11} : f64[2,3])", kNoWeight},
+  {OpKind::Min, "f64[2,3]", "%y = Min(%w, %w) : f64[2,3]"},
+  {OpKind::Reciprocal, "f64[2,3]", "%y = Reciprocal(%w) : f64[2,3]"},
+  {OpKind::IsInf, "f64[2,3]", R"(%e = IsInf(%w) : bool[2,3]
+    %y = Cast(%e) {to = 11} : f64[2,3])", kNoWeight},
+  {OpKind::Less, "f64[2,3]", R"(%e = Less(%w, %w) : bool[2,3]
+    %y = Cast(%e) {to = 11} : f64[2,3])", kNoWeight},
+  {OpKind::LessOrEqual, "f64[2,3]", R"(%e = LessOrEqual(%w, %w) : bool[2,3]
+    %y = Cast(%e) {to = 11} : f64[2,3])", kNoWeight},
+  {OpKind::Greater, "f64[2,3]", R"(%e = Greater(%w, %w) : bool[2,3]
+    %y = Cast(%e) {to = 11} : f64[2,3])", kNoWeight},
+  {OpKind::Or, "f64[2,3]", R"(%e = Greater(%w, %w) : bool[2,3]
+    %o = Or(%e, %e) : bool[2,3]
+    %y = Cast(%o) {to = 11} : f64[2,3])", kNoWeight},
+  {OpKind::Trilu, "f64[2,3]", "%y = Trilu(%w) : f64[2,3]"},
+  {OpKind::CumSum, "f64[2,3]", R"(%a = Constant() {value = dense<i64[]: 1>} : i64[]
+    %y = CumSum(%w, %a) : f64[2,3])"},
+  {OpKind::GatherElements, "f64[2,3]", R"(%i = Constant() {value = dense<i64[1,3]: [1, 0, 1]>} : i64[1,3]
+    %y = GatherElements(%w, %i) : f64[1,3])"},
+  {OpKind::Pad, "f64[2,3]", R"(%p = Constant() {value = dense<i64[4]: [0, 1, 0, 1]>} : i64[4]
+    %y = Pad(%w, %p) : f64[2,5])"},
+  {OpKind::Conv, "f64[1,1,3,3]", R"(%k = Constant() {value = dense<f64[1,1,2,2]: [1.0, 2.0, 3.0, 4.0]>} : f64[1,1,2,2]
+    %y = Conv(%w, %k) : f64[1,1,2,2])"},
+  {OpKind::ConvTranspose, "f64[1,1,2,2]", R"(%k = Constant() {value = dense<f64[1,1,2,2]: [1.0, 2.0, 3.0, 4.0]>} : f64[1,1,2,2]
+    %y = ConvTranspose(%w, %k) : f64[1,1,3,3])",
+   "op ConvTranspose has no gradient rule"},
 };
 // clang-format on
 
@@ -170,11 +203,14 @@ TEST_CASE("op traits: a few ops") {
 TEST_CASE("op traits: in place and shape-only sets") {
   // plan-memory's in-place set before the traits existed: changing it
   // changes every plan.
+  // Sin, Cos, Abs, Reciprocal and Not came later (issue 13); no graph from before uses
+  // them, so no earlier plan changes.
   CHECK(opsWith(kInPlace) ==
         std::set<OpKind>{OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
                          OpKind::Sqrt, OpKind::Erf, OpKind::Tanh, OpKind::Relu,
                          OpKind::Sigmoid, OpKind::Exp, OpKind::Log,
-                         OpKind::Neg});
+                         OpKind::Neg, OpKind::Sin, OpKind::Cos, OpKind::Abs,
+                         OpKind::Reciprocal, OpKind::Not});
   // Overwriting operand element i with result element i is only safe when
   // nothing else reads operand element i.
   for (OpKind op : opsWith(kInPlace)) {

@@ -1,0 +1,274 @@
+//===- runtime/cpu/ElementwiseMore.cpp - Elementwise ops of issue 13 ------===//
+//
+// The elementwise ops added for the transformer families (issue 13), kept
+// apart from Elementwise.cpp: Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf,
+// Min, Less, LessOrEqual, Greater and Or. Each element is computed on its own, so the
+// work splits across threads freely and the result does not depend on the
+// thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/KernelImpl.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+using llvm::Error;
+using llvm::Expected;
+
+namespace remat::runtime::cpu::detail {
+
+namespace {
+
+using ir::DType;
+using ir::OpKind;
+
+struct SinOp {
+  template <typename T> static T apply(T x) { return std::sin(x); }
+};
+struct CosOp {
+  template <typename T> static T apply(T x) { return std::cos(x); }
+};
+/// |x|; the most negative integer stays itself (two's complement wraps), as
+/// numpy's abs.
+struct AbsOp {
+  template <typename T> static T apply(T x) {
+    if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else if constexpr (std::is_integral_v<T>)
+      return x < 0 ? wrapSub(T(0), x) : x;
+    else
+      return std::fabs(x);
+  }
+};
+
+template <typename Op, typename In, typename Out> Kernel makeMapKernel() {
+  return [](const KernelContext &ctx) -> Error {
+    const In *in = static_cast<const In *>(ctx.inputs[0].getData());
+    Out *out = static_cast<Out *>(ctx.outputs[0].getData());
+    ctx.parallel.run(ctx.outputs[0].getNumElements(), kElementwiseGrain,
+                     [&](int64_t begin, int64_t end) {
+                       for (int64_t i = begin; i < end; ++i)
+                         out[i] = Op::apply(in[i]);
+                     });
+    return Error::success();
+  };
+}
+
+struct NotOp {
+  static BoolByte apply(BoolByte x) { return x == 0; }
+};
+struct IsNaNOp {
+  template <typename T> static BoolByte apply(T x) { return std::isnan(x); }
+};
+struct IsNaNHalfOp {
+  static BoolByte apply(uint16_t x) { return std::isnan(ir::halfToFloat(x)); }
+};
+struct IsNaNBFloat16Op {
+  static BoolByte apply(uint16_t x) {
+    return std::isnan(ir::bfloat16ToFloat(x));
+  }
+};
+
+struct ReciprocalOp {
+  template <typename T> static T apply(T x) { return T(1) / x; }
+};
+
+/// NaN compares false, as IEEE has it.
+struct LessOp {
+  template <typename T> static BoolByte apply(T a, T b) { return a < b; }
+};
+struct LessOrEqualOp {
+  template <typename T> static BoolByte apply(T a, T b) { return a <= b; }
+};
+struct GreaterOp {
+  template <typename T> static BoolByte apply(T a, T b) { return a > b; }
+};
+struct OrOp {
+  template <typename T> static BoolByte apply(T a, T b) {
+    return a != 0 || b != 0;
+  }
+};
+
+/// out[i] = Op(a[i], b[i]) over the broadcast of operands 0 and 1.
+template <typename Op, typename R, typename T>
+Kernel makeBroadcastKernel(BroadcastPlan<2> plan) {
+  return [plan = std::move(plan)](const KernelContext &ctx) -> Error {
+    const T *a = ctx.inputs[0].getData<T>();
+    const T *b = ctx.inputs[1].getData<T>();
+    R *out = ctx.outputs[0].getData<R>();
+    ctx.parallel.run(
+        plan.numElements, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          forEachRun(plan, begin, end,
+                     [&](int64_t o, const std::array<int64_t, 2> &off,
+                         const std::array<int64_t, 2> &stride, int64_t n) {
+                       const T *as = a + off[0];
+                       const T *bs = b + off[1];
+                       R *os = out + o;
+                       if (stride[0] == 1 && stride[1] == 1) {
+                         for (int64_t i = 0; i < n; ++i)
+                           os[i] = Op::apply(as[i], bs[i]);
+                       } else {
+                         for (int64_t i = 0; i < n; ++i)
+                           os[i] = Op::apply(as[i * stride[0]],
+                                             bs[i * stride[1]]);
+                       }
+                     });
+        });
+    return Error::success();
+  };
+}
+
+/// Min propagates NaN (numpy's minimum).
+struct MinOp {
+  template <typename T> static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(a) || std::isnan(b))
+        return std::isnan(a) ? a : b;
+    }
+    return b < a ? b : a;
+  }
+};
+
+} // namespace
+
+Expected<Kernel> selectElementwiseMore(const ir::Node &node) {
+  DType dtype = node.getOperand(0)->getType().getDType();
+  auto binaryPlan = [&] {
+    return makeBroadcastPlan<2>(node.getResult(0)->getType().getDims(),
+                                {node.getOperand(0)->getType().getDims(),
+                                 node.getOperand(1)->getType().getDims()});
+  };
+  switch (node.getOp()) {
+  case OpKind::Reciprocal:
+    if (!isF32OrF64(dtype))
+      return unsupportedDType(node, "operand", dtype, "f32, f64");
+    return dispatchFloat(dtype, [](auto tag) -> Kernel {
+      using T = decltype(tag);
+      return makeMapKernel<ReciprocalOp, T, T>();
+    });
+  case OpKind::IsInf: {
+    if (!isF32OrF64(dtype))
+      return unsupportedDType(node, "operand", dtype, "f32, f64");
+    bool negative = node.getAttrs().getInt("detect_negative").value_or(1) != 0;
+    bool positive = node.getAttrs().getInt("detect_positive").value_or(1) != 0;
+    return dispatchFloat(dtype, [&](auto tag) -> Kernel {
+      using T = decltype(tag);
+      return [negative, positive](const KernelContext &ctx) -> Error {
+        const T *in = ctx.inputs[0].getData<T>();
+        BoolByte *out = ctx.outputs[0].getData<BoolByte>();
+        const T inf = std::numeric_limits<T>::infinity();
+        ctx.parallel.run(ctx.outputs[0].getNumElements(), kElementwiseGrain,
+                         [&](int64_t begin, int64_t end) {
+                           for (int64_t i = begin; i < end; ++i)
+                             out[i] = (positive && in[i] == inf) ||
+                                      (negative && in[i] == -inf);
+                         });
+        return Error::success();
+      };
+    });
+  }
+  case OpKind::Or:
+    return makeBroadcastKernel<OrOp, BoolByte, BoolByte>(binaryPlan());
+  case OpKind::Less:
+  case OpKind::LessOrEqual:
+  case OpKind::Greater: {
+    if (!isComputeNumeric(dtype))
+      return unsupportedDType(node, "operands", dtype,
+                              "f32, f64, i64, i32, i8, u8");
+    BroadcastPlan<2> plan = binaryPlan();
+    OpKind op = node.getOp();
+    return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
+      using T = decltype(tag);
+      if (op == OpKind::Less)
+        return makeBroadcastKernel<LessOp, BoolByte, T>(std::move(plan));
+      if (op == OpKind::LessOrEqual)
+        return makeBroadcastKernel<LessOrEqualOp, BoolByte, T>(
+            std::move(plan));
+      return makeBroadcastKernel<GreaterOp, BoolByte, T>(std::move(plan));
+    });
+  }
+  case OpKind::Sin:
+  case OpKind::Cos:
+    if (!isF32OrF64(dtype))
+      return unsupportedDType(node, "operand", dtype, "f32, f64");
+    return dispatchFloat(dtype, [&](auto tag) -> Kernel {
+      using T = decltype(tag);
+      if (node.getOp() == OpKind::Sin)
+        return makeMapKernel<SinOp, T, T>();
+      return makeMapKernel<CosOp, T, T>();
+    });
+  case OpKind::Abs:
+    if (!isComputeNumeric(dtype))
+      return unsupportedDType(node, "operand", dtype,
+                              "f32, f64, i64, i32, i8, u8");
+    return dispatchNumeric(dtype, [](auto tag) -> Kernel {
+      using T = decltype(tag);
+      return makeMapKernel<AbsOp, T, T>();
+    });
+  case OpKind::Not:
+    return makeMapKernel<NotOp, BoolByte, BoolByte>();
+  case OpKind::IsNaN:
+    // IsNaN only reads its operand, so f16 and bf16 work too.
+    if (dtype == DType::F16)
+      return makeMapKernel<IsNaNHalfOp, uint16_t, BoolByte>();
+    if (dtype == DType::BF16)
+      return makeMapKernel<IsNaNBFloat16Op, uint16_t, BoolByte>();
+    return dispatchFloat(dtype, [](auto tag) -> Kernel {
+      using T = decltype(tag);
+      return makeMapKernel<IsNaNOp, T, BoolByte>();
+    });
+  case OpKind::Min:
+    break;
+  default:
+    llvm_unreachable("not an op of ElementwiseMore.cpp");
+  }
+
+  // Min: fold left to right, out = min(x0, x1), then out = min(out, xk).
+  if (!isComputeNumeric(dtype))
+    return unsupportedDType(node, "operands", dtype,
+                            "f32, f64, i64, i32, i8, u8");
+  if (node.getNumOperands() == 1)
+    return Kernel([](const KernelContext &ctx) -> Error {
+      copyTensorBytes(ctx.inputs[0], ctx.outputs[0]);
+      return Error::success();
+    });
+  llvm::ArrayRef<int64_t> outDims = node.getResult(0)->getType().getDims();
+  std::vector<BroadcastPlan<2>> plans;
+  plans.push_back(
+      makeBroadcastPlan<2>(outDims, {node.getOperand(0)->getType().getDims(),
+                                     node.getOperand(1)->getType().getDims()}));
+  for (unsigned k = 2; k < node.getNumOperands(); ++k)
+    plans.push_back(makeBroadcastPlan<2>(
+        outDims, {outDims, node.getOperand(k)->getType().getDims()}));
+  return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    return [plans](const KernelContext &ctx) -> Error {
+      T *out = ctx.outputs[0].getData<T>();
+      for (size_t k = 0; k < plans.size(); ++k) {
+        const BroadcastPlan<2> &plan = plans[k];
+        // Step 0 reads operand 0; later steps read the partial result.
+        const T *a = k == 0 ? ctx.inputs[0].getData<T>() : out;
+        const T *b = ctx.inputs[k + 1].getData<T>();
+        ctx.parallel.run(
+            plan.numElements, kElementwiseGrain,
+            [&](int64_t begin, int64_t end) {
+              forEachRun(plan, begin, end,
+                         [&](int64_t o, const std::array<int64_t, 2> &off,
+                             const std::array<int64_t, 2> &stride, int64_t n) {
+                           const T *as = a + off[0];
+                           const T *bs = b + off[1];
+                           T *os = out + o;
+                           for (int64_t i = 0; i < n; ++i)
+                             os[i] = MinOp::apply(as[i * stride[0]],
+                                                  bs[i * stride[1]]);
+                         });
+            });
+      }
+      return Error::success();
+    };
+  });
+}
+
+} // namespace remat::runtime::cpu::detail

@@ -1,0 +1,789 @@
+//===- tests/unit/FamilyOpsTest.cpp - The ops of issue 13 -----------------===//
+//
+// Sin, Cos, Abs, Not, IsNaN, Min, Trilu, CumSum, GatherElements, Pad, Conv
+// and ConvTranspose: shape inference and its errors, the CPU kernels against
+// examples from the ONNX operator docs and against references written here
+// (Conv in double, loop by loop from the definition; ConvTranspose as Conv's
+// adjoint), the same bits on one and four threads and through evaluateNode
+// (what constant folding computes), and value errors at run time. Random
+// cases print their seed.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/Evaluator.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Parallel.h"
+
+#include "ir/Graph.h"
+#include "ir/Parser.h"
+#include "ir/ShapeInference.h"
+#include "ir/Support.h"
+#include "runtime/Tensor.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace remat;
+using namespace remat::ir;
+using namespace remat::runtime;
+using namespace remat::runtime::cpu;
+
+namespace {
+
+using Rng = std::mt19937_64;
+
+ThreadPoolParallelFor &onePool() {
+  static ThreadPoolParallelFor pool(1);
+  return pool;
+}
+ThreadPoolParallelFor &fourPool() {
+  static ThreadPoolParallelFor pool(4);
+  return pool;
+}
+
+/// A parsed one-graph test: its graph and the node computing %y.
+struct Case {
+  std::unique_ptr<Graph> graph;
+  const Node *node = nullptr;
+};
+
+/// Parses \p text; \returns the graph and the node defining %y, or the
+/// parse/inference error in \p error.
+Case parse(const std::string &text, std::string *error = nullptr) {
+  Case result;
+  auto graph = parseGraph(text, "<test>");
+  if (!graph) {
+    std::string message = errorToString(graph.takeError());
+    if (error)
+      *error = message;
+    else
+      FAIL(message);
+    return result;
+  }
+  result.graph = std::move(*graph);
+  for (const Node &node : result.graph->getNodes())
+    if (node.getResult(0)->getName() == "y")
+      result.node = &node;
+  REQUIRE(result.node);
+  return result;
+}
+
+/// \returns \p message without its leading source location
+/// ("<test>:3:5: ").
+std::string stripLoc(std::string message) {
+  if (message.rfind("<test>:", 0) != 0)
+    return message;
+  size_t colon = message.find(": ");
+  return colon == std::string::npos ? message : message.substr(colon + 2);
+}
+
+/// \returns the error that checkResultTypes gives for %y of \p text.
+std::string inferError(const std::string &text) {
+  std::string error;
+  Case c = parse(text, &error);
+  if (!c.graph)
+    return stripLoc(error);
+  llvm::Error err = checkResultTypes(*c.node);
+  return err ? stripLoc(errorToString(std::move(err))) : "";
+}
+
+/// Runs the node of \p c on \p operands (one per operand of the node: the
+/// data of its graph inputs and constants) with \p parallel. \returns its
+/// results, or fails the test with the error.
+std::vector<TensorDataPtr> runWith(const Node &node,
+                                   const std::vector<TensorDataPtr> &operands,
+                                   ParallelFor &parallel,
+                                   std::string *error = nullptr) {
+  auto kernel = selectKernel(node);
+  if (!kernel) {
+    std::string message = "select: " + errorToString(kernel.takeError());
+    if (!error)
+      FAIL(message);
+    *error = message;
+    return {};
+  }
+  std::vector<OwnedTensor> owned, outputs;
+  std::vector<Tensor> inViews, outViews;
+  for (const TensorDataPtr &data : operands)
+    owned.push_back(OwnedTensor::fromData(*data));
+  for (const OwnedTensor &tensor : owned)
+    inViews.push_back(tensor.view());
+  for (unsigned i = 0; i < node.getNumResults(); ++i)
+    outputs.emplace_back(node.getResult(i)->getType());
+  for (const OwnedTensor &tensor : outputs)
+    outViews.push_back(tensor.view());
+  KernelContext context{node, inViews, outViews, parallel};
+  if (llvm::Error err = (*kernel)(context)) {
+    std::string message = "run: " + errorToString(std::move(err));
+    if (!error)
+      FAIL(message);
+    *error = message;
+    return {};
+  }
+  std::vector<TensorDataPtr> results;
+  for (const OwnedTensor &tensor : outputs)
+    results.push_back(tensor.toData());
+  return results;
+}
+
+/// The operand data of \p node: constants from their Constant node, graph
+/// inputs from \p inputs in input order.
+std::vector<TensorDataPtr> operandData(const Node &node,
+                                       const std::vector<TensorDataPtr> &inputs) {
+  std::vector<TensorDataPtr> data;
+  for (const Value *operand : node.getOperands()) {
+    if (const TensorData *value = getConstantValue(operand)) {
+      data.push_back(std::make_shared<TensorData>(*value));
+      continue;
+    }
+    const Graph &graph = *node.getGraph();
+    bool found = false;
+    for (unsigned i = 0; i < graph.getNumInputs(); ++i)
+      if (graph.getInput(i) == operand) {
+        REQUIRE(i < inputs.size());
+        data.push_back(inputs[i]);
+        found = true;
+      }
+    REQUIRE_MESSAGE(found, "operand %" << operand->getName().str()
+                                       << " is neither constant nor input");
+  }
+  return data;
+}
+
+/// Runs %y of \p c on one and four threads and through evaluateNode;
+/// checks that all three agree bit for bit and \returns the result.
+TensorDataPtr runAll(const Case &c, const std::vector<TensorDataPtr> &inputs) {
+  std::vector<TensorDataPtr> operands = operandData(*c.node, inputs);
+  auto serial = runWith(*c.node, operands, onePool());
+  auto parallel = runWith(*c.node, operands, fourPool());
+  REQUIRE(serial.size() == 1);
+  REQUIRE(parallel.size() == 1);
+  CHECK(serial[0]->getBytes() == parallel[0]->getBytes());
+  std::vector<const TensorData *> pointers;
+  for (const TensorDataPtr &data : operands)
+    pointers.push_back(data.get());
+  auto folded = evaluateNode(*c.node, pointers);
+  REQUIRE_MESSAGE(bool(folded), errorToString(folded.takeError()));
+  CHECK((*folded)[0]->getBytes() == serial[0]->getBytes());
+  return serial[0];
+}
+
+/// \returns the run-time error of %y of \p text on \p inputs.
+std::string runError(const std::string &text,
+                     const std::vector<TensorDataPtr> &inputs) {
+  Case c = parse(text);
+  std::string error;
+  runWith(*c.node, operandData(*c.node, inputs), onePool(), &error);
+  return error.substr(0, 5) + stripLoc(error.substr(5));
+}
+
+std::vector<double> valuesOf(const TensorData &data) {
+  std::vector<double> values;
+  for (int64_t i = 0; i < data.getNumElements(); ++i)
+    values.push_back(data.getDouble(i));
+  return values;
+}
+
+TensorDataPtr doubles(TensorType type, llvm::ArrayRef<double> values) {
+  return TensorData::fromDoubles(std::move(type), values);
+}
+
+TensorDataPtr randomData(TensorType type, Rng &rng) {
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<double> values(type.getNumElements());
+  for (double &value : values)
+    value = dist(rng);
+  return doubles(std::move(type), values);
+}
+
+/// \returns %y of a graph with one f64/f32 input %x of \p type running
+/// \p body.
+TensorDataPtr runOnX(const std::string &xType, const std::string &body,
+                     TensorDataPtr x) {
+  Case c = parse("graph @g(%x: " + xType + ") {\n  " + body +
+                 "\n  return %y }");
+  return runAll(c, {std::move(x)});
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("Sin, Cos, Abs match libm; Abs on integers wraps INT_MIN") {
+  std::vector<double> xs = {-3.5, -1, -0.0, 0, 0.25, 2, 7.5, 1e6};
+  TensorType type(DType::F64, {int64_t(xs.size())});
+  auto sin = runOnX("f64[8]", "%y = Sin(%x) : f64[8]", doubles(type, xs));
+  auto cos = runOnX("f64[8]", "%y = Cos(%x) : f64[8]", doubles(type, xs));
+  auto abs = runOnX("f64[8]", "%y = Abs(%x) : f64[8]", doubles(type, xs));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CHECK(sin->getDouble(i) == std::sin(xs[i]));
+    CHECK(cos->getDouble(i) == std::cos(xs[i]));
+    CHECK(abs->getDouble(i) == std::fabs(xs[i]));
+  }
+  CHECK_FALSE(std::signbit(abs->getDouble(2)));
+  auto f32 = runOnX("f32[2]", "%y = Sin(%x) : f32[2]",
+                    doubles(TensorType(DType::F32, {2}), {0.5, -2}));
+  CHECK(f32->getDouble(0) == double(std::sin(0.5f)));
+  auto ints = runOnX(
+      "i32[3]", "%y = Abs(%x) : i32[3]",
+      TensorData::fromInts(TensorType(DType::I32, {3}),
+                           {-5, 7, std::numeric_limits<int32_t>::min()}));
+  CHECK(ints->getInts() ==
+        std::vector<int64_t>{5, 7, std::numeric_limits<int32_t>::min()});
+  auto u8 = runOnX("u8[2]", "%y = Abs(%x) : u8[2]",
+                   TensorData::fromInts(TensorType(DType::U8, {2}), {0, 255}));
+  CHECK(u8->getInts() == std::vector<int64_t>{0, 255});
+}
+
+TEST_CASE("Not and IsNaN give bools; IsNaN reads f16 and bf16") {
+  auto notted = runOnX(
+      "bool[4]", "%y = Not(%x) : bool[4]",
+      TensorData::fromInts(TensorType(DType::Bool, {4}), {1, 0, 0, 1}));
+  CHECK(notted->getInts() == std::vector<int64_t>{0, 1, 1, 0});
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  double inf = std::numeric_limits<double>::infinity();
+  for (const char *dtype : {"f64", "f32", "f16", "bf16"}) {
+    INFO(dtype);
+    std::optional<DType> parsed = parseDType(dtype);
+    REQUIRE(parsed);
+    auto isnan = runOnX(std::string(dtype) + "[4]",
+                        std::string("%y = IsNaN(%x) : bool[4]"),
+                        doubles(TensorType(*parsed, {4}), {1, nan, inf, -nan}));
+    CHECK(isnan->getInts() == std::vector<int64_t>{0, 1, 0, 1});
+  }
+}
+
+TEST_CASE("Reciprocal, IsInf, comparisons and Or") {
+  double inf = std::numeric_limits<double>::infinity();
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  TensorType four(DType::F64, {4});
+  auto r = runOnX("f64[4]", "%y = Reciprocal(%x) : f64[4]",
+                  doubles(four, {2, -0.5, 0, inf}));
+  CHECK(valuesOf(*r) == std::vector<double>{0.5, -2, inf, 0});
+  auto values = doubles(four, {inf, -inf, nan, 1});
+  CHECK(runOnX("f64[4]", "%y = IsInf(%x) : bool[4]", values)->getInts() ==
+        std::vector<int64_t>{1, 1, 0, 0});
+  CHECK(runOnX("f64[4]", "%y = IsInf(%x) {detect_negative = 0} : bool[4]",
+               values)
+            ->getInts() == std::vector<int64_t>{1, 0, 0, 0});
+  CHECK(runOnX("f64[4]", "%y = IsInf(%x) {detect_positive = 0} : bool[4]",
+               values)
+            ->getInts() == std::vector<int64_t>{0, 1, 0, 0});
+  auto compare = [&](const std::string &op) {
+    Case c = parse("graph @g(%a: i64[2,3], %b: i64[3]) {\n  %y = " + op +
+                   "(%a, %b) : bool[2,3]\n  return %y }");
+    return runAll(c, {TensorData::fromInts(TensorType(DType::I64, {2, 3}),
+                                           {1, 2, 3, 4, 5, 6}),
+                      TensorData::fromInts(TensorType(DType::I64, {3}),
+                                           {2, 2, 5})})
+        ->getInts();
+  };
+  CHECK(compare("Less") == std::vector<int64_t>{1, 0, 1, 0, 0, 0});
+  CHECK(compare("LessOrEqual") == std::vector<int64_t>{1, 1, 1, 0, 0, 0});
+  CHECK(compare("Greater") == std::vector<int64_t>{0, 0, 0, 1, 1, 1});
+  // NaN compares false.
+  Case nanLess = parse(R"(graph @g(%a: f32[2]) {
+    %z = Constant() {value = dense<f32[]: 0.0>} : f32[]
+    %y = Greater(%a, %z) : bool[2]
+    return %y })");
+  CHECK(runAll(nanLess, {doubles(TensorType(DType::F32, {2}), {nan, 1})})
+            ->getInts() == std::vector<int64_t>{0, 1});
+  Case orCase = parse(R"(graph @g(%a: bool[2,2], %b: bool[2]) {
+    %y = Or(%a, %b) : bool[2,2]
+    return %y })");
+  CHECK(runAll(orCase,
+               {TensorData::fromInts(TensorType(DType::Bool, {2, 2}),
+                                     {0, 1, 0, 0}),
+                TensorData::fromInts(TensorType(DType::Bool, {2}), {0, 1})})
+            ->getInts() == std::vector<int64_t>{0, 1, 0, 1});
+}
+
+TEST_CASE("Min broadcasts over several operands and propagates NaN") {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  Case c = parse(R"(graph @g(%a: f64[2,3], %b: f64[3], %c: f64[2,1]) {
+    %y = Min(%a, %b, %c) : f64[2,3]
+    return %y })");
+  auto y = runAll(c, {doubles(TensorType(DType::F64, {2, 3}),
+                              {1, 5, nan, -2, 4, 0}),
+                      doubles(TensorType(DType::F64, {3}), {3, 3, 3}),
+                      doubles(TensorType(DType::F64, {2, 1}), {4, -1})});
+  std::vector<double> got = valuesOf(*y);
+  CHECK(got[0] == 1);
+  CHECK(got[1] == 3);
+  CHECK(std::isnan(got[2]));
+  CHECK(got[3] == -2);
+  CHECK(got[4] == -1);
+  CHECK(got[5] == -1);
+  Case ints = parse(R"(graph @g(%a: i64[3]) {
+    %b = Constant() {value = dense<i64[]: 2>} : i64[]
+    %y = Min(%a, %b) : i64[3]
+    return %y })");
+  CHECK(runAll(ints, {TensorData::fromInts(TensorType(DType::I64, {3}),
+                                           {5, -7, 2})})
+            ->getInts() == std::vector<int64_t>{2, -7, 2});
+}
+
+//===----------------------------------------------------------------------===//
+// Trilu, CumSum, GatherElements, Pad
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("Trilu keeps the upper or lower triangle from diagonal k") {
+  std::vector<double> x(2 * 3 * 4);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = double(i + 1);
+  TensorDataPtr data = doubles(TensorType(DType::F64, {2, 3, 4}), x);
+  auto check = [&](const std::string &attrs, const std::string &k, bool upper,
+                   int64_t kValue) {
+    INFO(attrs << " k=" << k);
+    std::string text = "graph @g(%x: f64[2,3,4]) {\n";
+    std::string operands = "%x";
+    if (!k.empty()) {
+      text += "  %k = Constant() {value = dense<i64[]: " + k + ">} : i64[]\n";
+      operands += ", %k";
+    }
+    text += "  %y = Trilu(" + operands + ")" + attrs + " : f64[2,3,4]\n";
+    text += "  return %y }";
+    auto y = valuesOf(*runAll(parse(text), {data}));
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 4; ++j) {
+          int64_t e = (b * 3 + i) * 4 + j;
+          bool keep = upper ? j - i >= kValue : j - i <= kValue;
+          CHECK(y[e] == (keep ? x[e] : 0));
+        }
+  };
+  check("", "", true, 0);
+  check("", "1", true, 1);
+  check("", "-1", true, -1);
+  check(" {upper = 0}", "", false, 0);
+  check(" {upper = 0}", "2", false, 2);
+  check(" {upper = 0}", "-7", false, -7);
+  // A bool mask, k given at run time.
+  Case mask = parse(R"(graph @g(%m: bool[3,3], %k: i64[]) {
+    %y = Trilu(%m, %k) {upper = 0} : bool[3,3]
+    return %y })");
+  auto ones = TensorData::fromInts(TensorType(DType::Bool, {3, 3}),
+                                   std::vector<int64_t>(9, 1));
+  auto k = TensorData::fromInts(TensorType(DType::I64, {}), {0});
+  CHECK(runAll(mask, {ones, k})->getInts() ==
+        std::vector<int64_t>{1, 0, 0, 1, 1, 0, 1, 1, 1});
+}
+
+TEST_CASE("CumSum: exclusive, reverse, any axis, integers") {
+  auto run = [](const std::string &attrs, int64_t axis,
+                std::vector<double> x) {
+    std::string text = "graph @g(%x: f64[2,3]) {\n  %a = Constant() {value = "
+                       "dense<i64[]: " +
+                       std::to_string(axis) + ">} : i64[]\n  %y = CumSum(%x, %a)" +
+                       attrs + " : f64[2,3]\n  return %y }";
+    return valuesOf(
+        *runAll(parse(text), {doubles(TensorType(DType::F64, {2, 3}), x)}));
+  };
+  std::vector<double> x = {1, 2, 3, 4, 5, 6};
+  CHECK(run("", 1, x) == std::vector<double>{1, 3, 6, 4, 9, 15});
+  CHECK(run("", -1, x) == std::vector<double>{1, 3, 6, 4, 9, 15});
+  CHECK(run("", 0, x) == std::vector<double>{1, 2, 3, 5, 7, 9});
+  CHECK(run(" {exclusive = 1}", 1, x) ==
+        std::vector<double>{0, 1, 3, 0, 4, 9});
+  CHECK(run(" {reverse = 1}", 1, x) == std::vector<double>{6, 5, 3, 15, 11, 6});
+  CHECK(run(" {exclusive = 1, reverse = 1}", 1, x) ==
+        std::vector<double>{5, 3, 0, 11, 6, 0});
+  // RoBERTa's position ids: cumsum of an i32 mask, axis given as i32.
+  Case ids = parse(R"(graph @g(%m: i32[2,4]) {
+    %a = Constant() {value = dense<i32[]: 1>} : i32[]
+    %y = CumSum(%m, %a) : i32[2,4]
+    return %y })");
+  CHECK(runAll(ids, {TensorData::fromInts(TensorType(DType::I32, {2, 4}),
+                                          {1, 1, 0, 1, 1, 1, 1, 1})})
+            ->getInts() == std::vector<int64_t>{1, 2, 2, 3, 1, 2, 3, 4});
+  // The axis as a graph input is read at run time.
+  CHECK(runError(R"(graph @g(%x: f64[2,3], %a: i64[]) {
+    %y = CumSum(%x, %a) : f64[2,3]
+    return %y })",
+                 {doubles(TensorType(DType::F64, {2, 3}), x),
+                  TensorData::fromInts(TensorType(DType::I64, {}), {2})}) ==
+        "run: CumSum '%y': axis 2 is out of range for rank 2");
+}
+
+TEST_CASE("CumSum sums each line in order, the same on any thread count") {
+  Rng rng(1301);
+  INFO("seed 1301");
+  Case c = parse(R"(graph @g(%x: f32[7,300,5]) {
+    %a = Constant() {value = dense<i64[]: 1>} : i64[]
+    %y = CumSum(%x, %a) {reverse = 1} : f32[7,300,5]
+    return %y })");
+  TensorDataPtr x = randomData(TensorType(DType::F32, {7, 300, 5}), rng);
+  auto y = runAll(c, {x});
+  for (int64_t o = 0; o < 7; ++o)
+    for (int64_t i = 0; i < 5; ++i) {
+      float sum = 0;
+      for (int64_t s = 299; s >= 0; --s) {
+        int64_t e = (o * 300 + s) * 5 + i;
+        sum += float(x->getDouble(e));
+        REQUIRE(float(y->getDouble(e)) == sum);
+      }
+    }
+}
+
+TEST_CASE("GatherElements follows ONNX's examples, negative indices too") {
+  Case c = parse(R"(graph @g(%x: f64[3,3]) {
+    %i = Constant() {value = dense<i64[2,3]: [1, 2, 0, 2, 0, -3]>} : i64[2,3]
+    %y = GatherElements(%x, %i) : f64[2,3]
+    return %y })");
+  auto x = doubles(TensorType(DType::F64, {3, 3}), {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  CHECK(valuesOf(*runAll(c, {x})) == std::vector<double>{4, 8, 3, 7, 2, 3});
+  Case axis1 = parse(R"(graph @g(%x: f64[3,3]) {
+    %i = Constant() {value = dense<i32[2,2]: [0, 0, 1, 0]>} : i32[2,2]
+    %y = GatherElements(%x, %i) {axis = 1} : f64[2,2]
+    return %y })");
+  CHECK(valuesOf(*runAll(axis1, {x})) == std::vector<double>{1, 1, 5, 4});
+  CHECK(runError(R"(graph @g(%x: f64[3,3], %i: i64[1,1]) {
+    %y = GatherElements(%x, %i) {axis = -1} : f64[1,1]
+    return %y })",
+                 {x, TensorData::fromInts(TensorType(DType::I64, {1, 1}),
+                                          {3})}) ==
+        "run: GatherElements '%y': index 3 (element 0 of "
+        "the indices) is out of range for axis 1 of size 3");
+}
+
+TEST_CASE("Pad in every mode follows numpy.pad; negative pads crop") {
+  auto x = doubles(TensorType(DType::F64, {3, 2}), {1, 2, 3, 4, 5, 6});
+  auto run = [&](const std::string &mode, const std::string &pads,
+                 const std::string &resultType) {
+    std::string text =
+        "graph @g(%x: f64[3,2]) {\n  %p = Constant() {value = dense<i64[4]: " +
+        pads + ">} : i64[4]\n  %v = Constant() {value = dense<f64[]: 9.5>} "
+               ": f64[]\n  %y = Pad(%x, %p, %v) {mode = \"" +
+        mode + "\"} : " + resultType + "\n  return %y }";
+    return valuesOf(*runAll(parse(text), {x}));
+  };
+  // ONNX's doc examples.
+  CHECK(run("constant", "[0, 2, 0, 0]", "f64[3,4]") ==
+        std::vector<double>{9.5, 9.5, 1, 2, 9.5, 9.5, 3, 4, 9.5, 9.5, 5, 6});
+  CHECK(run("reflect", "[0, 2, 0, 0]", "f64[3,4]") ==
+        std::vector<double>{1, 2, 1, 2, 3, 4, 3, 4, 5, 6, 5, 6});
+  CHECK(run("edge", "[0, 2, 0, 0]", "f64[3,4]") ==
+        std::vector<double>{1, 1, 1, 2, 3, 3, 3, 4, 5, 5, 5, 6});
+  CHECK(run("wrap", "[1, 1, 0, 0]", "f64[4,3]") ==
+        std::vector<double>{6, 5, 6, 2, 1, 2, 4, 3, 4, 6, 5, 6});
+  // Rows padded reflect: numpy.pad(x, ((2, 1), (0, 0)), 'reflect').
+  CHECK(run("reflect", "[2, 0, 1, 0]", "f64[6,2]") ==
+        std::vector<double>{5, 6, 3, 4, 1, 2, 3, 4, 5, 6, 3, 4});
+  CHECK(run("constant", "[-1, 1, 0, -1]", "f64[2,2]") ==
+        std::vector<double>{9.5, 3, 9.5, 5});
+  // The axes operand (opset 18) and a bool mask.
+  Case axes = parse(R"(graph @g(%m: bool[2,2]) {
+    %p = Constant() {value = dense<i64[2]: [1, 0]>} : i64[2]
+    %v = Constant() {value = dense<bool[]: true>} : bool[]
+    %a = Constant() {value = dense<i64[1]: [-1]>} : i64[1]
+    %y = Pad(%m, %p, %v, %a) : bool[2,3]
+    return %y })");
+  CHECK(runAll(axes, {TensorData::fromInts(TensorType(DType::Bool, {2, 2}),
+                                           {0, 0, 0, 1})})
+            ->getInts() == std::vector<int64_t>{1, 0, 0, 1, 0, 1});
+}
+
+//===----------------------------------------------------------------------===//
+// Conv and ConvTranspose
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct ConvCase {
+  int64_t n, c, m, group;
+  std::vector<int64_t> in, kernel, strides, dilations, pads;
+  bool bias;
+};
+
+std::string list(const std::vector<int64_t> &values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+std::string typeText(const std::string &dtype,
+                     const std::vector<int64_t> &dims) {
+  std::string text = dtype + "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+/// Conv from its definition, in double: y[n, m, o] = b[m] + sum over the
+/// group's channels c and kernel positions k of x[n, c, o * s - p + k * d] *
+/// w[m, c, k], zero outside x.
+std::vector<double> referenceConv(const ConvCase &cc, const TensorData &x,
+                                  const TensorData &w, const TensorData *b,
+                                  const std::vector<int64_t> &outSpatial) {
+  size_t rank = cc.in.size();
+  int64_t outSize = 1, inSize = 1, kSize = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    outSize *= outSpatial[d];
+    inSize *= cc.in[d];
+    kSize *= cc.kernel[d];
+  }
+  int64_t cg = cc.c / cc.group, mg = cc.m / cc.group;
+  std::vector<double> y(cc.n * cc.m * outSize, 0);
+  for (int64_t n = 0; n < cc.n; ++n)
+    for (int64_t m = 0; m < cc.m; ++m)
+      for (int64_t o = 0; o < outSize; ++o) {
+        double sum = b ? b->getDouble(m) : 0;
+        for (int64_t c = 0; c < cg; ++c)
+          for (int64_t k = 0; k < kSize; ++k) {
+            int64_t oRest = o, kRest = k, offset = 0, scale = 1;
+            bool inside = true;
+            for (size_t d = rank; d > 0; --d) {
+              int64_t od = oRest % outSpatial[d - 1];
+              oRest /= outSpatial[d - 1];
+              int64_t kd = kRest % cc.kernel[d - 1];
+              kRest /= cc.kernel[d - 1];
+              int64_t i = od * cc.strides[d - 1] - cc.pads[d - 1] +
+                          kd * cc.dilations[d - 1];
+              inside &= i >= 0 && i < cc.in[d - 1];
+              offset += i * scale;
+              scale *= cc.in[d - 1];
+            }
+            if (!inside)
+              continue;
+            int64_t xc = (m / mg) * cg + c;
+            sum += x.getDouble((n * cc.c + xc) * inSize + offset) *
+                   w.getDouble((m * cg + c) * kSize + k);
+          }
+        y[(n * cc.m + m) * outSize + o] = sum;
+      }
+  return y;
+}
+
+} // namespace
+
+TEST_CASE("Conv matches its definition: strides, pads, dilations, groups") {
+  const ConvCase cases[] = {
+      // ViT's patch embedding: stride = kernel, with bias.
+      {2, 3, 8, 1, {8, 8}, {4, 4}, {4, 4}, {1, 1}, {0, 0, 0, 0}, true},
+      {1, 2, 3, 1, {7, 6}, {3, 2}, {2, 1}, {1, 2}, {1, 0, 2, 1}, true},
+      {2, 4, 6, 2, {5, 5}, {3, 3}, {1, 2}, {1, 1}, {1, 1, 1, 1}, false},
+      {1, 3, 3, 3, {9}, {3}, {2}, {2}, {2, 1}, true},
+      {1, 2, 2, 1, {4, 3, 3}, {2, 2, 2}, {1, 1, 2}, {1, 1, 1},
+       {0, 1, 0, 1, 0, 1}, false},
+  };
+  Rng rng(1302);
+  INFO("seed 1302");
+  for (const ConvCase &cc : cases) {
+    size_t rank = cc.in.size();
+    std::vector<int64_t> xDims{cc.n, cc.c}, wDims{cc.m, cc.c / cc.group},
+        outSpatial;
+    xDims.insert(xDims.end(), cc.in.begin(), cc.in.end());
+    wDims.insert(wDims.end(), cc.kernel.begin(), cc.kernel.end());
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t extent = cc.dilations[d] * (cc.kernel[d] - 1) + 1;
+      outSpatial.push_back(
+          (cc.in[d] + cc.pads[d] + cc.pads[d + rank] - extent) /
+              cc.strides[d] +
+          1);
+    }
+    std::vector<int64_t> yDims{cc.n, cc.m};
+    yDims.insert(yDims.end(), outSpatial.begin(), outSpatial.end());
+    std::string text = "graph @g(%x: " + typeText("f64", xDims) +
+                       ", %w: " + typeText("f64", wDims);
+    if (cc.bias)
+      text += ", %b: f64[" + std::to_string(cc.m) + "]";
+    text += ") {\n  %y = Conv(%x, %w" + std::string(cc.bias ? ", %b" : "") +
+            ") {dilations = " + list(cc.dilations) +
+            ", group = " + std::to_string(cc.group) +
+            ", pads = " + list(cc.pads) + ", strides = " + list(cc.strides) +
+            "} : " + typeText("f64", yDims) + "\n  return %y }";
+    INFO(text);
+    Case c = parse(text);
+    std::vector<TensorDataPtr> inputs{
+        randomData(TensorType(DType::F64, xDims), rng),
+        randomData(TensorType(DType::F64, wDims), rng)};
+    if (cc.bias)
+      inputs.push_back(randomData(TensorType(DType::F64, {cc.m}), rng));
+    std::vector<double> got = valuesOf(*runAll(c, inputs));
+    std::vector<double> want =
+        referenceConv(cc, *inputs[0], *inputs[1],
+                      cc.bias ? inputs[2].get() : nullptr, outSpatial);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      CHECK(std::fabs(got[i] - want[i]) <= 1e-12 * (1 + std::fabs(want[i])));
+  }
+}
+
+TEST_CASE("Conv's auto_pad SAME_UPPER / SAME_LOWER / VALID shapes") {
+  // The parser checks each declared type against inference.
+  auto shapeError = [](const std::string &attrs, const std::string &type) {
+    return inferError("graph @g(%x: f32[1,1,7,7], %w: f32[1,1,3,3]) {\n"
+                      "  %y = Conv(%x, %w) {" +
+                      attrs + "} : " + type + "\n  return %y }");
+  };
+  CHECK(shapeError("auto_pad = \"SAME_UPPER\", strides = [2, 2]",
+                   "f32[1,1,4,4]") == "");
+  CHECK(shapeError("auto_pad = \"SAME_LOWER\"", "f32[1,1,7,7]") == "");
+  CHECK(shapeError("auto_pad = \"VALID\", strides = [2, 3]",
+                   "f32[1,1,3,2]") == "");
+  CHECK(shapeError("auto_pad = \"VALID\"", "f32[1,1,7,7]") ==
+        "Conv '%y': declared type f32[1,1,7,7] of result %y does not match "
+        "inferred type f32[1,1,5,5]");
+  auto geometry = [](const std::string &autoPad) {
+    Case c = parse("graph @g(%x: f32[1,1,6,6], %w: f32[1,1,4,4]) {\n"
+                   "  %y = Conv(%x, %w) {auto_pad = \"" +
+                   autoPad + "\"} : f32[1,1,6,6]\n  return %y }");
+    auto g = getConvGeometry(*c.node);
+    REQUIRE(bool(g));
+    return std::make_pair(g->padBegin[0], g->padEnd[0]);
+  };
+  CHECK(geometry("SAME_UPPER") == std::make_pair<int64_t, int64_t>(1, 2));
+  CHECK(geometry("SAME_LOWER") == std::make_pair<int64_t, int64_t>(2, 1));
+}
+
+TEST_CASE("ConvTranspose is the adjoint of Conv") {
+  // <Conv(x, w), y> == <x, ConvTranspose(y, w)> for every x, y: the
+  // gradient autodiff takes through Conv.
+  Rng rng(1303);
+  INFO("seed 1303");
+  struct Geometry {
+    std::string xType, wType, yType, attrs, outputPadding;
+  };
+  const Geometry geometries[] = {
+      {"f64[2,3,7,6]", "f64[4,3,3,2]", "f64[2,4,3,5]",
+       "dilations = [1, 2], pads = [1, 0, 0, 1], strides = [2, 1]", "[1, 0]"},
+      {"f64[1,4,8,8]", "f64[6,2,3,3]", "f64[1,6,2,4]",
+       "group = 2, pads = [0, 1, 0, 0], strides = [3, 2]", "[2, 0]"},
+      {"f64[1,3,8,8]", "f64[5,3,4,4]", "f64[1,5,2,2]", "strides = [4, 4]",
+       "[0, 0]"},
+  };
+  for (const Geometry &g : geometries) {
+    INFO(g.attrs);
+    Case conv = parse("graph @g(%x: " + g.xType + ", %w: " + g.wType +
+                      ") {\n  %y = Conv(%x, %w) {" + g.attrs + "} : " +
+                      g.yType + "\n  return %y }");
+    Case back = parse("graph @g(%d: " + g.yType + ", %w: " + g.wType +
+                      ") {\n  %y = ConvTranspose(%d, %w) {" + g.attrs +
+                      ", output_padding = " + g.outputPadding + "} : " +
+                      g.xType + "\n  return %y }");
+    TensorType xType = conv.graph->getInput(0)->getType();
+    TensorType wType = conv.graph->getInput(1)->getType();
+    TensorType yType = conv.node->getResult(0)->getType();
+    auto x = randomData(xType, rng), w = randomData(wType, rng),
+         d = randomData(yType, rng);
+    auto y = runAll(conv, {x, w});
+    auto t = runAll(back, {d, w});
+    double lhs = 0, rhs = 0;
+    for (int64_t i = 0; i < y->getNumElements(); ++i)
+      lhs += y->getDouble(i) * d->getDouble(i);
+    for (int64_t i = 0; i < x->getNumElements(); ++i)
+      rhs += x->getDouble(i) * t->getDouble(i);
+    CHECK(std::fabs(lhs - rhs) <= 1e-12 * (1 + std::fabs(lhs)));
+  }
+}
+
+TEST_CASE("Conv gives the same bits on 1 and 4 threads") {
+  Rng rng(1304);
+  Case c = parse(R"(graph @g(%x: f32[2,3,32,32], %w: f32[16,3,8,8], %b: f32[16]) {
+    %y = Conv(%x, %w, %b) {strides = [8, 8]} : f32[2,16,4,4]
+    return %y })");
+  runAll(c, {randomData(TensorType(DType::F32, {2, 3, 32, 32}), rng),
+             randomData(TensorType(DType::F32, {16, 3, 8, 8}), rng),
+             randomData(TensorType(DType::F32, {16}), rng)});
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("shape inference names the node and what is wrong") {
+  CHECK(inferError(R"(graph @g(%x: f32[3]) {
+    %y = Trilu(%x) : f32[3]
+    return %y })") ==
+        "Trilu '%y': operand 0 (%x) must have rank >= 2, got f32[3]");
+  CHECK(inferError(R"(graph @g(%x: f32[2,2], %k: i32[]) {
+    %y = Trilu(%x, %k) : f32[2,2]
+    return %y })") ==
+        "Trilu '%y': operand 1 (%k) must have dtype i64, got i32[]");
+  CHECK(inferError(R"(graph @g(%x: f32[2,2], %a: i64[2]) {
+    %y = CumSum(%x, %a) : f32[2,2]
+    return %y })") == "CumSum '%y': operand 1 (%a) must be a scalar "
+                      "(one element), got i64[2]");
+  CHECK(inferError(R"(graph @g(%x: f32[2,2]) {
+    %a = Constant() {value = dense<i64[]: 2>} : i64[]
+    %y = CumSum(%x, %a) : f32[2,2]
+    return %y })") == "CumSum '%y': axis operand 1 (%a) is 2, "
+                      "expected a value in [-2, 1] for rank 2");
+  CHECK(inferError(R"(graph @g(%x: bool[2]) {
+    %y = CumSum(%x, %x) : bool[2]
+    return %y })") == "CumSum '%y': operand 0 (%x) must have a "
+                      "float, i32 or i64 dtype, got bool[2]");
+  CHECK(inferError(R"(graph @g(%x: f32[2,3], %i: i64[2]) {
+    %y = GatherElements(%x, %i) : f32[2]
+    return %y })") ==
+        "GatherElements '%y': operand 1 (%i) of type i64[2] must "
+        "have the rank of operand 0 (%x) of type f32[2,3]");
+  CHECK(inferError(R"(graph @g(%x: f32[2,3], %i: i64[2,4]) {
+    %y = GatherElements(%x, %i) : f32[2,4]
+    return %y })") ==
+        "GatherElements '%y': operand 1 (%i) of type i64[2,4] "
+        "exceeds operand 0 (%x) of type f32[2,3] in dim 1");
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %p = Constant() {value = dense<i64[2]: [1, 1]>} : i64[2]
+    %y = Pad(%x, %p) : f32[4,5]
+    return %y })") == "Pad '%y': pads operand 1 (%p) of type i64[2] "
+                      "must have 4 entries (two per padded axis)");
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %p = Constant() {value = dense<i64[4]: [0, -1, 0, 0]>} : i64[4]
+    %y = Pad(%x, %p) {mode = "edge"} : f32[2,2]
+    return %y })") ==
+        "Pad '%y': pads [0,-1,0,0] has a negative "
+        "entry for axis 1, which only mode \"constant\" supports");
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %p = Constant() {value = dense<i64[4]: [0, 0, 0, 0]>} : i64[4]
+    %y = Pad(%x, %p) {mode = "circular"} : f32[2,3]
+    return %y })") ==
+        "Pad '%y': attribute 'mode' is "
+        "\"circular\", expected \"constant\", \"reflect\", \"edge\" or "
+        "\"wrap\"");
+  CHECK(inferError(R"(graph @g(%x: f32[1,4,5,5], %w: f32[2,3,3,3]) {
+    %y = Conv(%x, %w) : f32[1,2,3,3]
+    return %y })") ==
+        "Conv '%y': operand 1 (%w) of type f32[2,3,3,3] must have 4 "
+        "input channels (dim 1) for operand 0 (%x) of type f32[1,4,5,5] and "
+        "group 1");
+  CHECK(inferError(R"(graph @g(%x: f32[1,1,2,2], %w: f32[1,1,3,3]) {
+    %y = Conv(%x, %w) : f32[1,1,1,1]
+    return %y })") ==
+        "Conv '%y': the kernel extent 3 exceeds the padded input size "
+        "2 in spatial dim 0 of operand 0 (%x) of type f32[1,1,2,2]");
+  CHECK(inferError(R"(graph @g(%x: i64[1,1,2,2], %w: i64[1,1,1,1]) {
+    %y = Conv(%x, %w) : i64[1,1,2,2]
+    return %y })") == "Conv '%y': operand 0 (%x) must have a float "
+                      "dtype, got i64[1,1,2,2]");
+  CHECK(inferError(R"(graph @g(%x: f32[2]) {
+    %y = Not(%x) : bool[2]
+    return %y })") ==
+        "Not '%y': operand 0 (%x) must have dtype bool, got f32[2]");
+  CHECK(inferError(R"(graph @g(%x: i64[2]) {
+    %y = IsNaN(%x) : bool[2]
+    return %y })") ==
+        "IsNaN '%y': operand 0 (%x) must have a float dtype, got i64[2]");
+}
+
+TEST_CASE("the CPU backend refuses what it does not implement, naming it") {
+  auto selectError = [](const std::string &text) {
+    Case c = parse(text);
+    auto kernel = selectKernel(*c.node);
+    return kernel ? std::string()
+                  : stripLoc(errorToString(kernel.takeError()));
+  };
+  CHECK(selectError(R"(graph @g(%x: f16[2]) {
+    %y = Sin(%x) : f16[2]
+    return %y })") == "Sin '%y': the cpu backend has no Sin kernel for "
+                      "operand of dtype f16 (supported: f32, f64)");
+  CHECK(selectError(R"(graph @g(%x: f16[1,1,2,2], %w: f16[1,1,1,1]) {
+    %y = Conv(%x, %w) : f16[1,1,2,2]
+    return %y })") == "Conv '%y': the cpu backend has no Conv kernel "
+                      "for operands of dtype f16 (supported: f32, f64)");
+}
