@@ -1324,7 +1324,7 @@ TEST_CASE("every fixture under tests/fixtures imports and verifies") {
     auto params = llvm::json::parse((*buffer)->getBuffer());
     REQUIRE_MESSAGE(bool(params), errorToString(params.takeError()));
     // Import-only fixtures (fam_*_drop) carry no reference values.
-    if (!params->getAsObject()->getBoolean("import_only").value_or(false)) {
+    if (!params->getAsObject()->getBoolean("import_only").getValueOr(false)) {
       const llvm::json::Object *trainable =
           params->getAsObject()->getObject("initializers");
       REQUIRE(trainable);
