@@ -7,6 +7,9 @@
 # lives in build-asan/corpus/TARGET (seeded from the tests on first use);
 # crashes are written to build-asan/crashes/TARGET. Exit status: libFuzzer's
 # (nonzero on a finding). The build needs clang-14 and libclang-rt-14-dev.
+# libFuzzer's -timeout (20 s here) is wall-clock: a long run under `nice -n 19`
+# on a busy machine should pass -timeout=300, or a starved input of a few
+# milliseconds is reported as a timeout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

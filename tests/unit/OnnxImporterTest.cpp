@@ -1371,14 +1371,14 @@ TEST_CASE("every fixture under tests/fixtures imports and verifies") {
 //===----------------------------------------------------------------------===//
 
 TEST_CASE("names that are not valid UTF-8 are refused, naming where") {
-  // x + w -> t (value_info), LeakyRelu(t) -> y; each case breaks one name.
+  // x + w -> t (value_info), Softmax(t) -> y; each case breaks one name.
   const std::string bad = "b\xff";
   // (ModelBuilder points into itself: built in place, never copied.)
   auto fill = [](ModelBuilder &m) {
     m.input("x", kFloat, {2});
     m.floats("w", {2}, {1, 2});
     m.node("Add", {"x", "w"}, {"t"}, "add");
-    attrFloat(m.node("LeakyRelu", {"t"}, {"y"}, "leaky"), "alpha", 0.5f);
+    attrInt(m.node("Softmax", {"t"}, {"y"}, "softmax"), "axis", -1);
     m.valueInfo("t", kFloat, {2});
     m.output("y");
   };
@@ -1405,15 +1405,15 @@ TEST_CASE("names that are not valid UTF-8 are refused, naming where") {
       {[&](onnx::GraphProto &g) { g.mutable_node(0)->set_input(1, bad); },
        "node #0 (Add) input #1"},
       {[&](onnx::GraphProto &g) { g.mutable_node(1)->set_output(0, bad); },
-       "node #1 (LeakyRelu) output #0"},
+       "node #1 (Softmax) output #0"},
       {[&](onnx::GraphProto &g) {
          g.mutable_node(1)->mutable_attribute(0)->set_name(bad);
        },
-       "node #1 (LeakyRelu) attribute #0 name"},
+       "node #1 (Softmax) attribute #0 name"},
       {[&](onnx::GraphProto &g) {
          g.mutable_node(1)->mutable_attribute(0)->set_ref_attr_name(bad);
        },
-       "node #1 (LeakyRelu) attribute 'alpha' ref_attr_name"},
+       "node #1 (Softmax) attribute 'axis' ref_attr_name"},
       {[&](onnx::GraphProto &g) { g.mutable_node(1)->set_op_type(bad); },
        "node #1 op type"},
       {[&](onnx::GraphProto &g) { g.mutable_node(1)->set_domain(bad); },
@@ -1457,7 +1457,7 @@ TEST_CASE("names that are not valid UTF-8 are refused, naming where") {
   branch->mutable_g()->add_node()->set_op_type("Relu");
   branch->mutable_g()->mutable_node(0)->add_output(bad);
   CHECK(importError(s.bytes()) ==
-        "model.onnx: node #1 (LeakyRelu) attribute 'then_branch': node #0 "
+        "model.onnx: node #1 (Softmax) attribute 'then_branch': node #0 "
         "(Relu) output #0 'b\\xff' " + badByte);
 
 TEST_CASE("CastLike, ScatterND and SplitToSequence + SequenceAt convert") {
