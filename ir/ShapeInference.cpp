@@ -1937,16 +1937,17 @@ Expected<ConvGeometry> convGeometry(const Node &node) {
     int64_t stride = geometry.strides[i];
     if (transpose && outputShape) {
       // ONNX: total = stride (in - 1) + output_padding + extent - out;
-      // SAME_UPPER puts total / 2 first, otherwise total / 2 goes last.
+      // SAME_UPPER puts total / 2 first, otherwise total / 2 goes last,
+      // rounded down as ONNX's reference computes it. A negative total (an
+      // output_shape beyond the transposed extent) pads negatively: the
+      // positions past the extent take no input.
       int64_t full = stride * (in - 1) + geometry.outputPadding[i] + extent;
       int64_t total = full - (*outputShape)[i];
-      if (total < 0)
+      if ((*outputShape)[i] < 0)
         return nodeError(node, "attribute 'output_shape' " +
                                    formatDims(*outputShape) +
-                                   " exceeds the transposed extent " +
-                                   Twine(full) + " in spatial dim " +
-                                   Twine(i));
-      int64_t half = total / 2;
+                                   " has a negative entry");
+      int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
       geometry.padBegin[i] = *autoPad == "SAME_UPPER" ? half : total - half;
       geometry.padEnd[i] = total - geometry.padBegin[i];
       geometry.resultDims.push_back((*outputShape)[i]);

@@ -13,7 +13,8 @@
 //     attribute, Split num_outputs -> split operand, Gelu -> remat.Gelu,
 //     Flatten -> Reshape, GatherND with constant indices -> Reshape + Gather,
 //     CastLike -> Cast, ScatterND with constant indices -> Reshape +
-//     ScatterElements,
+//     ScatterElements, SplitToSequence -> Split (SequenceAt at a constant
+//     position picks a piece),
 //     seeds for Dropout, ...). Every result type comes from ir::inferTypes;
 //     a node whose operands are all constants (or a Shape of a static type)
 //     is evaluated with ImportOptions::evaluator and replaced by a Constant
@@ -235,7 +236,15 @@ private:
   //===--- Step 3: nodes --------------------------------------------------===//
 
   /// What an ONNX node becomes: a remat op, or a conversion at import.
-  enum class Conversion { None, Flatten, GatherND, CastLike, ScatterND };
+  enum class Conversion {
+    None,
+    Flatten,
+    GatherND,
+    CastLike,
+    ScatterND,
+    SplitToSequence,
+    SequenceAt
+  };
   /// Maps \p flat's op type. \returns false if remat has no such op.
   bool mapOp(const FlatNode &flat, std::optional<OpKind> &op,
              Conversion &conversion) const;
@@ -267,6 +276,9 @@ private:
   Expected<SmallVector<Value *, 2>> convertCastLike(const FlatNode &flat,
                                                     ArrayRef<Value *> operands,
                                                     const std::string &name);
+  /// SplitToSequence (constant split) and SequenceAt (constant position).
+  Error convertSequenceOp(const FlatNode &flat, Conversion conversion,
+                          const AttrList &attrs);
   Expected<SmallVector<Value *, 2>> convertScatterND(const FlatNode &flat,
                                                      ArrayRef<Value *> operands,
                                                      const AttrList &attrs,
@@ -318,6 +330,10 @@ private:
   llvm::StringMap<const onnx::TypeProto *> valueInfo_;
   /// ONNX name -> value.
   llvm::StringMap<Value *> values_;
+  /// The tensor sequences SplitToSequence made, by name: remat has no
+  /// sequence type, so a sequence lives here as its elements and SequenceAt
+  /// (at a constant position) picks one.
+  llvm::StringMap<SmallVector<Value *, 4>> sequences_;
   /// Value name -> the ONNX node that defines it, for messages.
   llvm::StringMap<std::string> producers_;
   /// Value name -> why evaluating its node at import failed.
@@ -1129,6 +1145,126 @@ Importer::convertCastLike(const FlatNode &flat, ArrayRef<Value *> operands,
   return emit(flat, OpKind::Cast, {operands[0]}, std::move(attrs), {name});
 }
 
+Error Importer::convertSequenceOp(const FlatNode &flat, Conversion conversion,
+                                  const AttrList &attrs) {
+  const onnx::NodeProto &proto = *flat.proto;
+  if (proto.output_size() != 1 || proto.output(0).empty())
+    return nodeError(flat, "expects 1 output");
+  const std::string &name = proto.output(0);
+  auto tensor = [&](int i) -> Expected<Value *> {
+    auto it = values_.find(proto.input(i));
+    if (it == values_.end())
+      return nodeError(flat, "input '" + proto.input(i) +
+                                 "' is not a tensor remat knows (a sequence "
+                                 "other than SplitToSequence's?)");
+    return it->second;
+  };
+  if (conversion == Conversion::SequenceAt) {
+    // SequenceAt(sequence, position) == element position (negative counts
+    // from the end), as an Identity named by the output.
+    if (proto.input_size() != 2)
+      return nodeError(flat, "expects 2 inputs");
+    auto seq = sequences_.find(proto.input(0));
+    if (seq == sequences_.end())
+      return nodeError(flat, "input '" + proto.input(0) +
+                                 "' is not a sequence SplitToSequence made; "
+                                 "remat supports no other sequences");
+    auto position = tensor(1);
+    if (!position)
+      return position.takeError();
+    const TensorData *value = getConstantValue(*position);
+    if (!value || value->getNumElements() != 1)
+      return nodeError(flat, "position '" + proto.input(1) +
+                                 "' must be a constant scalar: remat picks "
+                                 "the element when importing");
+    int64_t size = static_cast<int64_t>(seq->second.size());
+    int64_t index = value->getInts()[0];
+    if (index < -size || index >= size)
+      return nodeError(flat, "position " + Twine(index) +
+                                 " is out of range for a sequence of " +
+                                 Twine(size) + " tensors");
+    Value *element = seq->second[index < 0 ? index + size : index];
+    auto results = emit(flat, OpKind::Identity, {element}, {}, {name});
+    if (!results)
+      return results.takeError();
+    values_[name] = (*results)[0];
+    return Error::success();
+  }
+  // SplitToSequence(input, split) {axis, keepdims}: a Split along axis into
+  // pieces of 1 (without split; squeezed unless keepdims), of the scalar
+  // split's size (the last one smaller), or of the listed sizes.
+  if (proto.input_size() < 1 || proto.input_size() > 2)
+    return nodeError(flat, "expects 1 or 2 inputs");
+  auto input = tensor(0);
+  if (!input)
+    return input.takeError();
+  const TensorType &type = (*input)->getType();
+  int64_t rank = type.getRank();
+  int64_t axis = attrs.getInt("axis").value_or(0);
+  if (axis < -rank || axis >= rank)
+    return nodeError(flat, "attribute 'axis' is " + Twine(axis) +
+                               ", out of range for " + type.str());
+  if (axis < 0)
+    axis += rank;
+  bool keepDims = attrs.getInt("keepdims").value_or(1) != 0;
+  int64_t dim = type.getDim(axis);
+  std::vector<int64_t> sizes;
+  bool hasSplit = proto.input_size() == 2 && !proto.input(1).empty();
+  if (hasSplit) {
+    auto split = tensor(1);
+    if (!split)
+      return split.takeError();
+    const TensorData *value = getConstantValue(*split);
+    if (!value)
+      return nodeError(flat, "split '" + proto.input(1) +
+                                 "' must be a constant: remat imports "
+                                 "SplitToSequence as a Split");
+    std::vector<int64_t> values = value->getInts();
+    if (value->getType().getRank() == 0) {
+      if (values[0] < 1)
+        return nodeError(flat, "split " + Twine(values[0]) +
+                                   " must be positive");
+      for (int64_t start = 0; start < dim; start += values[0])
+        sizes.push_back(std::min(values[0], dim - start));
+    } else {
+      sizes = values;
+    }
+  } else {
+    sizes.assign(dim, 1);
+  }
+  if (sizes.empty())
+    return nodeError(flat, "would make an empty sequence from " + type.str());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    names.push_back(freshName(name + "." + std::to_string(i)));
+  Value *splitSizes = emitConstant(
+      TensorData::fromInts(
+          TensorType(DType::I64, {static_cast<int64_t>(sizes.size())}), sizes),
+      name + ".split");
+  AttrList splitAttrs;
+  splitAttrs.set("axis", axis);
+  auto pieces =
+      emit(flat, OpKind::Split, {*input, splitSizes}, std::move(splitAttrs),
+           names);
+  if (!pieces)
+    return pieces.takeError();
+  SmallVector<Value *, 4> elements(pieces->begin(), pieces->end());
+  if (!hasSplit && !keepDims) {
+    Value *axes = emitConstant(
+        TensorData::fromInts(TensorType(DType::I64, {1}), {axis}),
+        name + ".axes");
+    for (Value *&element : elements) {
+      auto squeezed = emit(flat, OpKind::Squeeze, {element, axes}, {},
+                           {freshName(element->getName().str() + ".squeezed")});
+      if (!squeezed)
+        return squeezed.takeError();
+      element = (*squeezed)[0];
+    }
+  }
+  sequences_[name] = std::move(elements);
+  return Error::success();
+}
+
 Expected<SmallVector<Value *, 2>>
 Importer::convertScatterND(const FlatNode &flat, ArrayRef<Value *> operands,
                            const AttrList &attrs, const std::string &name) {
@@ -1509,6 +1645,10 @@ bool Importer::mapOp(const FlatNode &flat, std::optional<OpKind> &op,
       conversion = Conversion::CastLike;
     else if (opType == "ScatterND")
       conversion = Conversion::ScatterND;
+    else if (opType == "SplitToSequence")
+      conversion = Conversion::SplitToSequence;
+    else if (opType == "SequenceAt")
+      conversion = Conversion::SequenceAt;
     else
       op = lookupOp("", opType);
   } else if (domain == "remat") {
@@ -1598,6 +1738,9 @@ Error Importer::convertNode(const FlatNode &flat) {
   auto attrs = convertAttributes(flat);
   if (!attrs)
     return attrs.takeError();
+  if (conversion == Conversion::SplitToSequence ||
+      conversion == Conversion::SequenceAt)
+    return convertSequenceOp(flat, conversion, *attrs);
 
   // Operands: trailing omitted inputs are dropped, omitted ones in the
   // middle take the op's default.
@@ -1616,6 +1759,10 @@ Error Importer::convertNode(const FlatNode &flat) {
       operands.push_back(*value);
       continue;
     }
+    if (sequences_.count(name))
+      return nodeError(flat, "input '" + name +
+                                 "' is a tensor sequence; remat reads "
+                                 "sequences only with SequenceAt");
     auto it = values_.find(name);
     assert(it != values_.end() && "sortNodes() checked every input");
     operands.push_back(it->second);

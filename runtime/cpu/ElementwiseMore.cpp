@@ -149,25 +149,40 @@ Expected<Kernel> selectElementwiseMore(const ir::Node &node) {
       return makeMapKernel<ReciprocalOp, T, T>();
     });
   case OpKind::IsInf: {
-    if (!isF32OrF64(dtype))
-      return unsupportedDType(node, "operand", dtype, "f32, f64");
+    // Only reads its operand, so f16 and bf16 work too (through float).
     bool negative = node.getAttrs().getInt("detect_negative").value_or(1) != 0;
     bool positive = node.getAttrs().getInt("detect_positive").value_or(1) != 0;
-    return dispatchFloat(dtype, [&](auto tag) -> Kernel {
-      using T = decltype(tag);
-      return [negative, positive](const KernelContext &ctx) -> Error {
-        const T *in = ctx.inputs[0].getData<T>();
+    auto make = [&](auto tag, auto load) -> Kernel {
+      using S = decltype(tag);
+      return [negative, positive, load](const KernelContext &ctx) -> Error {
+        const S *in = static_cast<const S *>(ctx.inputs[0].getData());
         BoolByte *out = ctx.outputs[0].getData<BoolByte>();
-        const T inf = std::numeric_limits<T>::infinity();
-        ctx.parallel.run(ctx.outputs[0].getNumElements(), kElementwiseGrain,
-                         [&](int64_t begin, int64_t end) {
-                           for (int64_t i = begin; i < end; ++i)
-                             out[i] = (positive && in[i] == inf) ||
-                                      (negative && in[i] == -inf);
-                         });
+        ctx.parallel.run(
+            ctx.outputs[0].getNumElements(), kElementwiseGrain,
+            [&](int64_t begin, int64_t end) {
+              for (int64_t i = begin; i < end; ++i) {
+                auto x = load(in[i]);
+                using T = decltype(x);
+                const T inf = std::numeric_limits<T>::infinity();
+                out[i] = (positive && x == inf) || (negative && x == -inf);
+              }
+            });
         return Error::success();
       };
-    });
+    };
+    switch (dtype) {
+    case DType::F32:
+      return make(float(), [](float x) { return x; });
+    case DType::F64:
+      return make(double(), [](double x) { return x; });
+    case DType::F16:
+      return make(uint16_t(), [](uint16_t x) { return ir::halfToFloat(x); });
+    case DType::BF16:
+      return make(uint16_t(),
+                  [](uint16_t x) { return ir::bfloat16ToFloat(x); });
+    default:
+      llvm_unreachable("shape inference admits float dtypes only");
+    }
   }
   case OpKind::Or:
     return makeBroadcastKernel<OrOp, BoolByte, BoolByte>(binaryPlan());

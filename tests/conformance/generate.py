@@ -56,11 +56,13 @@ STATIC_OPERANDS = {
     "Expand": (1,),
     "GatherND": (1,),
     "OneHot": (1,),
+    "Pad": (1, 3),
     "Range": (0, 1, 2),
     "ReduceMax": (1,),
     "ReduceMean": (1,),
     "ReduceSum": (1,),
     "Reshape": (1,),
+    "ScatterND": (1,),
     "Slice": (1, 2, 3, 4),
     "Split": (1,),
     "Squeeze": (1,),
@@ -73,6 +75,9 @@ IMPORTER_CONVERSIONS = {
     "Flatten": "converted to Reshape",
     "GatherND": "converted to Reshape + Gather (constant indices only)",
     "Gelu": "imported as remat.Gelu (opset 20)",
+    "CastLike": "converted to Cast to the second input's dtype",
+    "ScatterND": "converted to Reshape + ScatterElements (constant indices "
+                 "only)",
 }
 
 # Ops whose versions after opset 20 change nothing a case at opset 20 could
@@ -82,16 +87,22 @@ IMPORTER_CONVERSIONS = {
 RETARGET = {
     "Cast": "21-25 add 4-bit, 2-bit and float8e8m0 types; 'round_mode' (25) "
             "only affects float8/float4",
+    "CastLike": "21-25 add 4-bit, 2-bit and float8e8m0 types",
     "Constant": "21-25 add types",
     "ConstantOfShape": "21-25 add types",
+    "Conv": "22 adds bfloat16",
+    "ConvTranspose": "22 adds bfloat16",
+    "Cos": "22 adds bfloat16",
     "Dropout": "22 adds bfloat16 and float8 types",
     "Flatten": "21-25 add types",
     "Identity": "21-25 add types",
     "Mod": "28 allows floating-point inputs with fmod=0 (A - floor(A/B)*B)",
     "OneHot": "28 adds bfloat16 values",
     "Range": "27 adds float16/bfloat16 and 'stash_type'",
+    "Pad": "21-25 add types",
     "Reshape": "21-25 add types",
     "Shape": "21-25 add types",
+    "Sin": "22 adds bfloat16",
     "Squeeze": "21-25 add types",
     "Transpose": "21-25 add types",
     "Unsqueeze": "21-25 add types",

@@ -1364,3 +1364,72 @@ TEST_CASE("every fixture under tests/fixtures imports and verifies") {
     CHECK_MESSAGE(graphsEqual(graph, **parsed, &why), why);
   }
 }
+
+TEST_CASE("CastLike, ScatterND and SplitToSequence + SequenceAt convert") {
+  // CastLike takes the second input's dtype; its values are not read.
+  ModelBuilder castLike;
+  castLike.input("x", kFloat, {2});
+  castLike.ints("like", {1}, {0});
+  castLike.node("CastLike", {"x", "like"}, {"y"}, "castlike");
+  castLike.output("y");
+  auto cast = importOk(castLike.bytes());
+  REQUIRE(cast);
+  CHECK(cast->getOutputs()[0]->getType().str() == "i64[2]");
+  CHECK(cast->getOutputs()[0]->getDefiningNode()->getOp() == OpKind::Cast);
+
+  // ScatterND with constant indices becomes Reshape + ScatterElements.
+  ModelBuilder scatter;
+  scatter.input("data", kFloat, {3, 2});
+  scatter.input("updates", kFloat, {2, 2});
+  scatter.ints("indices", {2, 1}, {2, 0});
+  scatter.node("ScatterND", {"data", "indices", "updates"}, {"y"}, "scatter");
+  scatter.output("y");
+  auto scattered = importOk(scatter.bytes());
+  REQUIRE(scattered);
+  bool hasScatter = false;
+  for (const Node &node : scattered->getNodes())
+    hasScatter |= node.getOp() == OpKind::ScatterElements;
+  CHECK(hasScatter);
+  scatter.graph->mutable_initializer()->Clear();
+  scatter.input("indices", kInt64, {2, 1});
+  CHECK_CONTAINS(importError(scatter.bytes()),
+                 "indices 'indices' must be a constant: remat imports "
+                 "ScatterND as Reshape + ScatterElements");
+
+  // A sequence of the pieces of a Split; SequenceAt picks one (negative
+  // positions count from the end).
+  ModelBuilder seq;
+  seq.input("x", kFloat, {2, 6});
+  seq.ints("split", {3}, {1, 2, 3});
+  seq.ints("pos", {}, {-2});
+  onnx::NodeProto *split =
+      seq.node("SplitToSequence", {"x", "split"}, {"s"}, "split");
+  attrInt(split, "axis", 1);
+  seq.node("SequenceAt", {"s", "pos"}, {"y"}, "at");
+  seq.output("y");
+  auto picked = importOk(seq.bytes());
+  REQUIRE(picked);
+  CHECK(picked->getOutputs()[0]->getType().str() == "f32[2,2]");
+
+  // Without split: pieces of 1, squeezed when keepdims is 0.
+  ModelBuilder ones;
+  ones.input("x", kFloat, {3, 4});
+  ones.ints("pos", {}, {1});
+  onnx::NodeProto *each = ones.node("SplitToSequence", {"x"}, {"s"}, "each");
+  attrInt(each, "keepdims", 0);
+  ones.node("SequenceAt", {"s", "pos"}, {"y"}, "at");
+  ones.output("y");
+  auto squeezed = importOk(ones.bytes());
+  REQUIRE(squeezed);
+  CHECK(squeezed->getOutputs()[0]->getType().str() == "f32[4]");
+
+  // A sequence read by anything but SequenceAt is refused by name.
+  ModelBuilder other;
+  other.input("x", kFloat, {2, 2});
+  other.node("SplitToSequence", {"x"}, {"s"}, "split");
+  other.node("Identity", {"s"}, {"y"}, "use");
+  other.output("y");
+  CHECK_CONTAINS(importError(other.bytes()),
+                 "input 's' is a tensor sequence; remat reads sequences only "
+                 "with SequenceAt");
+}
