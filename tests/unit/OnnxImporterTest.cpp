@@ -1459,6 +1459,7 @@ TEST_CASE("names that are not valid UTF-8 are refused, naming where") {
   CHECK(importError(s.bytes()) ==
         "model.onnx: node #1 (Softmax) attribute 'then_branch': node #0 "
         "(Relu) output #0 'b\\xff' " + badByte);
+}
 
 TEST_CASE("CastLike, ScatterND and SplitToSequence + SequenceAt convert") {
   // CastLike takes the second input's dtype; its values are not read.
