@@ -6,7 +6,7 @@ configuration keeping its best round.
 
   python3 tools/bench/cpu_speed.py [--build build] [--config models/bert-base.json]
       [--threads 2] [--steps 3] [--rounds 3]
-      [--torch-python /work/main/.venv-peers/bin/python] [--ort-python .venv/bin/python]
+      [--torch-python .venv-peers/bin/python] [--ort-python .venv/bin/python]
 
 Measures (the time of a step is the median of --steps steps after one
 warm-up step, in every process):
@@ -111,7 +111,7 @@ def main():
     parser.add_argument("--only", default="train,forward,scaling",
                         help="which goals to measure (comma-separated)")
     parser.add_argument("--torch-python",
-                        default="/work/main/.venv-peers/bin/python")
+                        default=".venv-peers/bin/python")
     parser.add_argument("--ort-python", default=".venv/bin/python")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--json", help="write every measurement here")
