@@ -545,6 +545,87 @@ REMAT_HOST_DEVICE inline int64_t padOffset(const Dims &outSpace,
   return offset;
 }
 
+//===----------------------------------------------------------------------===//
+// Conv, ConvTranspose (issue 13; runtime/cpu/Conv.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The geometry of a Conv or ConvTranspose: N-d, one entry per spatial dim.
+struct ConvShape {
+  int rank = 0;
+  int64_t inChannels = 0, outChannels = 0, group = 1;
+  int64_t inSpatial[kMaxRank] = {}, outSpatial[kMaxRank] = {};
+  int64_t kernel[kMaxRank] = {}, strides[kMaxRank] = {};
+  int64_t dilations[kMaxRank] = {}, padBegin[kMaxRank] = {};
+  bool transpose = false;
+};
+
+/// Result element \p e ([N, M, spatial...] row-major) of a Conv (or
+/// ConvTranspose, in gather form) of \p x by \p w, plus \p bias (or null):
+/// the CPU kernel's sum, in its order (input channel, then kernel positions
+/// row-major), with the bias added last.
+template <typename T>
+REMAT_HOST_DEVICE inline T convElement(const ConvShape &shape, const T *x,
+                                       const T *w, const T *bias, int64_t e) {
+  int64_t outSize = 1, inSize = 1, kernelSize = 1;
+  for (int d = 0; d < shape.rank; ++d) {
+    outSize *= shape.outSpatial[d];
+    inSize *= shape.inSpatial[d];
+    kernelSize *= shape.kernel[d];
+  }
+  int64_t o = e % outSize;
+  int64_t m = (e / outSize) % shape.outChannels;
+  int64_t n = e / (outSize * shape.outChannels);
+  int64_t pos[kMaxRank] = {};
+  for (int d = shape.rank - 1; d >= 0; --d) {
+    pos[d] = o % shape.outSpatial[d];
+    o /= shape.outSpatial[d];
+  }
+  int64_t xGroup = shape.inChannels / shape.group;
+  int64_t yGroup = shape.outChannels / shape.group;
+  int64_t g = m / yGroup;
+  T acc = T(0);
+  for (int64_t c = 0; c < xGroup; ++c) {
+    int64_t xc = g * xGroup + c;
+    const T *xPlane = x + (n * shape.inChannels + xc) * inSize;
+    // Conv: W[m, c, k]; ConvTranspose: W[xc, m - g * yGroup, k].
+    const T *wKernel = !shape.transpose
+                           ? w + (m * xGroup + c) * kernelSize
+                           : w + (xc * yGroup + (m - g * yGroup)) * kernelSize;
+    for (int64_t kk = 0; kk < kernelSize; ++kk) {
+      // Kernel position kk, row-major; the input offset it reads.
+      int64_t rest = kk, offset = 0, scale = 1;
+      bool inside = true;
+      for (int d = shape.rank - 1; d >= 0; --d) {
+        int64_t k = rest % shape.kernel[d];
+        rest /= shape.kernel[d];
+        int64_t i;
+        if (!shape.transpose) {
+          i = pos[d] * shape.strides[d] - shape.padBegin[d] +
+              k * shape.dilations[d];
+        } else {
+          int64_t t = pos[d] + shape.padBegin[d] - k * shape.dilations[d];
+          if (t < 0 || t % shape.strides[d] != 0) {
+            inside = false;
+            break;
+          }
+          i = t / shape.strides[d];
+        }
+        if (i < 0 || i >= shape.inSpatial[d]) {
+          inside = false;
+          break;
+        }
+        offset += i * scale;
+        scale *= shape.inSpatial[d];
+      }
+      if (inside)
+        acc += xPlane[offset] * wKernel[kk];
+    }
+  }
+  if (bias)
+    acc += bias[m];
+  return acc;
+}
+
 /// ScatterElements "add" or "mul" for one output element: \p value is
 /// data's element; the updates that target it are \p sortedPositions[begin,
 /// end) (update positions in increasing order, as a stable sort by target

@@ -627,4 +627,28 @@ int launchPad(StreamHandle stream, unsigned elementSize, const void *in,
   });
 }
 
+namespace {
+
+template <typename T>
+__global__ void convKernel(const T *x, const T *w, const T *bias, T *y,
+                           body::ConvShape shape, int64_t count) {
+  REMAT_GRID_LOOP(e, count) { y[e] = body::convElement(shape, x, w, bias, e); }
+}
+
+} // namespace
+
+int launchConv(StreamHandle stream, ElemType type, const void *x,
+               const void *w, const void *bias, void *y,
+               const body::ConvShape &shape, int64_t count) {
+  if (count == 0)
+    return 0;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    convKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(x), static_cast<const T *>(w),
+        static_cast<const T *>(bias), static_cast<T *>(y), shape, count);
+    return lastError();
+  });
+}
+
 } // namespace remat::runtime::cuda

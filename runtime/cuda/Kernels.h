@@ -156,6 +156,12 @@ int launchPad(StreamHandle stream, unsigned elementSize, const void *in,
               const body::Strides &begin, body::PadMode mode,
               const void *value);
 
+/// Conv or ConvTranspose (\p shape.transpose) of f32/f64 \p x by \p w plus
+/// \p bias (or null) into \p count result elements.
+int launchConv(StreamHandle stream, ElemType type, const void *x,
+               const void *w, const void *bias, void *y,
+               const body::ConvShape &shape, int64_t count);
+
 } // namespace remat::runtime::cuda
 
 #endif // REMAT_RUNTIME_CUDA_KERNELS_H

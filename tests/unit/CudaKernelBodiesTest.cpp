@@ -467,6 +467,68 @@ TEST_CASE("cuda bodies: GatherElements, Trilu, CumSum and Pad give the CPU's "
   }
 }
 
+TEST_CASE("cuda bodies: Conv and ConvTranspose give the CPU's bits") {
+  struct Case {
+    const char *name;
+    OpKind op;
+    Dims x, w;
+    std::vector<int64_t> strides, pads, dilations;
+    int64_t group;
+    bool bias;
+  } cases[] = {
+      // ViT's patch embedding: stride = kernel.
+      {"patches", OpKind::Conv, {2, 3, 8, 8}, {5, 3, 4, 4}, {4, 4},
+       {0, 0, 0, 0}, {1, 1}, 1, true},
+      {"padded, strided", OpKind::Conv, {1, 2, 7, 6}, {3, 2, 3, 3}, {2, 1},
+       {1, 0, 1, 2}, {1, 1}, 1, false},
+      {"1-d, dilated, groups", OpKind::Conv, {2, 4, 11}, {6, 2, 3}, {1},
+       {2, 1}, {2}, 2, true},
+      {"transpose", OpKind::ConvTranspose, {2, 3, 4, 5}, {3, 2, 3, 3}, {2, 2},
+       {1, 1, 1, 1}, {1, 1}, 1, true},
+  };
+  uint64_t seed = 40;
+  for (const Case &c : cases) {
+    INFO(c.name);
+    size_t rank = c.x.size() - 2;
+    AttrList attrs;
+    attrs.set("strides", c.strides);
+    attrs.set("pads", c.pads);
+    attrs.set("dilations", c.dilations);
+    attrs.set("group", c.group);
+    int64_t outChannels =
+        c.op == OpKind::Conv ? c.w[0] : c.w[1] * c.group;
+    std::vector<TensorDataPtr> operands = {randomFloats(c.x, ++seed),
+                                           randomFloats(c.w, ++seed)};
+    if (c.bias)
+      operands.push_back(randomFloats({outChannels}, ++seed));
+    auto y = runCpu(c.op, operands, 1, attrs);
+    const Dims &yDims = y[0]->getType().getDims();
+    body::ConvShape shape;
+    shape.rank = int(rank);
+    shape.inChannels = c.x[1];
+    shape.outChannels = outChannels;
+    shape.group = c.group;
+    shape.transpose = c.op == OpKind::ConvTranspose;
+    for (size_t d = 0; d < rank; ++d) {
+      shape.inSpatial[d] = c.x[2 + d];
+      shape.outSpatial[d] = yDims[2 + d];
+      shape.kernel[d] = c.w[2 + d];
+      shape.strides[d] = c.strides[d];
+      shape.dilations[d] = c.dilations[d];
+      shape.padBegin[d] = c.pads[d];
+    }
+    int64_t count = y[0]->getNumElements();
+    REQUIRE(count > 0);
+    for (int64_t e = 0; e < count; ++e)
+      REQUIRE(sameBits(body::convElement(shape, elems<float>(operands[0]),
+                                         elems<float>(operands[1]),
+                                         c.bias ? elems<float>(operands[2])
+                                                : nullptr,
+                                         e),
+                       elems<float>(y[0])[e]));
+  }
+}
+
 TEST_CASE("cuda bodies: ScatterElements add, sorted by target, gives the "
           "CPU's bits") {
   // data [4, 3], updates [5, 3] along axis 0 with repeated targets: the
@@ -578,6 +640,9 @@ TEST_CASE("cuda coverage: training steps run every node on the device") {
        "batch=2,seq=16"},
       {REMAT_TEST_DIR "/fixtures/bert_dynamo/model.onnx",
        "batch=2,seq=16"},
+      // ViT's patch embedding is a Conv, trained through ConvTranspose.
+      {REMAT_TEST_DIR "/fixtures/fam_vit_ts_op17/model.onnx", "batch=2"},
+      {REMAT_TEST_DIR "/fixtures/fam_vit_dynamo/model.onnx", "batch=2"},
   };
   for (const Case &c : cases) {
     CAPTURE(c.model);
