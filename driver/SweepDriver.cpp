@@ -393,11 +393,9 @@ int sweepMain(int argc, char **argv) {
   double planSeconds = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - start)
                            .count();
-  size_t points = options.strategies.size(), feasible = 0;
-  for (const SweepRow &row : result.rows) {
-    points += row.alsoPoints.size();
+  size_t feasible = 0;
+  for (const SweepRow &row : result.rows)
     feasible += row.feasible;
-  }
   llvm::errs() << "remat-sweep: planned " << result.rows.size()
                << " rows (" << feasible << " distinct plans) in "
                << llvm::format("%.1f", planSeconds) << " s\n";
