@@ -43,7 +43,11 @@ ctest_args=()
 if [ "$unit" = 1 ]; then
   cmake --build "$build_dir" -j "$jobs"
 else
+  # Everything a ctest entry other than unit.* runs: the tools, the example
+  # pass plugins (lit), libremat.so's doctest (api.library), the ONNX
+  # checks and the fuzz targets.
   cmake --build "$build_dir" -j "$jobs" --target remat-opt remat-run remat-sweep \
+    remat-example-plugin remat-example-plugin-other-version remat-api-tests \
     remat-conformance remat-export-test-models remat-fuzz-rir remat-fuzz-onnx \
     remat-fuzz-bert-config remat-fuzz-tensor-proto remat-fuzz-pipeline
   ctest_args=(-E '^unit[.]')
