@@ -95,9 +95,6 @@ fi
 fuzz_seconds=$((SECONDS - phase_start))
 
 echo "Sanitized (clang-14, ASan+UBSan, $build_dir): build ${build_seconds} s, tests ${test_seconds} s, fuzz smoke ${fuzz_seconds} s"
-ran=$(ctest --test-dir "$build_dir" -N "${ctest_args[@]}" | sed -n 's/^ *Test *#[0-9]*: //p' | tr '\n' ' ')
-echo "  ctest entries run sanitized: $ran"
-[ "$unit" = 1 ] || echo "  unit tests: not built or run sanitized (SANITIZE_UNIT_TESTS=0)"
 log="$build_dir/Testing/Temporary/LastTest.log"
 if [ -f "$log" ]; then
   lit_counts=$(awk '/^Testing Time:/ {on = 1; next} on && /^  [A-Za-z ]+: *[0-9]+$/ {gsub(/^ +| +$/, ""); printf "%s%s", sep, $0; sep = ", "} /<end of output>/ {on = 0}' "$log" || true)
@@ -106,5 +103,9 @@ if [ -f "$log" ]; then
     "$(printf '%s\n' "$unsupported" | grep -c . || true)"
   [ -n "$unsupported" ] && printf '%s\n' "$unsupported" | sed 's/^/    /'
 fi
+# After reading the log: `ctest -N` rewrites LastTest.log.
+ran=$(ctest --test-dir "$build_dir" -N "${ctest_args[@]}" | sed -n 's/^ *Test *#[0-9]*: //p' | tr '\n' ' ')
+echo "  ctest entries run sanitized: $ran"
+[ "$unit" = 1 ] || echo "  unit tests: not built or run sanitized (SANITIZE_UNIT_TESTS=0)"
 for line in "${fuzz_summary[@]}"; do echo "  $line"; done
 exit $status
