@@ -40,6 +40,22 @@ void copyTensorBytes(const Tensor &in, const Tensor &out) {
   std::memcpy(out.getData(), in.getData(), out.getByteSize());
 }
 
+void copyTensorBytes(const Tensor &in, const Tensor &out,
+                     ParallelFor &parallel) {
+  assert(in.getByteSize() == out.getByteSize() && "copy between sizes");
+  if (in.getData() == out.getData() || out.getByteSize() == 0)
+    return;
+  constexpr int64_t kBlock = 256 * 1024;
+  int64_t bytes = out.getByteSize();
+  auto *target = static_cast<char *>(out.getData());
+  const auto *source = static_cast<const char *>(in.getData());
+  parallel.run(
+      (bytes + kBlock - 1) / kBlock, 4, [&](int64_t begin, int64_t end) {
+        int64_t first = begin * kBlock, last = std::min(bytes, end * kBlock);
+        std::memcpy(target + first, source + first, size_t(last - first));
+      });
+}
+
 StridedCopyPlan makeStridedCopyPlan(ArrayRef<int64_t> outDims,
                                     ArrayRef<int64_t> inStrides, int64_t base,
                                     unsigned elementSize) {
@@ -599,6 +615,9 @@ Kernel selectGather(const ir::Node &node) {
 
 enum class ScatterReduction { None, Add, Mul };
 
+/// Fibers one ScatterElements task takes together (see makeScatterKernel).
+constexpr int64_t kScatterColumns = 64;
+
 template <typename T, ScatterReduction R>
 Kernel makeScatterKernel(Dims indexDims, Dims dataDims, unsigned axis) {
   return [indexDims, dataDims, axis](const KernelContext &ctx) -> Error {
@@ -606,7 +625,7 @@ Kernel makeScatterKernel(Dims indexDims, Dims dataDims, unsigned axis) {
         normalizeIndices(ctx.node, ctx.inputs[1], dataDims[axis], axis);
     if (!indices)
       return indices.takeError();
-    copyTensorBytes(ctx.inputs[0], ctx.outputs[0]);
+    copyTensorBytes(ctx.inputs[0], ctx.outputs[0], ctx.parallel);
     const T *updates = static_cast<const T *>(ctx.inputs[2].getData());
     T *out = static_cast<T *>(ctx.outputs[0].getData());
     int64_t axisLen = indexDims[axis];
@@ -614,44 +633,59 @@ Kernel makeScatterKernel(Dims indexDims, Dims dataDims, unsigned axis) {
       return Error::success();
     Dims indexStrides = rowMajorStrides(indexDims);
     Dims dataStrides = rowMajorStrides(dataDims);
-    int64_t fibers = static_cast<int64_t>(indices->size()) / axisLen;
     // A fiber fixes every index but the axis one. Updates of different
     // fibers write different output elements, so fibers run in parallel and
     // each applies its updates in increasing axis order: the same order as
-    // a sequential row-major walk of the updates.
-    ctx.parallel.run(fibers, std::max<int64_t>(1, kCopyGrainElements / axisLen),
-                     [&](int64_t begin, int64_t end) {
-                       for (int64_t fiber = begin; fiber < end; ++fiber) {
-                         int64_t rest = fiber, uOffset = 0, oOffset = 0;
-                         for (size_t d = indexDims.size(); d > 0; --d) {
-                           if (d - 1 == axis)
-                             continue;
-                           int64_t i = rest % indexDims[d - 1];
-                           rest /= indexDims[d - 1];
-                           uOffset += i * indexStrides[d - 1];
-                           oOffset += i * dataStrides[d - 1];
-                         }
-                         for (int64_t a = 0; a < axisLen; ++a) {
-                           int64_t u = uOffset + a * indexStrides[axis];
-                           T &target =
-                               out[oOffset + (*indices)[u] * dataStrides[axis]];
-                           T value = updates[u];
-                           if constexpr (R == ScatterReduction::None) {
-                             target = value;
-                           } else if constexpr (R == ScatterReduction::Add) {
-                             if constexpr (std::is_integral_v<T>)
-                               target = wrapAdd(target, value);
-                             else
-                               target = target + value;
-                           } else {
-                             if constexpr (std::is_integral_v<T>)
-                               target = wrapMul(target, value);
-                             else
-                               target = target * value;
-                           }
-                         }
-                       }
-                     });
+    // a sequential row-major walk of the updates. When the axis is not the
+    // last dim, a task takes up to kScatterColumns fibers that differ only
+    // in the last index and walks the axis once for all of them, so that
+    // each step reads and writes a contiguous run (an embedding's gradient
+    // adds whole rows) instead of one element per cache line.
+    size_t rank = indexDims.size();
+    int64_t columns = axis + 1 < rank ? indexDims[rank - 1] : 1;
+    int64_t columnTiles = (columns + kScatterColumns - 1) / kScatterColumns;
+    int64_t groups = static_cast<int64_t>(indices->size()) / axisLen / columns;
+    const int64_t *index = indices->data();
+    auto apply = [](T &target, T value) {
+      if constexpr (R == ScatterReduction::None) {
+        target = value;
+      } else if constexpr (R == ScatterReduction::Add) {
+        if constexpr (std::is_integral_v<T>)
+          target = wrapAdd(target, value);
+        else
+          target = target + value;
+      } else {
+        if constexpr (std::is_integral_v<T>)
+          target = wrapMul(target, value);
+        else
+          target = target * value;
+      }
+    };
+    int64_t taskElements = axisLen * std::min(columns, kScatterColumns);
+    ctx.parallel.run(
+        groups * columnTiles,
+        std::max<int64_t>(1, kCopyGrainElements / taskElements),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t task = begin; task < end; ++task) {
+            int64_t rest = task / columnTiles, uOffset = 0, oOffset = 0;
+            for (size_t d = columns > 1 ? rank - 1 : rank; d > 0; --d) {
+              if (d - 1 == axis)
+                continue;
+              int64_t i = rest % indexDims[d - 1];
+              rest /= indexDims[d - 1];
+              uOffset += i * indexStrides[d - 1];
+              oOffset += i * dataStrides[d - 1];
+            }
+            int64_t c0 = (task % columnTiles) * kScatterColumns;
+            int64_t c1 = std::min(columns, c0 + kScatterColumns);
+            for (int64_t a = 0; a < axisLen; ++a) {
+              int64_t u = uOffset + a * indexStrides[axis];
+              for (int64_t c = c0; c < c1; ++c)
+                apply(out[oOffset + index[u + c] * dataStrides[axis] + c],
+                      updates[u + c]);
+            }
+          }
+        });
     return Error::success();
   };
 }

@@ -302,6 +302,9 @@ void runStridedCopy(const StridedCopyPlan &plan, const void *in, void *out,
 
 /// Copies \p tensor's bytes into \p out unless they are the same memory.
 void copyTensorBytes(const Tensor &in, const Tensor &out);
+/// The same, split over \p parallel's threads in blocks of fixed size.
+void copyTensorBytes(const Tensor &in, const Tensor &out,
+                     ParallelFor &parallel);
 
 //===----------------------------------------------------------------------===//
 // Selection, one function per family

@@ -183,10 +183,36 @@ void finishPlan(ProductPlan &plan) {
   plan.colTiles = std::max<int64_t>(1, (plan.n + kTileCols - 1) / kTileCols);
 }
 
-/// Runs every tile of \p plan; \p beta applies to the existing C.
+/// Gemm's C operand broadcast to [M, N]: element (r, j) of the result
+/// starts as scale * data[r * rowStride + j * colStride].
+template <typename T> struct BiasTile {
+  const T *data = nullptr;
+  int64_t rowStride = 0, colStride = 0;
+  T scale = T(1);
+
+  /// Writes the bias into the rows x cols block of C at (row0, col0).
+  void fill(int64_t row0, int64_t rows, int64_t col0, int64_t cols, T *cTile,
+            int64_t ldc) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *source = data + (row0 + r) * rowStride + col0 * colStride;
+      T *target = cTile + r * ldc;
+      if (colStride == 1)
+        for (int64_t j = 0; j < cols; ++j)
+          target[j] = scale * source[j];
+      else
+        std::fill(target, target + cols, scale * source[0]);
+    }
+  }
+};
+
+/// Runs every tile of \p plan; \p beta applies to the existing C. With
+/// \p bias, each tile first fills its block of C from the bias (the product
+/// then adds to it, \p beta being 1): the fill runs on the thread and in the
+/// cache of the tile's product instead of in one pass over C before it.
 template <typename T>
 void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
-                 T beta, T *c, ParallelFor &parallel) {
+                 T beta, T *c, ParallelFor &parallel,
+                 const BiasTile<T> *bias = nullptr) {
   if (plan.m == 0 || plan.n == 0)
     return;
   int64_t tilesPerProduct = plan.rowTiles * plan.colTiles;
@@ -209,6 +235,8 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
       const T *bTile =
           b + plan.bOffsets[product] + (plan.transB ? col0 * plan.ldb : col0);
       T *cTile = c + plan.cOffsets[product] + row0 * plan.ldc + col0;
+      if (bias)
+        bias->fill(row0, rows, col0, cols, cTile, plan.ldc);
       if (plan.k == 0) {
         // BLAS may leave C untouched for k = 0; the product is 0.
         for (int64_t r = 0; r < rows; ++r)
@@ -403,9 +431,16 @@ Expected<Kernel> selectGemm(const ir::Node &node) {
   // Y starts as beta * C broadcast to [M, N] (ONNX computes beta * C even
   // when beta is 0, so inf/NaN in C propagate), and the product adds to it.
   std::optional<BroadcastPlan<1>> cPlan;
-  if (hasC)
-    cPlan = makeBroadcastPlan<1>(yType.getDims(),
-                                 {node.getOperand(2)->getType().getDims()});
+  // Strides of C over the result's rows and columns (0 where broadcast).
+  int64_t cRowStride = 0, cColStride = 0;
+  if (hasC) {
+    ArrayRef<int64_t> cDims = node.getOperand(2)->getType().getDims();
+    cPlan = makeBroadcastPlan<1>(yType.getDims(), {cDims});
+    if (!cDims.empty() && cDims.back() != 1)
+      cColStride = 1;
+    if (cDims.size() == 2 && cDims[0] != 1)
+      cRowStride = cDims[1];
+  }
 
   if (!isF32OrF64(dtype)) {
     if (alpha != std::trunc(alpha) || beta != std::trunc(beta))
@@ -422,33 +457,36 @@ Expected<Kernel> selectGemm(const ir::Node &node) {
   auto shared = std::make_shared<const ProductPlan>(std::move(plan));
   auto make = [&](auto tag) -> Kernel {
     using T = decltype(tag);
-    return [shared, cPlan, alpha, beta](const KernelContext &ctx) -> Error {
+    return [shared, cPlan, cRowStride, cColStride, alpha,
+            beta](const KernelContext &ctx) -> Error {
       T *y = ctx.outputs[0].getData<T>();
       T betaT = static_cast<T>(beta);
-      if (cPlan) {
-        const T *c = ctx.inputs[2].getData<T>();
-        forEachRun(*cPlan, 0, cPlan->numElements,
-                   [&](int64_t o, const std::array<int64_t, 1> &off,
-                       const std::array<int64_t, 1> &stride, int64_t n) {
-                     for (int64_t i = 0; i < n; ++i) {
-                       T value = c[off[0] + i * stride[0]];
-                       if constexpr (std::is_integral_v<T>)
-                         y[o + i] = wrapMul(betaT, value);
-                       else
-                         y[o + i] = betaT * value;
-                     }
-                   });
-      }
-      T productBeta = cPlan ? T(1) : T(0);
-      if constexpr (std::is_integral_v<T>)
-        runIntProducts<T>(
-            *shared, static_cast<T>(alpha), ctx.inputs[0].getData<T>(),
-            ctx.inputs[1].getData<T>(), productBeta, y, ctx.parallel);
-      else
+      if constexpr (std::is_floating_point_v<T>) {
+        // The bias goes in tile by tile (runProducts).
+        std::optional<BiasTile<T>> bias;
+        if (cPlan)
+          bias = BiasTile<T>{ctx.inputs[2].getData<T>(), cRowStride, cColStride,
+                             betaT};
         runProducts<T>(*shared, static_cast<T>(alpha),
                        ctx.inputs[0].getData<T>(), ctx.inputs[1].getData<T>(),
-                       productBeta, y, ctx.parallel);
-      return Error::success();
+                       cPlan ? T(1) : T(0), y, ctx.parallel,
+                       bias ? &*bias : nullptr);
+        return Error::success();
+      } else {
+        if (cPlan) {
+          const T *c = ctx.inputs[2].getData<T>();
+          forEachRun(*cPlan, 0, cPlan->numElements,
+                     [&](int64_t o, const std::array<int64_t, 1> &off,
+                         const std::array<int64_t, 1> &stride, int64_t n) {
+                       for (int64_t i = 0; i < n; ++i)
+                         y[o + i] = wrapMul(betaT, c[off[0] + i * stride[0]]);
+                     });
+        }
+        runIntProducts<T>(
+            *shared, static_cast<T>(alpha), ctx.inputs[0].getData<T>(),
+            ctx.inputs[1].getData<T>(), cPlan ? T(1) : T(0), y, ctx.parallel);
+        return Error::success();
+      }
     };
   };
   switch (dtype) {
