@@ -475,8 +475,11 @@ Dims reduceDims(ArrayRef<int64_t> dims, ArrayRef<bool> reduced, bool keepDims) {
 //===----------------------------------------------------------------------===//
 
 /// Add, Sub, Mul, Div: same numeric dtype, broadcast.
-Expected<Results> inferArithmetic(const Node &node) {
-  if (auto err = checkDType(node, 0, isNumeric, "a numeric dtype"))
+/// Operands of one dtype that satisfies \p accepts, numpy broadcasting.
+Expected<Results> inferArithmetic(const Node &node,
+                                  bool (*accepts)(DType) = isNumeric,
+                                  StringRef expected = "a numeric dtype") {
+  if (auto err = checkDType(node, 0, accepts, expected))
     return std::move(err);
   if (auto err = checkSameDType(node, 1, 0))
     return std::move(err);
@@ -2008,15 +2011,29 @@ Expected<Results> inferConvTranspose(const Node &node) {
 // Domain remat
 //===----------------------------------------------------------------------===//
 
-/// remat.Gelu is ONNX opset 20's Gelu: a float operand, the same type out.
-Expected<Results> inferGelu(const Node &node) {
+/// Gelu's and GeluGrad's 'approximate': "none" (default) or "tanh".
+Error checkGeluApproximate(const Node &node) {
   auto approximate = stringAttr(node, "approximate", "none");
   if (!approximate)
     return approximate.takeError();
   if (*approximate != "none" && *approximate != "tanh")
     return nodeError(node, "attribute 'approximate' is \"" + *approximate +
                                "\", expected \"none\" or \"tanh\"");
+  return Error::success();
+}
+
+/// remat.Gelu is ONNX opset 20's Gelu: a float operand, the same type out.
+Expected<Results> inferGelu(const Node &node) {
+  if (auto err = checkGeluApproximate(node))
+    return std::move(err);
   return inferUnary(node, isFloatType, "a float dtype");
+}
+
+/// remat.GeluGrad(dy, x): float operands of one dtype, broadcast.
+Expected<Results> inferGeluGrad(const Node &node) {
+  if (auto err = checkGeluApproximate(node))
+    return std::move(err);
+  return inferArithmetic(node, isFloatType, "a float dtype");
 }
 
 /// Dispatches to infer<Name> for every op in Ops.def.

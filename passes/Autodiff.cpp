@@ -19,11 +19,11 @@
 // added when absent) Dropout (through its mask, added when absent)
 // ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Concat
 // Slice Split Expand Gather (data) SoftmaxCrossEntropyLoss (scores; log_prob
-// added when absent), remat.Gelu (derivative decomposed into Erf/Tanh/Exp
-// arithmetic), Sin Cos Abs Min Trilu CumSum GatherElements (data) Pad (data,
-// constant_value), Reciprocal and Conv (X through ConvTranspose; W for group
-// 1; B). ConvTranspose has no rule (autodiff emits it for Conv; it does not
-// differentiate through one).
+// added when absent), remat.Gelu (derivative as remat.GeluGrad; export
+// decomposes it into Erf/Tanh/Exp arithmetic), Sin Cos Abs Min Trilu CumSum
+// GatherElements (data) Pad (data, constant_value), Reciprocal and Conv (X
+// through ConvTranspose; W for group 1; B). ConvTranspose has no rule (autodiff
+// emits it for Conv; it does not differentiate through one).
 //
 // Only float values carry gradients. Not differentiated through:
 // - Shape, Constant, ConstantOfShape (no operand, or an integer one) and
@@ -896,52 +896,16 @@ Error grad<OpKind::Gather>(Differentiator &d, const GradArgs &args) {
   return Error::success();
 }
 
+/// dx = remat.GeluGrad(g, x): one pass instead of a dozen elementwise ops
+/// (its kernels compute the same operations, in the same order, as the
+/// Erf/Tanh/Exp/Mul/Add graph this rule emitted before, so the bits are
+/// those of that graph; export writes that graph back out).
 template <> Error grad<OpKind::Gelu>(Differentiator &d, const GradArgs &args) {
-  Value *g = args.g;
-  DType dt = args.dt;
-  const AttrList &attrs = args.node.getAttrs();
-  Value *x = args.in(0);
-  std::string approx = attrs.getString("approximate").value_or("none");
-  Value *half = d.scalar(dt, 0.5), *one = d.scalar(dt, 1);
-  Value *dydx;
-  if (approx == "tanh") {
-    // u = c (x + k x^3), dydx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3k x^2).
-    double c = std::sqrt(2 / M_PI), k = 0.044715;
-    Value *x2 = d.emit(OpKind::Mul, {x, x});
-    Value *u = d.emit(
-        OpKind::Mul,
-        {d.scalar(dt, c),
-         d.emit(OpKind::Add,
-                {x, d.emit(OpKind::Mul,
-                           {d.scalar(dt, k), d.emit(OpKind::Mul, {x2, x})})})});
-    Value *t = d.emit(OpKind::Tanh, {u});
-    Value *du =
-        d.emit(OpKind::Mul,
-               {d.scalar(dt, c),
-                d.emit(OpKind::Add,
-                       {one, d.emit(OpKind::Mul, {d.scalar(dt, 3 * k), x2})})});
-    Value *sech2 = d.emit(OpKind::Sub, {one, d.emit(OpKind::Mul, {t, t})});
-    dydx = d.emit(OpKind::Add,
-                  {d.emit(OpKind::Mul, {half, d.emit(OpKind::Add, {one, t})}),
-                   d.emit(OpKind::Mul, {d.emit(OpKind::Mul, {half, x}),
-                                        d.emit(OpKind::Mul, {sech2, du})})});
-  } else {
-    // dydx = Phi(x) + x phi(x).
-    Value *cdf = d.emit(
-        OpKind::Mul,
-        {half, d.emit(OpKind::Add,
-                      {one, d.emit(OpKind::Erf,
-                                   {d.emit(OpKind::Mul,
-                                           {x, d.scalar(dt, M_SQRT1_2)})})})});
-    Value *pdf =
-        d.emit(OpKind::Mul,
-               {d.scalar(dt, 1 / std::sqrt(2 * M_PI)),
-                d.emit(OpKind::Exp,
-                       {d.emit(OpKind::Mul, {d.scalar(dt, -0.5),
-                                             d.emit(OpKind::Mul, {x, x})})})});
-    dydx = d.emit(OpKind::Add, {cdf, d.emit(OpKind::Mul, {x, pdf})});
-  }
-  d.contribute(x, d.emit(OpKind::Mul, {g, dydx}));
+  AttrList attrs;
+  if (auto approximate = args.node.getAttrs().getString("approximate"))
+    attrs.set("approximate", *approximate);
+  d.contribute(args.in(0),
+               d.emit(OpKind::GeluGrad, {args.g, args.in(0)}, attrs));
   return Error::success();
 }
 

@@ -158,6 +158,7 @@ bool remat::passes::isFoldable(OpKind op) {
   case OpKind::Relu:
   case OpKind::Sigmoid:
   case OpKind::Gelu:
+  case OpKind::GeluGrad:
   case OpKind::Transpose:
   case OpKind::ReduceSum:
   case OpKind::ReduceMean:

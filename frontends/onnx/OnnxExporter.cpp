@@ -229,6 +229,9 @@ private:
 
   /// Decomposes remat.Gelu into Div/Erf or Pow/Tanh, Add and Mul.
   Error lowerGelu(const ir::Node &node);
+  /// Decomposes remat.GeluGrad into the Erf/Exp or Tanh arithmetic that
+  /// its kernels compute.
+  Error lowerGeluGrad(const ir::Node &node);
 
   /// Appends a node of \p opType with \p inputs and one result \p output,
   /// named after the result and tagged with \p origin's stage.
@@ -351,6 +354,8 @@ Error ModelBuilder::emitNode(const ir::Node &node) {
     switch (node.getOp()) {
     case ir::OpKind::Gelu:
       return lowerGelu(node);
+    case ir::OpKind::GeluGrad:
+      return lowerGeluGrad(node);
     default:
       return makeError("cannot export " + node.describe() +
                        ": no decomposition of " + node.getOpSpelling() +
@@ -489,6 +494,95 @@ Error ModelBuilder::lowerGelu(const ir::Node &node) {
   auto result = elementwise("Mul", "", {*halfX, *onePlus});
   if (!result)
     return result.takeError();
+  return Error::success();
+}
+
+Error ModelBuilder::lowerGeluGrad(const ir::Node &node) {
+  const ir::Value *dy = node.getOperand(0);
+  const ir::Value *x = node.getOperand(1);
+  const ir::Value *dx = node.getResult(0);
+  DType dtype = dx->getType().getDType();
+  if (!ir::isFloat(dtype))
+    return makeError("cannot export " + node.describe() +
+                     ": GeluGrad needs a float dtype, got " +
+                     dx->getType().str());
+  for (const auto &entry : node.getAttrs().entries())
+    if (entry.first != "approximate")
+      return makeError("cannot export " + node.describe() + ": attribute '" +
+                       entry.first + "' is not one of GeluGrad's");
+  std::string approximate =
+      node.getAttrs().getString("approximate").value_or("none");
+  if (approximate != "none" && approximate != "tanh")
+    return makeError("cannot export " + node.describe() +
+                     ": attribute 'approximate' is \"" + approximate +
+                     "\", expected \"none\" or \"tanh\"");
+
+  // The operations of runtime/cpu's GeluGradErfOp / GeluGradTanhOp, in
+  // order; every intermediate has x's type, the last node writes dx.
+  std::string base = (dx->getName() + ".gelu_grad").str();
+  auto constant = [&](StringRef part, double value) {
+    return addScalarConstant(node, (base + "." + part).str(), dtype, value);
+  };
+  std::string failure; // the first checkNode error
+  auto op = [&](StringRef opType, StringRef part,
+                ArrayRef<std::string> inputs) -> std::string {
+    bool isFinal = part.empty();
+    std::string output =
+        isFinal ? dx->getName().str() : freshName((base + "." + part).str());
+    pb::NodeProto &proto = addNode(node, opType, inputs, output);
+    if (auto err = checkNode(node, proto)) {
+      if (failure.empty())
+        failure = llvm::toString(std::move(err));
+      else
+        llvm::consumeError(std::move(err));
+    }
+    if (!isFinal)
+      addValueInfo(output, x->getType());
+    else if (!dx->isGraphOutput())
+      addValueInfo(output, dx->getType());
+    return output;
+  };
+  std::string xName = x->getName().str();
+  std::string half = constant("half", 0.5), one = constant("one", 1.0);
+  std::string dydx;
+  if (approximate == "none") {
+    std::string scaled =
+        op("Mul", "scaled", {xName, constant("sqrt_half", M_SQRT1_2)});
+    std::string cdf =
+        op("Mul", "cdf",
+           {half, op("Add", "one_plus", {one, op("Erf", "erf", {scaled})})});
+    std::string square = op("Mul", "square", {xName, xName});
+    std::string exponent =
+        op("Mul", "exponent", {constant("minus_half", -0.5), square});
+    std::string pdf = op("Mul", "pdf",
+                         {constant("inv_sqrt_2pi", 1 / std::sqrt(2 * M_PI)),
+                          op("Exp", "exp", {exponent})});
+    dydx = op("Add", "dydx", {cdf, op("Mul", "x_pdf", {xName, pdf})});
+  } else {
+    std::string c = constant("c", std::sqrt(2 / M_PI));
+    std::string square = op("Mul", "square", {xName, xName});
+    std::string cube = op("Mul", "cube", {square, xName});
+    std::string inner =
+        op("Add", "inner",
+           {xName, op("Mul", "cube_scaled", {constant("k", 0.044715), cube})});
+    std::string t = op("Tanh", "tanh", {op("Mul", "u", {c, inner})});
+    std::string du =
+        op("Mul", "du",
+           {c, op("Add", "du_inner",
+                  {one, op("Mul", "square_scaled",
+                           {constant("three_k", 3 * 0.044715), square})})});
+    std::string sech2 =
+        op("Sub", "sech2", {one, op("Mul", "t_squared", {t, t})});
+    std::string left =
+        op("Mul", "left", {half, op("Add", "one_plus_t", {one, t})});
+    std::string right = op(
+        "Mul", "right",
+        {op("Mul", "half_x", {half, xName}), op("Mul", "slope", {sech2, du})});
+    dydx = op("Add", "dydx", {left, right});
+  }
+  op("Mul", "", {dy->getName().str(), dydx});
+  if (!failure.empty())
+    return makeError(failure);
   return Error::success();
 }
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/KernelImpl.h"
+#include "runtime/cuda/KernelBodies.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -117,6 +118,19 @@ struct AddOp {
       return wrapAdd(a, b);
     else
       return a + b;
+  }
+};
+/// remat.GeluGrad(dy, x): dy * Gelu'(x) in one pass. The math is the CUDA
+/// backend's body (plain C++, runtime/cuda/KernelBodies.h), so the two
+/// backends cannot drift apart.
+struct GeluGradErfOp {
+  template <typename T> static T apply(T dy, T x) {
+    return cuda::body::geluGradErf(dy, x);
+  }
+};
+struct GeluGradTanhOp {
+  template <typename T> static T apply(T dy, T x) {
+    return cuda::body::geluGradTanh(dy, x);
   }
 };
 struct SubOp {
@@ -431,6 +445,21 @@ Expected<Kernel> selectBinary(const ir::Node &node) {
 
   if (op == OpKind::Pow)
     return selectPow(node, std::move(plan));
+  if (op == OpKind::GeluGrad) {
+    bool tanh =
+        node.getAttrs().getString("approximate").value_or("none") == "tanh";
+    if (dtype == DType::F32)
+      return tanh ? makeBinaryKernel<GeluGradTanhOp, float, float, float>(
+                        std::move(plan))
+                  : makeBinaryKernel<GeluGradErfOp, float, float, float>(
+                        std::move(plan));
+    if (dtype == DType::F64)
+      return tanh ? makeBinaryKernel<GeluGradTanhOp, double, double, double>(
+                        std::move(plan))
+                  : makeBinaryKernel<GeluGradErfOp, double, double, double>(
+                        std::move(plan));
+    return unsupportedDType(node, "operands", dtype, "f32, f64");
+  }
   if (op == OpKind::And)
     return makeBinaryKernel<AndOp, BoolByte, BoolByte, BoolByte>(
         std::move(plan));

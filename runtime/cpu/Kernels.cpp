@@ -227,6 +227,7 @@ Expected<Kernel> selectKernel(const ir::Node &node) {
   case OpKind::Mul:
   case OpKind::Div:
   case OpKind::Pow:
+  case OpKind::GeluGrad:
   case OpKind::Equal:
   case OpKind::GreaterOrEqual:
   case OpKind::And:

@@ -611,6 +611,8 @@ std::optional<body::BinaryOp> binaryOpOf(ir::OpKind op) {
     return body::BinaryOp::Greater;
   case OpKind::Or:
     return body::BinaryOp::Or;
+  case OpKind::GeluGrad: // "tanh" is picked where 'approximate' is read
+    return body::BinaryOp::GeluGradErf;
   default:
     return std::nullopt;
   }
@@ -725,12 +727,18 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
   case OpKind::Less:
   case OpKind::LessOrEqual:
   case OpKind::Greater:
-  case OpKind::Or: {
+  case OpKind::Or:
+  case OpKind::GeluGrad: {
     if (node.getNumOperands() != 2)
       return std::nullopt; // Max/Min of one or of three or more
     ir::DType dtype = node.getOperand(0)->getType().getDType();
     body::BinaryOp op = *binaryOpOf(node.getOp());
-    bool floatOnly = op == body::BinaryOp::Div || op == body::BinaryOp::Pow;
+    if (node.getOp() == OpKind::GeluGrad &&
+        node.getAttrs().getString("approximate").value_or("none") == "tanh")
+      op = body::BinaryOp::GeluGradTanh;
+    bool floatOnly = op == body::BinaryOp::Div || op == body::BinaryOp::Pow ||
+                     op == body::BinaryOp::GeluGradErf ||
+                     op == body::BinaryOp::GeluGradTanh;
     if (op == body::BinaryOp::Pow &&
         node.getOperand(1)->getType().getDType() != dtype)
       return std::nullopt;

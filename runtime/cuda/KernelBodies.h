@@ -123,8 +123,36 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
 enum class BinaryOp : uint8_t {
   Add, Sub, Mul, Div, Max, Pow, Equal, GreaterOrEqual, And,
   // Issue 13: runtime/cpu/ElementwiseMore.cpp.
-  Min, Less, LessOrEqual, Greater, Or
+  Min, Less, LessOrEqual, Greater, Or,
+  // remat.GeluGrad (a = dy, b = x; floats only).
+  GeluGradErf, GeluGradTanh
 };
+
+/// dy * Gelu'(x), approximate "none": the operations, in order, of the
+/// graph autodiff emitted before remat.GeluGrad existed (so the bits did not
+/// change): dy * (0.5 (1 + erf(x / sqrt 2)) + x (exp(-0.5 x^2) / sqrt(2 pi))).
+template <typename T> REMAT_HOST_DEVICE inline T geluGradErf(T dy, T x) {
+  const T half = T(0.5), one = T(1);
+  // The constants as autodiff wrote them into the graph.
+  const T sqrtHalf = T(M_SQRT1_2);
+  const T invSqrtTwoPi = T(1 / std::sqrt(2 * M_PI));
+  T cdf = half * (one + std::erf(x * sqrtHalf));
+  T pdf = invSqrtTwoPi * std::exp(T(-0.5) * (x * x));
+  return dy * (cdf + x * pdf);
+}
+
+/// dy * Gelu'(x), approximate "tanh": with u = c (x + k x^3) and t = tanh u,
+/// Gelu' = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2).
+template <typename T> REMAT_HOST_DEVICE inline T geluGradTanh(T dy, T x) {
+  const T half = T(0.5), one = T(1);
+  const T c = T(std::sqrt(2 / M_PI));
+  const T k = T(0.044715), threeK = T(3 * 0.044715);
+  T x2 = x * x;
+  T t = std::tanh(c * (x + k * (x2 * x)));
+  T du = c * (one + threeK * x2);
+  T sech2 = one - t * t;
+  return dy * (half * (one + t) + (half * x) * (sech2 * du));
+}
 
 /// \returns true when \p op gives bool bytes.
 REMAT_HOST_DEVICE inline bool isPredicate(BinaryOp op) {
@@ -174,6 +202,10 @@ template <typename T> REMAT_HOST_DEVICE inline T binary(BinaryOp op, T a, T b) {
       if (std::isnan(a) || std::isnan(b))
         return std::isnan(a) ? a : b;
       return b < a ? b : a;
+    case BinaryOp::GeluGradErf:
+      return geluGradErf(a, b);
+    case BinaryOp::GeluGradTanh:
+      return geluGradTanh(a, b);
     default:
       return T(0);
     }

@@ -198,6 +198,21 @@ def gelu_reference(np, x, approximate):
     return y.astype(x.dtype)
 
 
+def gelu_grad_reference(np, dy, x, approximate):
+    """dy * Gelu'(x), from the derivative's closed form in f64."""
+    x64 = x.astype(np.float64)
+    if approximate == "tanh":
+        c = math.sqrt(2.0 / math.pi)
+        t = np.tanh(c * (x64 + 0.044715 * x64 ** 3))
+        slope = 0.5 * (1.0 + t) + 0.5 * x64 * (1.0 - t * t) * c * (
+            1.0 + 3 * 0.044715 * x64 ** 2)
+    else:
+        erf = np.vectorize(math.erf)
+        slope = 0.5 * (1.0 + erf(x64 / math.sqrt(2.0))) + x64 * np.exp(
+            -0.5 * x64 * x64) / math.sqrt(2.0 * math.pi)
+    return (dy.astype(np.float64) * slope).astype(x.dtype)
+
+
 def reference_outputs(np, graph_name, feeds):
     """Expected output values for the models whose semantics are known."""
     if graph_name == "gelu":
@@ -205,6 +220,10 @@ def reference_outputs(np, graph_name, feeds):
         y = gelu_reference(np, x, "none")
         t = gelu_reference(np, x, "tanh")
         return {"y": y, "t": t, "s": t + gelu_reference(np, y, "none")}
+    if graph_name == "gelu_grad":
+        dy, x = feeds["dy"], feeds["x"]
+        return {"d": gelu_grad_reference(np, dy, x, "none"),
+                "dt": gelu_grad_reference(np, dy, x, "tanh")}
     if graph_name == "gelu_f64":
         x = feeds["x"]
         return {"y": gelu_reference(np, x, "none"),

@@ -635,6 +635,51 @@ TEST_CASE("the Gelu decomposition computes Gelu") {
   }
 }
 
+TEST_CASE("the GeluGrad decomposition computes GeluGrad's bits") {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    for (const char *approximate : {"none", "tanh"}) {
+      std::string type = (dtypeName(dtype) + "[21]").str();
+      std::string text = "graph @g(%dy: " + type + ", %x: " + type +
+                         ") {\n  %dx = remat.GeluGrad(%dy, %x) "
+                         "{approximate = \"" +
+                         approximate + "\"} : " + type + "\n  return %dx\n}\n";
+      INFO(text);
+      auto graph = parse(text);
+      std::vector<double> xs, dys;
+      for (int i = 0; i < 21; ++i) {
+        xs.push_back(-5.0 + 0.5 * i);
+        dys.push_back(0.25 * (i % 7) - 0.75);
+      }
+      TensorDataPtr x = TensorData::fromDoubles(TensorType(dtype, {21}), xs);
+      TensorDataPtr dy = TensorData::fromDoubles(TensorType(dtype, {21}), dys);
+
+      pb::ModelProto model = exportModel(*graph);
+      for (const auto &node : model.graph().node())
+        CHECK(node.domain().empty());
+      auto values = evaluateModel(model, {{"dy", dy}, {"x", x}});
+      REQUIRE(values.count("dx"));
+      const TensorData &exported = *values["dx"];
+      auto original = runtime::cpu::evaluateNode(graph->getNodes().front(),
+                                                 {dy.get(), x.get()});
+      REQUIRE(original);
+      const TensorData &fused = *(*original)[0];
+      bool useTanh = std::string(approximate) == "tanh";
+      for (int i = 0; i < 21; ++i) {
+        INFO("x = " << xs[i]);
+        // The decomposition is the fused kernel's operations, in order.
+        CHECK(exported.getDouble(i) == fused.getDouble(i));
+        // And it is the derivative of Gelu (central difference in f64).
+        double h = 1e-5;
+        double slope = (geluReference(xs[i] + h, useTanh) -
+                        geluReference(xs[i] - h, useTanh)) /
+                       (2 * h);
+        CHECK(fused.getDouble(i) ==
+              doctest::Approx(dys[i] * slope).epsilon(1e-5).scale(1.0));
+      }
+    }
+  }
+}
+
 TEST_CASE("decomposition names avoid the graph's names") {
   pb::ModelProto model = exportText(R"(
 graph @g(%x: f32[2], %y.gelu.erf: f32[2]) {

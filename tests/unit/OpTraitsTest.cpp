@@ -124,6 +124,8 @@ const Sample kSamples[] = {
   {OpKind::SoftmaxCrossEntropyLoss, "f64[2,3]", R"(%lab = Constant() {value = dense<i64[2]: [0, 2]>} : i64[2]
     %y = SoftmaxCrossEntropyLoss(%w, %lab) : f64[])"},
   {OpKind::Gelu, "f64[2,3]", "%y = remat.Gelu(%w) : f64[2,3]"},
+  {OpKind::GeluGrad, "f64[2,3]", "%y = remat.GeluGrad(%w, %w) : f64[2,3]",
+   "op remat.GeluGrad has no gradient rule"},
   {OpKind::Sin, "f64[2,3]", "%y = Sin(%w) : f64[2,3]"},
   {OpKind::Cos, "f64[2,3]", "%y = Cos(%w) : f64[2,3]"},
   {OpKind::Abs, "f64[2,3]", "%y = Abs(%w) : f64[2,3]"},
@@ -204,13 +206,15 @@ TEST_CASE("op traits: in place and shape-only sets") {
   // plan-memory's in-place set before the traits existed: changing it
   // changes every plan.
   // Sin, Cos, Abs, Reciprocal and Not came later (issue 13); no graph from before uses
-  // them, so no earlier plan changes.
+  // them, so no earlier plan changes. remat.GeluGrad (issue 16) replaced
+  // autodiff's dozen elementwise nodes for a Gelu with one.
   CHECK(opsWith(kInPlace) ==
         std::set<OpKind>{OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
                          OpKind::Sqrt, OpKind::Erf, OpKind::Tanh, OpKind::Relu,
                          OpKind::Sigmoid, OpKind::Exp, OpKind::Log,
                          OpKind::Neg, OpKind::Sin, OpKind::Cos, OpKind::Abs,
-                         OpKind::Reciprocal, OpKind::Not});
+                         OpKind::Reciprocal, OpKind::Not,
+                         OpKind::GeluGrad});
   // Overwriting operand element i with result element i is only safe when
   // nothing else reads operand element i.
   for (OpKind op : opsWith(kInPlace)) {
