@@ -184,11 +184,19 @@ void finishPlan(ProductPlan &plan) {
 }
 
 /// Gemm's C operand broadcast to [M, N]: element (r, j) of the result
-/// starts as scale * data[r * rowStride + j * colStride].
+/// starts as scale * data[r * rowStride + j * colStride] (wrapping for
+/// integers).
 template <typename T> struct BiasTile {
   const T *data = nullptr;
   int64_t rowStride = 0, colStride = 0;
   T scale = T(1);
+
+  T scaled(T value) const {
+    if constexpr (std::is_integral_v<T>)
+      return wrapMul(scale, value);
+    else
+      return scale * value;
+  }
 
   /// Writes the bias into the rows x cols block of C at (row0, col0).
   void fill(int64_t row0, int64_t rows, int64_t col0, int64_t cols, T *cTile,
@@ -198,9 +206,9 @@ template <typename T> struct BiasTile {
       T *target = cTile + r * ldc;
       if (colStride == 1)
         for (int64_t j = 0; j < cols; ++j)
-          target[j] = scale * source[j];
+          target[j] = scaled(source[j]);
       else
-        std::fill(target, target + cols, scale * source[0]);
+        std::fill(target, target + cols, scaled(source[0]));
     }
   }
 };
@@ -430,12 +438,10 @@ Expected<Kernel> selectGemm(const ir::Node &node) {
 
   // Y starts as beta * C broadcast to [M, N] (ONNX computes beta * C even
   // when beta is 0, so inf/NaN in C propagate), and the product adds to it.
-  std::optional<BroadcastPlan<1>> cPlan;
   // Strides of C over the result's rows and columns (0 where broadcast).
   int64_t cRowStride = 0, cColStride = 0;
   if (hasC) {
     ArrayRef<int64_t> cDims = node.getOperand(2)->getType().getDims();
-    cPlan = makeBroadcastPlan<1>(yType.getDims(), {cDims});
     if (!cDims.empty() && cDims.back() != 1)
       cColStride = 1;
     if (cDims.size() == 2 && cDims[0] != 1)
@@ -457,36 +463,29 @@ Expected<Kernel> selectGemm(const ir::Node &node) {
   auto shared = std::make_shared<const ProductPlan>(std::move(plan));
   auto make = [&](auto tag) -> Kernel {
     using T = decltype(tag);
-    return [shared, cPlan, cRowStride, cColStride, alpha,
+    return [shared, hasC, cRowStride, cColStride, alpha,
             beta](const KernelContext &ctx) -> Error {
       T *y = ctx.outputs[0].getData<T>();
-      T betaT = static_cast<T>(beta);
-      if constexpr (std::is_floating_point_v<T>) {
+      std::optional<BiasTile<T>> bias;
+      if (hasC)
+        bias = BiasTile<T>{ctx.inputs[2].getData<T>(), cRowStride, cColStride,
+                           static_cast<T>(beta)};
+      T productBeta = hasC ? T(1) : T(0);
+      if constexpr (std::is_integral_v<T>) {
+        // Integer products run a row per task: fill all of C first.
+        if (bias)
+          bias->fill(0, shared->m, 0, shared->n, y, shared->ldc);
+        runIntProducts<T>(*shared, static_cast<T>(alpha),
+                          ctx.inputs[0].getData<T>(),
+                          ctx.inputs[1].getData<T>(), productBeta, y,
+                          ctx.parallel);
+      } else {
         // The bias goes in tile by tile (runProducts).
-        std::optional<BiasTile<T>> bias;
-        if (cPlan)
-          bias = BiasTile<T>{ctx.inputs[2].getData<T>(), cRowStride, cColStride,
-                             betaT};
         runProducts<T>(*shared, static_cast<T>(alpha),
                        ctx.inputs[0].getData<T>(), ctx.inputs[1].getData<T>(),
-                       cPlan ? T(1) : T(0), y, ctx.parallel,
-                       bias ? &*bias : nullptr);
-        return Error::success();
-      } else {
-        if (cPlan) {
-          const T *c = ctx.inputs[2].getData<T>();
-          forEachRun(*cPlan, 0, cPlan->numElements,
-                     [&](int64_t o, const std::array<int64_t, 1> &off,
-                         const std::array<int64_t, 1> &stride, int64_t n) {
-                       for (int64_t i = 0; i < n; ++i)
-                         y[o + i] = wrapMul(betaT, c[off[0] + i * stride[0]]);
-                     });
-        }
-        runIntProducts<T>(
-            *shared, static_cast<T>(alpha), ctx.inputs[0].getData<T>(),
-            ctx.inputs[1].getData<T>(), cPlan ? T(1) : T(0), y, ctx.parallel);
-        return Error::success();
+                       productBeta, y, ctx.parallel, bias ? &*bias : nullptr);
       }
+      return Error::success();
     };
   };
   switch (dtype) {

@@ -580,9 +580,9 @@ std::optional<body::UnaryOp> unaryOpOf(const ir::Node &node) {
   }
 }
 
-std::optional<body::BinaryOp> binaryOpOf(ir::OpKind op) {
+std::optional<body::BinaryOp> binaryOpOf(const ir::Node &node) {
   using ir::OpKind;
-  switch (op) {
+  switch (node.getOp()) {
   case OpKind::Add:
     return body::BinaryOp::Add;
   case OpKind::Sub:
@@ -611,8 +611,11 @@ std::optional<body::BinaryOp> binaryOpOf(ir::OpKind op) {
     return body::BinaryOp::Greater;
   case OpKind::Or:
     return body::BinaryOp::Or;
-  case OpKind::GeluGrad: // "tanh" is picked where 'approximate' is read
-    return body::BinaryOp::GeluGradErf;
+  case OpKind::GeluGrad: {
+    auto approx = node.getAttrs().getString("approximate");
+    return approx && *approx == "tanh" ? body::BinaryOp::GeluGradTanh
+                                       : body::BinaryOp::GeluGradErf;
+  }
   default:
     return std::nullopt;
   }
@@ -732,10 +735,7 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
     if (node.getNumOperands() != 2)
       return std::nullopt; // Max/Min of one or of three or more
     ir::DType dtype = node.getOperand(0)->getType().getDType();
-    body::BinaryOp op = *binaryOpOf(node.getOp());
-    if (node.getOp() == OpKind::GeluGrad &&
-        node.getAttrs().getString("approximate").value_or("none") == "tanh")
-      op = body::BinaryOp::GeluGradTanh;
+    body::BinaryOp op = *binaryOpOf(node);
     bool floatOnly = op == body::BinaryOp::Div || op == body::BinaryOp::Pow ||
                      op == body::BinaryOp::GeluGradErf ||
                      op == body::BinaryOp::GeluGradTanh;
