@@ -275,6 +275,24 @@ TEST_CASE_FIXTURE(Fixture, "remat.Gelu keeps a float type") {
   CHECK_FALSE(lookupOp("", "Gelu").has_value());
 }
 
+TEST_CASE_FIXTURE(Fixture, "remat.GeluGrad broadcasts two float operands") {
+  CHECK(infer(node(OpKind::GeluGrad, {in(f32({1, 5})), in(f32({4, 5}))})) ==
+        "f32[4,5]");
+  CHECK(infer(node(OpKind::GeluGrad, {in(f64({3})), in(f64({3}))},
+                   attrs({{"approximate", std::string("tanh")}}))) == "f64[3]");
+  CHECK_ERROR(infer(node(OpKind::GeluGrad, {in(i64({3})), in(i64({3}))})),
+              "must have a float dtype, got i64[3]");
+  CHECK_ERROR(infer(node(OpKind::GeluGrad, {in(f32({3})), in(f64({3}))})),
+              "has type f64[3], expected dtype f32 (the dtype of operand 0");
+  CHECK_ERROR(infer(node(OpKind::GeluGrad, {in(f32({3})), in(f32({4}))})),
+              "cannot broadcast operands");
+  CHECK_ERROR(infer(node(OpKind::GeluGrad, {in(f32({3})), in(f32({3}))},
+                         attrs({{"approximate", std::string("fast")}}))),
+              "attribute 'approximate' is \"fast\", expected \"none\" or "
+              "\"tanh\"");
+  CHECK(getOpSpelling(OpKind::GeluGrad) == "remat.GeluGrad");
+}
+
 TEST_CASE_FIXTURE(Fixture, "Relu and Neg take signed types, Identity any") {
   CHECK(infer(node(OpKind::Relu, {in(i32({3}))})) == "i32[3]");
   CHECK(infer(node(OpKind::Neg, {in(f64({}))})) == "f64[]");
