@@ -10,9 +10,11 @@
 //
 //   remat-bench-gemm [--rounds N] [--reps R] [--seq S] [--tile ROWSxCOLS]
 //
-// Candidates: OpenBLAS with the core type it picks itself; OpenBLAS re-
-// initialised with the core type remat picks from cpuid (runtime/cpu/
-// Linalg.cpp, selectOpenBlasCore); and, where the build found them, BLIS
+// Candidates: remat's own packed kernel (tools/bench/PackedGemm.cpp, where
+// the CPU has AVX2 and FMA; checked first against a double-precision loop
+// on odd shapes, edges, transposes, alpha and beta); OpenBLAS with the core
+// type it picks itself; OpenBLAS re-initialised with the core type remat
+// picks from cpuid (runtime/cpu/Linalg.cpp, selectOpenBlasCore); and, where the build found them, BLIS
 // (bli_sgemm, one thread), oneDNN (dnnl_sgemm, OpenMP at one thread) and
 // Eigen (compiled for the build machine's ISA: no run-time dispatch, listed
 // for reference). Each candidate's result is compared with OpenBLAS's (max
@@ -22,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Kernels.h"
+#include "tools/bench/PackedGemm.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -82,6 +85,13 @@ void openblasTile(bool transA, bool transB, int m, int n, int k,
   openblasSgemm()(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
               ldb, 0.0f, c, ldc);
+}
+
+/// remat's own packed kernel (tools/bench/PackedGemm.cpp).
+void rematTile(bool transA, bool transB, int m, int n, int k, const float *a,
+               int lda, const float *b, int ldb, float *c, int ldc) {
+  remat::bench::packedSgemm(transA, transB, m, n, k, 1.0f, a, lda, b,
+                                   ldb, 0.0f, c, ldc);
 }
 
 #ifdef REMAT_BENCH_BLIS
@@ -175,6 +185,56 @@ double seconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
+/// Checks remat::bench::packedSgemm against a double-precision loop on
+/// random shapes that cross its panel and block edges. \returns false, after
+/// printing the case, on a mismatch.
+bool checkPackedSgemm() {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  auto dim = [&](int64_t hi) {
+    return int64_t(std::uniform_int_distribution<int64_t>(1, hi)(rng));
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    int64_t m = dim(40), n = dim(70), k = dim(trial % 3 ? 40 : 600);
+    bool transA = trial & 1, transB = trial & 2;
+    float alpha = trial % 5 ? 1.0f : 0.5f;
+    float beta = trial % 4 == 0 ? 0.0f : trial % 4 == 1 ? 1.0f : -2.0f;
+    int64_t lda = (transA ? m : k) + dim(3) - 1;
+    int64_t ldb = (transB ? k : n) + dim(3) - 1, ldc = n + dim(3) - 1;
+    std::vector<float> a((transA ? k : m) * lda), b((transB ? n : k) * ldb),
+        c(m * ldc);
+    for (float &x : a) x = value(rng);
+    for (float &x : b) x = value(rng);
+    for (float &x : c) x = beta == 0.0f ? NAN : value(rng);
+    std::vector<float> expected = c;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += double(transA ? a[p * lda + i] : a[i * lda + p]) *
+                 double(transB ? b[j * ldb + p] : b[p * ldb + j]);
+        double old = beta == 0.0f ? 0.0 : double(beta) * c[i * ldc + j];
+        expected[i * ldc + j] = float(alpha * sum + old);
+      }
+    remat::bench::packedSgemm(transA, transB, m, n, k, alpha, a.data(), lda,
+                              b.data(), ldb, beta, c.data(), ldc);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float got = c[i * ldc + j], want = expected[i * ldc + j];
+        if (!(std::fabs(got - want) <= 1e-5f * float(k) + 1e-5f)) {
+          std::fprintf(stderr,
+                       "remat-bench-gemm: remat-packed is wrong at (%ld, %ld) "
+                       "of m=%ld n=%ld k=%ld transA=%d transB=%d alpha=%g "
+                       "beta=%g: %g, expected %g\n",
+                       long(i), long(j), long(m), long(n), long(k), transA,
+                       transB, alpha, beta, got, want);
+          return false;
+        }
+      }
+  }
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -216,6 +276,11 @@ int main(int argc, char **argv) {
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     candidates.push_back({"openblas-Haswell", openblasTile,
                           [=] { setCore("Haswell"); }});
+  if (remat::bench::packedSgemmAvailable()) {
+    if (!checkPackedSgemm())
+      return 1;
+    candidates.push_back({"remat-packed", rematTile, nullptr});
+  }
 #ifdef REMAT_BENCH_BLIS
   candidates.push_back(
       {std::string("blis-") + bli_arch_string(bli_arch_query_id()), blisTile,
