@@ -38,9 +38,7 @@ configure "$build_dir"
 # are about 40% of this build's compile time); the tools' lit tests, the ONNX
 # conformance and export checks, the fuzz regressions and the smoke still
 # run sanitized. SANITIZE_UNIT_SKIP (a ctest -E regex) leaves out the named
-# entries only; CI (scripts/test.sh) skips the two unit files whose run under
-# ASan takes minutes on 2 cores (CpuKernelsTest: 350k assertions;
-# RematTest), which a run of this script without it covers.
+# entries only (none by default; CI runs them all).
 unit=${SANITIZE_UNIT_TESTS:-1}
 skip=${SANITIZE_UNIT_SKIP:-}
 ctest_args=()

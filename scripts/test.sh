@@ -41,10 +41,8 @@ if [ "$phase" = 1 ]; then
   echo "Normal build ($build_dir): setup and build ${build_seconds} s, tests ${test_seconds} s," \
     "ctest $([ $status = 0 ] && echo passed || echo FAILED)"
   echo "Sanitizer phase (scripts/sanitize.sh):"
-  # The whole suite but the two unit files that take minutes under ASan on
-  # 2 cores (scripts/sanitize.sh, SANITIZE_UNIT_SKIP).
+  # The whole suite, unit tests included (scripts/sanitize.sh).
   BUILD_DIR=build-asan SANITIZE_UNIT_TESTS=${SANITIZE_UNIT_TESTS:-1} \
-    SANITIZE_UNIT_SKIP=${SANITIZE_UNIT_SKIP-'^unit[.](CpuKernelsTest|RematTest)$'} \
     scripts/sanitize.sh || status=1
 fi
 exit $status
