@@ -26,7 +26,10 @@ enum class OpKind : uint16_t {
 enum OpTrait : uint32_t {
   /// Result element i depends only on operand element i (after broadcasting).
   kElementwise = 1u << 0,
-  /// The result may overwrite a same-typed operand that dies here.
+  /// The result may overwrite a same-typed operand that dies here: result
+  /// element i reads element i of such operands and no other element of
+  /// them (every kElementwise op with it, and remat.SoftmaxCrossEntropyGrad,
+  /// whose only operand of the result's type is log_prob).
   kInPlace = 1u << 1,
   /// The result is operand 0's data unchanged, only its shape differs
   /// (Reshape, Squeeze, Unsqueeze, Identity, Flatten-like).

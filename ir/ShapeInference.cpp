@@ -1504,13 +1504,34 @@ Expected<Results> inferOneHot(const Node &node) {
 // Loss
 //===----------------------------------------------------------------------===//
 
-Expected<Results> inferSoftmaxCrossEntropyLoss(const Node &node) {
+/// Checks SoftmaxCrossEntropyLoss's scores (operand 0: float, rank >= 2)
+/// and labels (operand 1: i32 or i64, [N, d1, ..., dk] for scores [N, C,
+/// d1, ..., dk]). \returns the labels' dims.
+Expected<Dims> checkCrossEntropyLabels(const Node &node) {
   if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
     return std::move(err);
   if (auto err = checkMinRank(node, 0, 2))
     return std::move(err);
   if (auto err = checkDType(node, 1, isIndexType, "dtype i32 or i64"))
     return std::move(err);
+  const TensorType &scores = operandType(node, 0);
+  const TensorType &labels = operandType(node, 1);
+  Dims expectedLabels;
+  expectedLabels.push_back(scores.getDim(0));
+  ArrayRef<int64_t> spatial = scores.getDims().drop_front(2);
+  expectedLabels.append(spatial.begin(), spatial.end());
+  if (labels.getDims() != ArrayRef<int64_t>(expectedLabels))
+    return nodeError(node, "labels " + operandName(node, 1) + " of type " +
+                               labels.str() + " must have shape " +
+                               formatDims(expectedLabels) + " for scores " +
+                               scores.str());
+  return expectedLabels;
+}
+
+Expected<Results> inferSoftmaxCrossEntropyLoss(const Node &node) {
+  auto expectedLabels = checkCrossEntropyLabels(node);
+  if (!expectedLabels)
+    return expectedLabels.takeError();
   auto reduction = stringAttr(node, "reduction", "mean");
   if (!reduction)
     return reduction.takeError();
@@ -1521,17 +1542,6 @@ Expected<Results> inferSoftmaxCrossEntropyLoss(const Node &node) {
     return ignoreIndex.takeError();
 
   const TensorType &scores = operandType(node, 0);
-  const TensorType &labels = operandType(node, 1);
-  // labels are [N, d1, ..., dk] for scores [N, C, d1, ..., dk].
-  Dims expectedLabels;
-  expectedLabels.push_back(scores.getDim(0));
-  ArrayRef<int64_t> spatial = scores.getDims().drop_front(2);
-  expectedLabels.append(spatial.begin(), spatial.end());
-  if (labels.getDims() != ArrayRef<int64_t>(expectedLabels))
-    return nodeError(node, "labels " + operandName(node, 1) + " of type " +
-                               labels.str() + " must have shape " +
-                               formatDims(expectedLabels) + " for scores " +
-                               scores.str());
   if (node.getNumOperands() == 3) {
     if (auto err = checkSameDType(node, 2, 0))
       return std::move(err);
@@ -1544,7 +1554,7 @@ Expected<Results> inferSoftmaxCrossEntropyLoss(const Node &node) {
   }
   Dims lossDims;
   if (*reduction == "none")
-    lossDims = expectedLabels;
+    lossDims = *expectedLabels;
   Results results{known(TensorType(scores.getDType(), lossDims))};
   if (node.getNumResults() == 2)
     results.push_back(known(scores));
@@ -2034,6 +2044,23 @@ Expected<Results> inferGeluGrad(const Node &node) {
   if (auto err = checkGeluApproximate(node))
     return std::move(err);
   return inferArithmetic(node, isFloatType, "a float dtype");
+}
+
+/// remat.SoftmaxCrossEntropyGrad(log_prob, labels, scale): log_prob and
+/// labels as SoftmaxCrossEntropyLoss's scores and labels; scale of
+/// log_prob's dtype and the labels' shape. The result has log_prob's type.
+Expected<Results> inferSoftmaxCrossEntropyGrad(const Node &node) {
+  auto labelDims = checkCrossEntropyLabels(node);
+  if (!labelDims)
+    return labelDims.takeError();
+  if (auto err = checkSameDType(node, 2, 0))
+    return std::move(err);
+  const TensorType &scale = operandType(node, 2);
+  if (scale.getDims() != ArrayRef<int64_t>(*labelDims))
+    return nodeError(node, "scale " + operandName(node, 2) + " of type " +
+                               scale.str() + " must have the labels' shape " +
+                               formatDims(*labelDims));
+  return Results{known(operandType(node, 0))};
 }
 
 /// Dispatches to infer<Name> for every op in Ops.def.

@@ -927,7 +927,6 @@ Error grad<OpKind::SoftmaxCrossEntropyLoss>(Differentiator &d,
         &node,
         d.graph().uniqueName(node.getResult(0)->getName().str() + "_log_prob"),
         ts);
-  Value *prob = d.emit(OpKind::Exp, {node.getResult(1)});
   std::optional<int64_t> ignore = node.getAttrs().getInt("ignore_index");
   std::string reduction =
       node.getAttrs().getString("reduction").value_or("mean");
@@ -950,20 +949,11 @@ Error grad<OpKind::SoftmaxCrossEntropyLoss>(Differentiator &d,
   if (reduction == "mean")
     scale = d.emit(OpKind::Div, {w, d.emit(OpKind::ReduceSum, {w})});
   scale = d.emit(OpKind::Mul, {scale, g}); // g is [] or labels-shaped.
-  // One-hot along axis 1: labels [N, 1, d...] == classes [1, C, 1...].
-  std::vector<int64_t> classDims(ts.getRank(), 1);
-  classDims[1] = ts.getDim(1);
-  std::vector<int64_t> classes(ts.getDim(1));
-  std::iota(classes.begin(), classes.end(), 0);
-  Value *classValues = d.reshape(d.ints(classes, lt), classDims);
-  Value *axis1 = d.ints({1});
-  Value *onehot =
-      d.castTo(d.emit(OpKind::Equal,
-                      {d.emit(OpKind::Unsqueeze, {safe, axis1}), classValues}),
-               dt);
-  Value *diff = d.emit(OpKind::Sub, {prob, onehot});
-  d.contribute(scores, d.emit(OpKind::Mul, {diff, d.emit(OpKind::Unsqueeze,
-                                                         {scale, axis1})}));
+  // (exp(log_prob) - onehot(label)) * scale in one pass; its kernels do the
+  // operations of the Exp, Equal, Cast, Sub and Mul nodes this rule emitted
+  // before, so the bits are the same, and export writes those nodes.
+  d.contribute(scores, d.emit(OpKind::SoftmaxCrossEntropyGrad,
+                              {node.getResult(1), safe, scale}));
   return Error::success();
 }
 

@@ -51,6 +51,7 @@
 #include <cmath>
 #include <exception>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -232,15 +233,26 @@ private:
   /// Decomposes remat.GeluGrad into the Erf/Exp or Tanh arithmetic that
   /// its kernels compute.
   Error lowerGeluGrad(const ir::Node &node);
+  /// Decomposes remat.SoftmaxCrossEntropyGrad into the Exp, Equal, Where,
+  /// Sub and Mul nodes whose operations its kernels compute.
+  Error lowerSoftmaxCrossEntropyGrad(const ir::Node &node);
 
   /// Appends a node of \p opType with \p inputs and one result \p output,
   /// named after the result and tagged with \p origin's stage.
   pb::NodeProto &addNode(const ir::Node &origin, StringRef opType,
                          ArrayRef<std::string> inputs, StringRef output);
+  /// addNode, then checkNode; the first error is kept in \p failure (a
+  /// decomposition reports one error, after adding all its nodes).
+  void addCheckedNode(const ir::Node &origin, StringRef opType,
+                      ArrayRef<std::string> inputs, StringRef output,
+                      std::string &failure);
   /// Appends a Constant node holding scalar \p value of \p dtype whose
   /// result is a fresh name derived from \p base; \returns that name.
   std::string addScalarConstant(const ir::Node &origin, StringRef base,
                                 DType dtype, double value);
+  /// As addScalarConstant, for a tensor of \p type holding \p values.
+  std::string addConstant(const ir::Node &origin, StringRef base,
+                          const TensorType &type, ArrayRef<double> values);
   /// \returns \p base if no value of the graph and no name made up so far
   /// has it, else \p base + "." + N for the smallest free N >= 1.
   std::string freshName(StringRef base);
@@ -356,6 +368,8 @@ Error ModelBuilder::emitNode(const ir::Node &node) {
       return lowerGelu(node);
     case ir::OpKind::GeluGrad:
       return lowerGeluGrad(node);
+    case ir::OpKind::SoftmaxCrossEntropyGrad:
+      return lowerSoftmaxCrossEntropyGrad(node);
     default:
       return makeError("cannot export " + node.describe() +
                        ": no decomposition of " + node.getOpSpelling() +
@@ -529,13 +543,7 @@ Error ModelBuilder::lowerGeluGrad(const ir::Node &node) {
     bool isFinal = part.empty();
     std::string output =
         isFinal ? dx->getName().str() : freshName((base + "." + part).str());
-    pb::NodeProto &proto = addNode(node, opType, inputs, output);
-    if (auto err = checkNode(node, proto)) {
-      if (failure.empty())
-        failure = llvm::toString(std::move(err));
-      else
-        llvm::consumeError(std::move(err));
-    }
+    addCheckedNode(node, opType, inputs, output, failure);
     if (!isFinal)
       addValueInfo(output, x->getType());
     else if (!dx->isGraphOutput())
@@ -586,6 +594,73 @@ Error ModelBuilder::lowerGeluGrad(const ir::Node &node) {
   return Error::success();
 }
 
+Error ModelBuilder::lowerSoftmaxCrossEntropyGrad(const ir::Node &node) {
+  const ir::Value *logProb = node.getOperand(0);
+  const ir::Value *labels = node.getOperand(1);
+  const ir::Value *scale = node.getOperand(2);
+  const ir::Value *grad = node.getResult(0);
+  const TensorType &type = logProb->getType();
+  DType dtype = type.getDType();
+  if (!ir::isFloat(dtype) || type.getRank() < 2)
+    return makeError("cannot export " + node.describe() +
+                     ": SoftmaxCrossEntropyGrad needs float log_prob of rank "
+                     ">= 2, got " +
+                     type.str());
+  if (!node.getAttrs().entries().empty())
+    return makeError("cannot export " + node.describe() +
+                     ": SoftmaxCrossEntropyGrad takes no attributes");
+
+  // The graph autodiff emitted before the op existed: prob = Exp(log_prob);
+  // onehot = (Unsqueeze(labels, 1) == classes [1, C, 1...]) as 1 or 0;
+  // (prob - onehot) * Unsqueeze(scale, 1). Intermediates of log_prob's
+  // shape have its type (the comparison is bool); the last node writes the
+  // gradient.
+  std::string base = (grad->getName() + ".xent_grad").str();
+  std::string failure; // the first checkNode error
+  auto op = [&](StringRef opType, StringRef part, ArrayRef<std::string> inputs,
+                const TensorType &resultType) -> std::string {
+    bool isFinal = part.empty();
+    std::string output =
+        isFinal ? grad->getName().str() : freshName((base + "." + part).str());
+    addCheckedNode(node, opType, inputs, output, failure);
+    if (!isFinal || !grad->isGraphOutput())
+      addValueInfo(output, resultType);
+    return output;
+  };
+  int64_t classes = type.getDim(1);
+  std::vector<int64_t> classDims(type.getRank(), 1);
+  classDims[1] = classes;
+  std::vector<double> classValues(classes);
+  std::iota(classValues.begin(), classValues.end(), 0.0);
+  DType labelType = labels->getType().getDType();
+  std::string classConstant = addConstant(
+      node, base + ".classes", TensorType(labelType, classDims), classValues);
+  std::string axis =
+      addConstant(node, base + ".axis", TensorType(DType::I64, {1}), {1.0});
+  // [N, d...] with 1 inserted at axis 1.
+  std::vector<int64_t> columnDims(type.getDims().begin(), type.getDims().end());
+  columnDims[1] = 1;
+  std::string column =
+      op("Unsqueeze", "labels", {labels->getName().str(), axis},
+         TensorType(labelType, columnDims));
+  std::string isLabel = op("Equal", "is_label", {column, classConstant},
+                           TensorType(DType::Bool, type.getDims()));
+  std::string onehot =
+      op("Where", "onehot",
+         {isLabel, addScalarConstant(node, base + ".one", dtype, 1.0),
+          addScalarConstant(node, base + ".zero", dtype, 0.0)},
+         type);
+  std::string prob = op("Exp", "prob", {logProb->getName().str()}, type);
+  std::string diff = op("Sub", "diff", {prob, onehot}, type);
+  std::string scaleColumn =
+      op("Unsqueeze", "scale", {scale->getName().str(), axis},
+         TensorType(dtype, columnDims));
+  op("Mul", "", {diff, scaleColumn}, grad->getType());
+  if (!failure.empty())
+    return makeError(failure);
+  return Error::success();
+}
+
 pb::NodeProto &ModelBuilder::addNode(const ir::Node &origin, StringRef opType,
                                      ArrayRef<std::string> inputs,
                                      StringRef output) {
@@ -601,12 +676,29 @@ pb::NodeProto &ModelBuilder::addNode(const ir::Node &origin, StringRef opType,
   return *proto;
 }
 
+void ModelBuilder::addCheckedNode(const ir::Node &origin, StringRef opType,
+                                  ArrayRef<std::string> inputs,
+                                  StringRef output, std::string &failure) {
+  pb::NodeProto &proto = addNode(origin, opType, inputs, output);
+  if (auto err = checkNode(origin, proto)) {
+    if (failure.empty())
+      failure = llvm::toString(std::move(err));
+    else
+      llvm::consumeError(std::move(err));
+  }
+}
+
 std::string ModelBuilder::addScalarConstant(const ir::Node &origin,
                                             StringRef base, DType dtype,
                                             double value) {
+  return addConstant(origin, base, TensorType(dtype, {}), {value});
+}
+
+std::string ModelBuilder::addConstant(const ir::Node &origin, StringRef base,
+                                      const TensorType &type,
+                                      ArrayRef<double> values) {
   std::string name = freshName(base);
-  TensorType type(dtype, {});
-  auto data = ir::TensorData::fromDoubles(type, {value});
+  auto data = ir::TensorData::fromDoubles(type, values);
   pb::NodeProto &proto = addNode(origin, "Constant", {}, name);
   setAttribute(*proto.add_attribute(), "value",
                AttrValue(ir::TensorDataPtr(std::move(data))));

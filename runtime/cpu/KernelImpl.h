@@ -323,6 +323,7 @@ llvm::Expected<Kernel> selectGemm(const ir::Node &node);
 llvm::Expected<Kernel> selectSoftmax(const ir::Node &node);
 llvm::Expected<Kernel> selectLayerNormalization(const ir::Node &node);
 llvm::Expected<Kernel> selectSoftmaxCrossEntropyLoss(const ir::Node &node);
+llvm::Expected<Kernel> selectSoftmaxCrossEntropyGrad(const ir::Node &node);
 
 llvm::Expected<Kernel> selectReduce(const ir::Node &node);
 

@@ -9,7 +9,7 @@
 //                      Mod, Pow, Cast, Gelu, Dropout
 //   Linalg.cpp         MatMul and Gemm (OpenBLAS)
 //   Normalization.cpp  Softmax, LogSoftmax, LayerNormalization,
-//                      SoftmaxCrossEntropyLoss
+//                      SoftmaxCrossEntropyLoss, remat.SoftmaxCrossEntropyGrad
 //   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax
 //   DataMovement.cpp   Reshape, Transpose, (Un)Squeeze, Concat, Slice, Split,
 //                      Expand, Gather, ScatterElements, Shape, Constant,
@@ -252,6 +252,8 @@ Expected<Kernel> selectKernel(const ir::Node &node) {
     return selectLayerNormalization(node);
   case OpKind::SoftmaxCrossEntropyLoss:
     return selectSoftmaxCrossEntropyLoss(node);
+  case OpKind::SoftmaxCrossEntropyGrad:
+    return selectSoftmaxCrossEntropyGrad(node);
   case OpKind::ReduceSum:
   case OpKind::ReduceMean:
   case OpKind::ReduceMax:

@@ -1,5 +1,9 @@
 //===- runtime/cpu/Normalization.cpp - Softmax, LayerNorm and the loss ----===//
 //
+// (remat.SoftmaxCrossEntropyGrad, the loss's gradient, is here too: it maps
+// log_prob with no reduction, element by element, split over threads in
+// blocks whose bounds do not change a value.)
+//
 // Each of these reduces along one axis and then maps. Work is split across
 // threads by independent rows only; every sum (of exponentials, of X, of
 // squared deviations, of losses) runs sequentially in index order inside one
@@ -13,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/KernelImpl.h"
+#include "runtime/cuda/KernelBodies.h"
 
 #include "ir/ShapeInference.h"
 
@@ -415,7 +420,62 @@ template <typename T, typename L> struct SoftmaxCrossEntropyKernel {
   }
 };
 
+/// remat.SoftmaxCrossEntropyGrad: out = (exp(log_prob) - onehot(labels)) *
+/// scale over log_prob [batch, classes, spatial], labels and scale [batch,
+/// spatial]. A label outside [0, classes) matches no class, as Equal does.
+template <typename T, typename L> struct CrossEntropyGradKernel {
+  int64_t batch = 0, classes = 0, spatial = 0;
+
+  Error operator()(const KernelContext &ctx) const {
+    const T *logProb = ctx.inputs[0].getData<T>();
+    const L *labels = ctx.inputs[1].getData<L>();
+    const T *scale = ctx.inputs[2].getData<T>();
+    T *out = ctx.outputs[0].getData<T>();
+    if (batch * classes * spatial == 0)
+      return Error::success();
+    // Tasks are (n, c) columns of `spatial` elements each.
+    int64_t grain = std::max<int64_t>(1, kElementwiseGrain / spatial);
+    ctx.parallel.run(batch * classes, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end;) {
+        int64_t n = task / classes, c0 = task % classes;
+        int64_t c1 = std::min(classes, c0 + (end - task));
+        const L *rowLabels = labels + n * spatial;
+        const T *rowScale = scale + n * spatial;
+        for (int64_t c = c0; c < c1; ++c) {
+          int64_t base = (n * classes + c) * spatial;
+          for (int64_t s = 0; s < spatial; ++s)
+            out[base + s] = cuda::body::crossEntropyGrad(
+                logProb[base + s], static_cast<int64_t>(rowLabels[s]) == c,
+                rowScale[s]);
+        }
+        task += c1 - c0;
+      }
+    });
+    return Error::success();
+  }
+};
+
 } // namespace
+
+Expected<Kernel> selectSoftmaxCrossEntropyGrad(const ir::Node &node) {
+  const ir::TensorType &type = node.getOperand(0)->getType();
+  DType dtype = type.getDType();
+  if (!isF32OrF64(dtype))
+    return unsupportedDType(node, "log_prob", dtype, "f32, f64");
+  DType labelDType = node.getOperand(1)->getType().getDType();
+  auto build = [&](auto tTag, auto lTag) -> Kernel {
+    CrossEntropyGradKernel<decltype(tTag), decltype(lTag)> kernel;
+    kernel.batch = type.getDim(0);
+    kernel.classes = type.getDim(1);
+    kernel.spatial = product(type.getDims().drop_front(2));
+    return kernel;
+  };
+  return dispatchFloat(dtype, [&](auto tTag) -> Kernel {
+    if (labelDType == DType::I64)
+      return build(tTag, int64_t());
+    return build(tTag, int32_t());
+  });
+}
 
 Expected<Kernel> selectSoftmaxCrossEntropyLoss(const ir::Node &node) {
   const ir::TensorType &scoresType = node.getOperand(0)->getType();

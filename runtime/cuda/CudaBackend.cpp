@@ -964,6 +964,26 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
           node);
     });
   }
+  case OpKind::SoftmaxCrossEntropyGrad: {
+    const ir::TensorType &logProb = node.getOperand(0)->getType();
+    ir::DType dtype = logProb.getDType();
+    if (!isFloatType(dtype))
+      return std::nullopt;
+    bool labelsI64 = node.getOperand(1)->getType().getDType() == ir::DType::I64;
+    int64_t batch = logProb.getDim(0), classes = logProb.getDim(1), spatial = 1;
+    for (unsigned d = 2; d < logProb.getRank(); ++d)
+      spatial *= logProb.getDim(d);
+    ElemType type = *elemType(dtype);
+    return Runner([&node, type, labelsI64, batch, classes,
+                   spatial](const RunContext &ctx, ArrayRef<Tensor> in,
+                            ArrayRef<Tensor> out) {
+      return launched(launchCrossEntropyGrad(
+                          ctx.device.getStream(), type, labelsI64,
+                          in[0].getData(), in[1].getData(), in[2].getData(),
+                          out[0].getData(), batch, classes, spatial),
+                      node);
+    });
+  }
   case OpKind::ReduceSum:
   case OpKind::ReduceMean:
   case OpKind::ReduceMax:

@@ -368,6 +368,15 @@ REMAT_HOST_DEVICE inline T crossEntropyColumn(const T *x, int64_t classes,
   return weights ? -logP * weights[label] : -logP;
 }
 
+/// remat.SoftmaxCrossEntropyGrad at one element of log_prob [N, C, D]:
+/// (exp(logProb) - (its class is the label ? 1 : 0)) * scale. These are the
+/// operations, in order, of the Exp, Equal, Cast, Sub and Mul nodes autodiff
+/// emitted before the op existed, so the bits are those of that graph.
+template <typename T>
+REMAT_HOST_DEVICE inline T crossEntropyGrad(T logProb, bool isLabel, T scale) {
+  return (std::exp(logProb) - (isLabel ? T(1) : T(0))) * scale;
+}
+
 /// The loss reduced over \p count elements ("sum" or "mean"), in index order
 /// as the CPU sums it. For "mean" the divisor is the weight of the
 /// non-ignored labels (their count without weights).

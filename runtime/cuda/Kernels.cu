@@ -228,6 +228,20 @@ __global__ void gatherKernel(const T *data, const I *indices, T *out,
   }
 }
 
+template <typename T, typename L>
+__global__ void crossEntropyGradKernel(const T *logProb, const L *labels,
+                                       const T *scale, T *out,
+                                       int64_t classes, int64_t spatial,
+                                       int64_t total) {
+  REMAT_GRID_LOOP(i, total) {
+    int64_t s = i % spatial;
+    int64_t c = (i / spatial) % classes;
+    int64_t row = (i / (spatial * classes)) * spatial + s;
+    out[i] = body::crossEntropyGrad(
+        logProb[i], static_cast<int64_t>(labels[row]) == c, scale[row]);
+  }
+}
+
 int64_t product(const body::Dims &space) {
   int64_t count = 1;
   for (int d = 0; d < space.rank; ++d)
@@ -413,6 +427,30 @@ int launchCrossEntropy(StreamHandle stream, ElemType type, bool labelsI64,
           static_cast<const T *>(losses), static_cast<const L *>(labels),
           static_cast<T *>(reduced), count, mean, hasIgnore, ignoreIndex,
           static_cast<const T *>(weights));
+    return lastError();
+  };
+  return dispatchFloat(type, [&](auto tTag) {
+    if (labelsI64)
+      return run(tTag, int64_t());
+    return run(tTag, int32_t());
+  });
+}
+
+int launchCrossEntropyGrad(StreamHandle stream, ElemType type,
+                           bool labelsI64, const void *logProb,
+                           const void *labels, const void *scale, void *out,
+                           int64_t batch, int64_t classes, int64_t spatial) {
+  int64_t total = batch * classes * spatial;
+  if (total == 0)
+    return 0;
+  auto run = [&](auto tTag, auto lTag) {
+    using T = decltype(tTag);
+    using L = decltype(lTag);
+    crossEntropyGradKernel<T, L><<<blocksFor(total), kThreads, 0,
+                                   asStream(stream)>>>(
+        static_cast<const T *>(logProb), static_cast<const L *>(labels),
+        static_cast<const T *>(scale), static_cast<T *>(out), classes,
+        spatial, total);
     return lastError();
   };
   return dispatchFloat(type, [&](auto tTag) {

@@ -85,6 +85,14 @@ int launchCrossEntropy(StreamHandle stream, ElemType type, bool labelsI64,
                        int64_t classes, int64_t spatial, bool hasIgnore,
                        int64_t ignoreIndex, int *errorFlag);
 
+/// remat.SoftmaxCrossEntropyGrad: out = (exp(logProb) - onehot(labels)) *
+/// scale over logProb and out [batch, classes, spatial], labels (i64 when
+/// \p labelsI64, else i32) and scale [batch, spatial].
+int launchCrossEntropyGrad(StreamHandle stream, ElemType type, bool labelsI64,
+                           const void *logProb, const void *labels,
+                           const void *scale, void *out, int64_t batch,
+                           int64_t classes, int64_t spatial);
+
 /// ReduceSum/Mean/Max: one thread per output element of \p keptSpace.
 int launchReduce(StreamHandle stream, body::ReduceOp op, ElemType type,
                  const void *x, void *out, const body::Dims &keptSpace,

@@ -213,6 +213,18 @@ def gelu_grad_reference(np, dy, x, approximate):
     return (dy.astype(np.float64) * slope).astype(x.dtype)
 
 
+def xent_grad_reference(np, log_prob, labels, scale):
+    """(exp(log_prob) - onehot(labels, axis 1)) * scale, in f64."""
+    classes = log_prob.shape[1]
+    shape = [1] * log_prob.ndim
+    shape[1] = classes
+    onehot = (np.expand_dims(labels, 1) ==
+              np.arange(classes).reshape(shape)).astype(np.float64)
+    grad = (np.exp(log_prob.astype(np.float64)) - onehot) * np.expand_dims(
+        scale.astype(np.float64), 1)
+    return grad.astype(log_prob.dtype)
+
+
 def reference_outputs(np, graph_name, feeds):
     """Expected output values for the models whose semantics are known."""
     if graph_name == "gelu":
@@ -224,6 +236,11 @@ def reference_outputs(np, graph_name, feeds):
         dy, x = feeds["dy"], feeds["x"]
         return {"d": gelu_grad_reference(np, dy, x, "none"),
                 "dt": gelu_grad_reference(np, dy, x, "tanh")}
+    if graph_name == "xent_grad":
+        return {"g": xent_grad_reference(np, feeds["lp"], feeds["lab"],
+                                         feeds["s"]),
+                "g3": xent_grad_reference(np, feeds["lp3"], feeds["lab3"],
+                                          feeds["s3"])}
     if graph_name == "gelu_f64":
         x = feeds["x"]
         return {"y": gelu_reference(np, x, "none"),

@@ -355,6 +355,22 @@ TEST_CASE("cuda bodies: SoftmaxCrossEntropyLoss with ignore_index gives the "
   }
 }
 
+TEST_CASE("cuda bodies: SoftmaxCrossEntropyGrad gives the CPU kernel's bits") {
+  // log_prob [3, 5, 2] (spatial 2), labels and scale [3, 2]; label 7 is
+  // outside the classes and matches none.
+  auto logProb = randomFloats({3, 5, 2}, 11, -6, 0);
+  auto labels = ints(DType::I32, {3, 2}, {1, 0, 4, 7, 2, 2});
+  auto scale = randomFloats({3, 2}, 12, -2, 2);
+  auto y = runCpu(OpKind::SoftmaxCrossEntropyGrad, {logProb, labels, scale}, 1);
+  for (int64_t i = 0; i < 30; ++i) {
+    int64_t n = i / 10, c = (i / 2) % 5, row = n * 2 + i % 2;
+    float expected = body::crossEntropyGrad(elems<float>(logProb)[i],
+                                            elems<int32_t>(labels)[row] == c,
+                                            elems<float>(scale)[row]);
+    REQUIRE(sameBits(elems<float>(y[0])[i], expected));
+  }
+}
+
 TEST_CASE("cuda bodies: reductions sum in the CPU's order") {
   Dims dims = {3, 4, 5};
   auto x = randomFloats(dims, 11);

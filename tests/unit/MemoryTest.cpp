@@ -66,9 +66,10 @@ bool isInPlacePair(const Liveness &liveness, const MemoryPlan &plan,
     const Node *node = to->getDefiningNode();
     return liveness.getRange(from).lastUse == liveness.getRange(to).def &&
            llvm::is_contained(node->getOperands(), from) &&
-           hasTrait(node->getOp(), kElementwise) &&
-           hasTrait(node->getOp(), kInPlace) &&
-           node->getNumResults() == 1 && from->getType() == to->getType();
+           (hasTrait(node->getOp(), kElementwise) ||
+            node->getOp() == OpKind::SoftmaxCrossEntropyGrad) &&
+           hasTrait(node->getOp(), kInPlace) && node->getNumResults() == 1 &&
+           from->getType() == to->getType();
   };
   return pair(a, b) || pair(b, a);
 }

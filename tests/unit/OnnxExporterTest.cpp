@@ -680,6 +680,57 @@ TEST_CASE("the GeluGrad decomposition computes GeluGrad's bits") {
   }
 }
 
+TEST_CASE("the SoftmaxCrossEntropyGrad decomposition computes its bits") {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    for (DType labelType : {DType::I64, DType::I32}) {
+      // log_prob [N=2, C=4, d=3]; labels and scale [2, 3]. Label -1 and 4
+      // match no class (as Equal in the graph autodiff emitted before).
+      std::string f = dtypeName(dtype).str(), l = dtypeName(labelType).str();
+      std::string text = "graph @g(%lp: " + f + "[2,4,3], %lab: " + l +
+                         "[2,3], %s: " + f +
+                         "[2,3]) {\n  %g = remat.SoftmaxCrossEntropyGrad(%lp, "
+                         "%lab, %s) : " +
+                         f + "[2,4,3]\n  return %g\n}\n";
+      INFO(text);
+      auto graph = parse(text);
+      std::vector<double> lps, scales = {0.5, -1.25, 0.0, 2.0, 1.0, 0.125};
+      for (int i = 0; i < 24; ++i)
+        lps.push_back(-0.1 - 0.37 * (i % 11));
+      std::vector<int64_t> labels = {0, 3, 1, -1, 2, 4};
+      TensorDataPtr lp =
+          TensorData::fromDoubles(TensorType(dtype, {2, 4, 3}), lps);
+      TensorDataPtr lab =
+          TensorData::fromInts(TensorType(labelType, {2, 3}), labels);
+      TensorDataPtr s =
+          TensorData::fromDoubles(TensorType(dtype, {2, 3}), scales);
+
+      pb::ModelProto model = exportModel(*graph);
+      for (const auto &node : model.graph().node())
+        CHECK(node.domain().empty());
+      auto values = evaluateModel(model, {{"lp", lp}, {"lab", lab}, {"s", s}});
+      REQUIRE(values.count("g"));
+      const TensorData &exported = *values["g"];
+      auto original = runtime::cpu::evaluateNode(
+          graph->getNodes().front(), {lp.get(), lab.get(), s.get()});
+      REQUIRE(original);
+      const TensorData &fused = *(*original)[0];
+      for (int n = 0; n < 2; ++n)
+        for (int c = 0; c < 4; ++c)
+          for (int d = 0; d < 3; ++d) {
+            int i = (n * 4 + c) * 3 + d, row = n * 3 + d;
+            INFO("n " << n << " c " << c << " d " << d);
+            // The decomposition is the fused kernel's operations, in order.
+            CHECK(exported.getDouble(i) == fused.getDouble(i));
+            double expected =
+                (std::exp(lps[i]) - (labels[row] == c ? 1.0 : 0.0)) *
+                scales[row];
+            CHECK(fused.getDouble(i) ==
+                  doctest::Approx(expected).epsilon(1e-6).scale(1.0));
+          }
+    }
+  }
+}
+
 TEST_CASE("decomposition names avoid the graph's names") {
   pb::ModelProto model = exportText(R"(
 graph @g(%x: f32[2], %y.gelu.erf: f32[2]) {

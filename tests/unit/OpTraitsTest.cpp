@@ -126,6 +126,11 @@ const Sample kSamples[] = {
   {OpKind::Gelu, "f64[2,3]", "%y = remat.Gelu(%w) : f64[2,3]"},
   {OpKind::GeluGrad, "f64[2,3]", "%y = remat.GeluGrad(%w, %w) : f64[2,3]",
    "op remat.GeluGrad has no gradient rule"},
+  {OpKind::SoftmaxCrossEntropyGrad, "f64[2,3]",
+   "%lab = Constant() {value = dense<i64[2]: [0, 2]>} : i64[2]\n"
+   "    %s = Constant() {value = dense<f64[2]: [1.0, 0.5]>} : f64[2]\n"
+   "    %y = remat.SoftmaxCrossEntropyGrad(%w, %lab, %s) : f64[2,3]",
+   "op remat.SoftmaxCrossEntropyGrad has no gradient rule"},
   {OpKind::Sin, "f64[2,3]", "%y = Sin(%w) : f64[2,3]"},
   {OpKind::Cos, "f64[2,3]", "%y = Cos(%w) : f64[2,3]"},
   {OpKind::Abs, "f64[2,3]", "%y = Abs(%w) : f64[2,3]"},
@@ -205,21 +210,26 @@ TEST_CASE("op traits: a few ops") {
 TEST_CASE("op traits: in place and shape-only sets") {
   // plan-memory's in-place set before the traits existed: changing it
   // changes every plan.
-  // Sin, Cos, Abs, Reciprocal and Not came later (issue 13); no graph from before uses
-  // them, so no earlier plan changes. remat.GeluGrad (issue 16) replaced
-  // autodiff's dozen elementwise nodes for a Gelu with one.
+  // Sin, Cos, Abs, Reciprocal and Not came later (issue 13); no graph from
+  // before uses them, so no earlier plan changes. remat.GeluGrad (issue 16)
+  // replaced autodiff's dozen elementwise nodes for a Gelu with one, and
+  // remat.SoftmaxCrossEntropyGrad its Exp, Equal, Cast, Sub and Mul nodes
+  // (Exp, Sub and Mul were in place) for the loss.
   CHECK(opsWith(kInPlace) ==
         std::set<OpKind>{OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
                          OpKind::Sqrt, OpKind::Erf, OpKind::Tanh, OpKind::Relu,
-                         OpKind::Sigmoid, OpKind::Exp, OpKind::Log,
-                         OpKind::Neg, OpKind::Sin, OpKind::Cos, OpKind::Abs,
-                         OpKind::Reciprocal, OpKind::Not,
-                         OpKind::GeluGrad});
+                         OpKind::Sigmoid, OpKind::Exp, OpKind::Log, OpKind::Neg,
+                         OpKind::Sin, OpKind::Cos, OpKind::Abs,
+                         OpKind::Reciprocal, OpKind::Not, OpKind::GeluGrad,
+                         OpKind::SoftmaxCrossEntropyGrad});
   // Overwriting operand element i with result element i is only safe when
-  // nothing else reads operand element i.
+  // nothing else reads operand element i: elementwise ops, and the loss
+  // gradient, which reads log_prob (its only operand of the result's type)
+  // at the index it writes.
   for (OpKind op : opsWith(kInPlace)) {
     INFO(getOpSpelling(op));
-    CHECK(hasTrait(op, kElementwise));
+    CHECK(
+        (hasTrait(op, kElementwise) || op == OpKind::SoftmaxCrossEntropyGrad));
   }
   CHECK(opsWith(kShapeOnly) ==
         std::set<OpKind>{OpKind::Identity, OpKind::Reshape, OpKind::Unsqueeze,

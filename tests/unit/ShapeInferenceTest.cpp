@@ -293,6 +293,28 @@ TEST_CASE_FIXTURE(Fixture, "remat.GeluGrad broadcasts two float operands") {
   CHECK(getOpSpelling(OpKind::GeluGrad) == "remat.GeluGrad");
 }
 
+TEST_CASE_FIXTURE(Fixture,
+                  "remat.SoftmaxCrossEntropyGrad has log_prob's type") {
+  auto grad = [&](TensorType logProb, TensorType labels, TensorType scale) {
+    return infer(node(OpKind::SoftmaxCrossEntropyGrad,
+                      {in(logProb), in(labels), in(scale)}));
+  };
+  CHECK(grad(f32({5, 7}), i64({5}), f32({5})) == "f32[5,7]");
+  CHECK(grad(f64({2, 4, 3}), i32({2, 3}), f64({2, 3})) == "f64[2,4,3]");
+  CHECK_ERROR(grad(i64({5, 7}), i64({5}), f32({5})),
+              "must have a float dtype, got i64[5,7]");
+  CHECK_ERROR(grad(f32({5}), i64({5}), f32({5})), "rank");
+  CHECK_ERROR(grad(f32({5, 7}), f32({5}), f32({5})), "dtype i32 or i64");
+  CHECK_ERROR(grad(f32({5, 7}), i64({7}), f32({5})),
+              "must have shape [5] for scores f32[5,7]");
+  CHECK_ERROR(grad(f32({5, 7}), i64({5}), f64({5})),
+              "has type f64[5], expected dtype f32 (the dtype of operand 0");
+  CHECK_ERROR(grad(f32({2, 4, 3}), i64({2, 3}), f32({2, 4})),
+              "of type f32[2,4] must have the labels' shape [2,3]");
+  CHECK(getOpSpelling(OpKind::SoftmaxCrossEntropyGrad) ==
+        "remat.SoftmaxCrossEntropyGrad");
+}
+
 TEST_CASE_FIXTURE(Fixture, "Relu and Neg take signed types, Identity any") {
   CHECK(infer(node(OpKind::Relu, {in(i32({3}))})) == "i32[3]");
   CHECK(infer(node(OpKind::Neg, {in(f64({}))})) == "f64[]");
