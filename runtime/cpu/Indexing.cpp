@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/KernelImpl.h"
+#include "runtime/cuda/KernelBodies.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -208,36 +209,10 @@ Expected<Kernel> selectCumSum(const ir::Node &node) {
 // Pad
 //===----------------------------------------------------------------------===//
 
-enum class PadMode { Constant, Reflect, Edge, Wrap };
-
-/// Maps \p i, a position in the padded axis measured from the first input
-/// element (so in [-begin, size + end)), to the input position it copies,
-/// or -1 for the constant.
-inline int64_t padSource(int64_t i, int64_t size, PadMode mode) {
-  if (i >= 0 && i < size)
-    return i;
-  switch (mode) {
-  case PadMode::Constant:
-    return -1;
-  case PadMode::Edge:
-    return i < 0 ? 0 : size - 1;
-  case PadMode::Wrap: {
-    int64_t r = i % size;
-    return r < 0 ? r + size : r;
-  }
-  case PadMode::Reflect: {
-    // numpy's reflect: period 2 (size - 1), mirrored in its second half.
-    if (size == 1)
-      return 0;
-    int64_t period = 2 * (size - 1);
-    int64_t r = i % period;
-    if (r < 0)
-      r += period;
-    return r < size ? r : period - r;
-  }
-  }
-  llvm_unreachable("unknown pad mode");
-}
+// The mode and the source position of a padded element are the CUDA
+// backend's body (runtime/cuda/KernelBodies.h), so both backends pad alike.
+using cuda::body::PadMode;
+using cuda::body::padSource;
 
 template <typename T>
 Kernel makePadKernel(PadMode mode, Dims inDims, Dims outDims) {

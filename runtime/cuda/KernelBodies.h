@@ -535,7 +535,7 @@ REMAT_HOST_DEVICE inline void cumSumLine(const T *x, T *y, int64_t length,
   }
 }
 
-/// Pad modes, as runtime/cpu/Indexing.cpp numbers them.
+/// Pad modes (the CPU backend uses this enum and padSource too).
 enum class PadMode : uint8_t { Constant, Reflect, Edge, Wrap };
 
 /// The input position that padded position \p i (measured from the first
