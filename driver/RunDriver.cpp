@@ -73,6 +73,11 @@ IntRange findRange(const ir::Value *value) {
           return {user.getOperand(0)->getType().getDim(1), false,
                   user.getAttrs().getInt("ignore_index")};
         break;
+      case ir::OpKind::SoftmaxCrossEntropyGrad: // labels, as the loss's
+        if (use.operandIndex == 1 &&
+            user.getOperand(0)->getType().getRank() >= 2)
+          return {user.getOperand(0)->getType().getDim(1), false, std::nullopt};
+        break;
       case ir::OpKind::Expand: // repeats values; shape-only ops keep them
         if (use.operandIndex == 0)
           work.push_back(user.getResult(0));

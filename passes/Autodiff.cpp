@@ -951,7 +951,8 @@ Error grad<OpKind::SoftmaxCrossEntropyLoss>(Differentiator &d,
   scale = d.emit(OpKind::Mul, {scale, g}); // g is [] or labels-shaped.
   // (exp(log_prob) - onehot(label)) * scale in one pass; its kernels do the
   // operations of the Exp, Equal, Cast, Sub and Mul nodes this rule emitted
-  // before, so the bits are the same, and export writes those nodes.
+  // before, so the bits are the same; export writes them back (with Where
+  // in place of Cast, the same 1 or 0).
   d.contribute(scores, d.emit(OpKind::SoftmaxCrossEntropyGrad,
                               {node.getResult(1), safe, scale}));
   return Error::success();

@@ -161,6 +161,15 @@ def index_bound(graph, name, shapes):
                 bounds.append(data[axis % len(data)])
             elif node.op_type == "SoftmaxCrossEntropyLoss" and position == 1:
                 bounds.append(shapes[node.input[0]][1])
+            elif node.op_type == "Unsqueeze" and position == 0:
+                # remat.SoftmaxCrossEntropyGrad's export: labels, unsqueezed,
+                # compared with the class indices [1, C, 1...].
+                for user in graph.node:
+                    if user.op_type == "Equal" and node.output[0] in user.input:
+                        other = [i for i in user.input if i != node.output[0]]
+                        if other and other[0] in shapes and \
+                                len(shapes[other[0]]) > 1:
+                            bounds.append(shapes[other[0]][1])
     return min(bounds) if bounds else None
 
 

@@ -1762,6 +1762,21 @@ TEST_CASE("kernels give the same bits on 1 and 4 threads") {
              {input(f32({512, 300})),
               input(randomData(TensorType(DType::I64, {512}), rng, 0, 299))},
              2)});
+  // Tasks are (n, c) pairs: chunks start and end inside rows.
+  cases.push_back(
+      {"SoftmaxCrossEntropyGrad",
+       build(OpKind::SoftmaxCrossEntropyGrad,
+             {input(f32({512, 300})),
+              input(randomData(TensorType(DType::I64, {512}), rng, 0, 299)),
+              input(f32({512}))},
+             1)});
+  cases.push_back(
+      {"SoftmaxCrossEntropyGrad with a spatial dim",
+       build(OpKind::SoftmaxCrossEntropyGrad,
+             {input(f32({4, 7, 40000})),
+              input(randomData(TensorType(DType::I32, {4, 40000}), rng, 0, 6)),
+              input(f32({4, 40000}))},
+             1)});
   for (Case &c : cases) {
     INFO(c.name);
     REQUIRE(c.node->error == "");

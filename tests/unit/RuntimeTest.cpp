@@ -23,6 +23,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <set>
 
 using namespace remat;
 using namespace remat::ir;
@@ -73,6 +74,28 @@ std::vector<float> values(const OwnedTensor &tensor) {
 }
 
 } // namespace
+
+TEST_CASE("makeInputs draws labels that index the classes") {
+  // Labels feeding the loss or only its fused gradient are drawn from
+  // [0, C), every class reachable (C = 5 here, 64 labels).
+  for (const char *use :
+       {"%y = SoftmaxCrossEntropyLoss(%lp, %lab) : f32[]",
+        "%y = remat.SoftmaxCrossEntropyGrad(%lp, %lab, %s) : f32[64,5]"}) {
+    INFO(use);
+    std::string text = std::string("graph @g(%lp: f32[64,5], %lab: i64[64], "
+                                   "%s: f32[64]) {\n  ") +
+                       use + "\n  return %y\n}\n";
+    auto graph = ir::parseGraph(text, "g.rir");
+    REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+    auto inputs = driver::makeInputs(**graph, {}, /*seed=*/3);
+    REQUIRE_MESSAGE(bool(inputs), errorToString(inputs.takeError()));
+    const auto *labels = static_cast<const int64_t *>((*inputs)[1].getData());
+    std::set<int64_t> seen(labels, labels + 64);
+    CHECK(*seen.begin() >= 0);
+    CHECK(*seen.rbegin() <= 4);
+    CHECK(seen.size() == 5);
+  }
+}
 
 TEST_CASE("the backend registry lists the backends this build has") {
   std::vector<llvm::StringRef> names = listBackends();
