@@ -284,6 +284,18 @@ bool isFloatType(ir::DType dtype) {
   return dtype == ir::DType::F32 || dtype == ir::DType::F64;
 }
 
+/// The loss's scores (and its gradient's log_prob), [N, C, d...], viewed as
+/// [batch, classes, spatial] as the cross-entropy kernels take them.
+struct ClassView {
+  int64_t batch = 0, classes = 0, spatial = 1;
+
+  explicit ClassView(const ir::TensorType &type)
+      : batch(type.getDim(0)), classes(type.getDim(1)) {
+    for (unsigned d = 2; d < type.getRank(); ++d)
+      spatial *= type.getDim(d);
+  }
+};
+
 std::vector<int64_t> rowMajor(ArrayRef<int64_t> dims) {
   std::vector<int64_t> strides(dims.size(), 1);
   for (size_t k = dims.size(); k > 1; --k)
@@ -937,9 +949,8 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
         node.getOperand(1)->getType().getDType() == ir::DType::I64;
     std::string reduction = attrs.getString("reduction").value_or("mean");
     std::optional<int64_t> ignore = attrs.getInt("ignore_index");
-    int64_t batch = scores.getDim(0), classes = scores.getDim(1), spatial = 1;
-    for (unsigned d = 2; d < scores.getRank(); ++d)
-      spatial *= scores.getDim(d);
+    ClassView view(scores);
+    int64_t batch = view.batch, classes = view.classes, spatial = view.spatial;
     bool reduced = reduction != "none";
     bool mean = reduction == "mean";
     uint64_t lossBytes = reduced ? uint64_t(batch * spatial) *
@@ -970,17 +981,16 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
     if (!isFloatType(dtype))
       return std::nullopt;
     bool labelsI64 = node.getOperand(1)->getType().getDType() == ir::DType::I64;
-    int64_t batch = logProb.getDim(0), classes = logProb.getDim(1), spatial = 1;
-    for (unsigned d = 2; d < logProb.getRank(); ++d)
-      spatial *= logProb.getDim(d);
+    ClassView view(logProb);
     ElemType type = *elemType(dtype);
-    return Runner([&node, type, labelsI64, batch, classes,
-                   spatial](const RunContext &ctx, ArrayRef<Tensor> in,
-                            ArrayRef<Tensor> out) {
-      return launched(launchCrossEntropyGrad(
-                          ctx.device.getStream(), type, labelsI64,
-                          in[0].getData(), in[1].getData(), in[2].getData(),
-                          out[0].getData(), batch, classes, spatial),
+    return Runner([&node, type, labelsI64, view](const RunContext &ctx,
+                                                 ArrayRef<Tensor> in,
+                                                 ArrayRef<Tensor> out) {
+      return launched(launchCrossEntropyGrad(ctx.device.getStream(), type,
+                                             labelsI64, in[0].getData(),
+                                             in[1].getData(), in[2].getData(),
+                                             out[0].getData(), view.batch,
+                                             view.classes, view.spatial),
                       node);
     });
   }
