@@ -14,9 +14,15 @@
 // slice at a time, all inner columns together, still summing each column over
 // n in order (so both layouts give the same bits for the same column).
 //
+// Every exp is remat's (runtime/ExpF32.h); along a contiguous row the
+// exponentials are computed eight lanes at a time into a buffer first
+// (runtime/cpu/VectorMath.h, the same bits) and then summed in order.
+//
 //===----------------------------------------------------------------------===//
 
+#include "runtime/ExpF32.h"
 #include "runtime/cpu/KernelImpl.h"
+#include "runtime/cpu/VectorMath.h"
 #include "runtime/cuda/KernelBodies.h"
 
 #include "ir/ShapeInference.h"
@@ -73,9 +79,16 @@ void columnStats(const T *x, int64_t n, int64_t inner, T *mx, T *sum) {
     T m = n > 0 ? x[0] : -std::numeric_limits<T>::infinity();
     for (int64_t j = 1; j < n; ++j)
       m = maxOf(m, x[j]);
+    // exp(x - m) a block at a time, then summed in index order.
+    constexpr int64_t kBlock = 512;
+    T block[kBlock];
     T s = T(0);
-    for (int64_t j = 0; j < n; ++j)
-      s += std::exp(x[j] - m);
+    for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+      int64_t len = std::min(kBlock, n - j0);
+      expShiftedArray(x + j0, m, block, len);
+      for (int64_t j = 0; j < len; ++j)
+        s += block[j];
+    }
     *mx = m;
     *sum = s;
     return;
@@ -88,7 +101,7 @@ void columnStats(const T *x, int64_t n, int64_t inner, T *mx, T *sum) {
   std::fill(sum, sum + inner, T(0));
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < inner; ++i)
-      sum[i] += std::exp(x[j * inner + i] - mx[i]);
+      sum[i] += expOf(x[j * inner + i] - mx[i]);
 }
 
 //===----------------------------------------------------------------------===//
@@ -104,12 +117,11 @@ void softmaxSlab(const T *x, T *y, int64_t n, int64_t inner,
     T m = x[0];
     for (int64_t j = 1; j < n; ++j)
       m = maxOf(m, x[j]);
+    // y = exp(x - m) first (y may be x: element j reads only x[j]).
+    expShiftedArray(x, m, y, n);
     T s = T(0);
-    for (int64_t j = 0; j < n; ++j) {
-      T e = std::exp(x[j] - m);
-      y[j] = e;
-      s += e;
-    }
+    for (int64_t j = 0; j < n; ++j)
+      s += y[j];
     for (int64_t j = 0; j < n; ++j)
       y[j] = y[j] / s;
     return;
@@ -124,7 +136,7 @@ void softmaxSlab(const T *x, T *y, int64_t n, int64_t inner,
   std::fill(sum, sum + inner, T(0));
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < inner; ++i) {
-      T e = std::exp(x[j * inner + i] - mx[i]);
+      T e = expOf(x[j * inner + i] - mx[i]);
       y[j * inner + i] = e;
       sum[i] += e;
     }
@@ -441,12 +453,23 @@ template <typename T, typename L> struct CrossEntropyGradKernel {
         int64_t c1 = std::min(classes, c0 + (end - task));
         const L *rowLabels = labels + n * spatial;
         const T *rowScale = scale + n * spatial;
-        for (int64_t c = c0; c < c1; ++c) {
-          int64_t base = (n * classes + c) * spatial;
-          for (int64_t s = 0; s < spatial; ++s)
-            out[base + s] = cuda::body::crossEntropyGrad(
-                logProb[base + s], static_cast<int64_t>(rowLabels[s]) == c,
-                rowScale[s]);
+        if (spatial == 1) {
+          // A contiguous run of classes: the exps eight lanes at a time,
+          // then crossEntropyGrad's subtraction and product on them.
+          int64_t base = n * classes;
+          expArray(logProb + base + c0, out + base + c0, c1 - c0);
+          int64_t label = static_cast<int64_t>(rowLabels[0]);
+          for (int64_t c = c0; c < c1; ++c)
+            out[base + c] =
+                (out[base + c] - (c == label ? T(1) : T(0))) * rowScale[0];
+        } else {
+          for (int64_t c = c0; c < c1; ++c) {
+            int64_t base = (n * classes + c) * spatial;
+            for (int64_t s = 0; s < spatial; ++s)
+              out[base + s] = cuda::body::crossEntropyGrad(
+                  logProb[base + s], static_cast<int64_t>(rowLabels[s]) == c,
+                  rowScale[s]);
+          }
         }
         task += c1 - c0;
       }

@@ -1,4 +1,5 @@
-//===- runtime/cuda/KernelBodies.h - The math of the CUDA kernels -*- C++ -*-===//
+//===- runtime/cuda/KernelBodies.h - The math of the CUDA kernels -*- C++
+//-*-===//
 //
 // What one CUDA thread computes, as plain __host__ __device__ functions: the
 // .cu kernels are thin loops over these, and tests/unit/CudaKernelBodiesTest
@@ -11,7 +12,10 @@
 // with --fmad=false so that no a * b + c contracts into an FMA the CPU does
 // not do).
 //
-// Plain C++17 with no dependencies beyond ir/Hash.h and DropoutMask.h.
+// Every exp is runtime/ExpF32.h's expOf, so f32 exps are the CPU's bits too.
+//
+// Plain C++17 with no dependencies beyond ir/Hash.h, DropoutMask.h and
+// ExpF32.h.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_CUDA_KERNELBODIES_H
@@ -19,6 +23,7 @@
 
 #include "ir/Hash.h"
 #include "runtime/DropoutMask.h"
+#include "runtime/ExpF32.h"
 
 #include <cmath>
 #include <cstdint>
@@ -88,9 +93,9 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
     case UnaryOp::Relu:
       return x < T(0) ? T(0) : x;
     case UnaryOp::Sigmoid:
-      return T(1) / (T(1) + std::exp(-x));
+      return T(1) / (T(1) + expOf(-x));
     case UnaryOp::Exp:
-      return std::exp(x);
+      return expOf(x);
     case UnaryOp::Log:
       return std::log(x);
     case UnaryOp::Neg:
@@ -137,7 +142,7 @@ template <typename T> REMAT_HOST_DEVICE inline T geluGradErf(T dy, T x) {
   const T sqrtHalf = T(M_SQRT1_2);
   const T invSqrtTwoPi = T(1 / std::sqrt(2 * M_PI));
   T cdf = half * (one + std::erf(x * sqrtHalf));
-  T pdf = invSqrtTwoPi * std::exp(T(-0.5) * (x * x));
+  T pdf = invSqrtTwoPi * expOf(T(-0.5) * (x * x));
   return dy * (cdf + x * pdf);
 }
 
@@ -294,14 +299,14 @@ REMAT_HOST_DEVICE inline void softmaxColumn(const T *x, T *y, int64_t n,
   T s = T(0);
   if (isLog) {
     for (int64_t j = 0; j < n; ++j)
-      s += std::exp(x[j * stride] - m);
+      s += expOf(x[j * stride] - m);
     T logSum = std::log(s);
     for (int64_t j = 0; j < n; ++j)
       y[j * stride] = (x[j * stride] - m) - logSum;
     return;
   }
   for (int64_t j = 0; j < n; ++j) {
-    T e = std::exp(x[j * stride] - m);
+    T e = expOf(x[j * stride] - m);
     y[j * stride] = e;
     s += e;
   }
@@ -357,7 +362,7 @@ REMAT_HOST_DEVICE inline T crossEntropyColumn(const T *x, int64_t classes,
     m = maxIgnoringNaN(m, x[c * spatial]);
   T s = T(0);
   for (int64_t c = 0; c < classes; ++c)
-    s += std::exp(x[c * spatial] - m);
+    s += expOf(x[c * spatial] - m);
   T lse = std::log(s);
   if (logProb)
     for (int64_t c = 0; c < classes; ++c)
@@ -374,7 +379,7 @@ REMAT_HOST_DEVICE inline T crossEntropyColumn(const T *x, int64_t classes,
 /// emitted before the op existed, so the bits are those of that graph.
 template <typename T>
 REMAT_HOST_DEVICE inline T crossEntropyGrad(T logProb, bool isLabel, T scale) {
-  return (std::exp(logProb) - (isLabel ? T(1) : T(0))) * scale;
+  return (expOf(logProb) - (isLabel ? T(1) : T(0))) * scale;
 }
 
 /// The loss reduced over \p count elements ("sum" or "mean"), in index order

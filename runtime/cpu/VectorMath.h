@@ -1,0 +1,53 @@
+//===- runtime/cpu/VectorMath.h - Vectorised f32 math for the kernels -*- C++
+//-*-===//
+//
+// Array forms of remat's f32 math (runtime/ExpF32.h) for the CPU kernels:
+// eight lanes at a time with AVX2 when the CPU has it (chosen at run time,
+// so the build stays baseline x86-64), the scalar function otherwise and for
+// the tail. Each lane performs the scalar function's operations in its
+// order, so the results are its bits whichever path runs
+// (tests/unit/VectorMathTest.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_CPU_VECTORMATH_H
+#define REMAT_RUNTIME_CPU_VECTORMATH_H
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace remat::runtime::cpu {
+
+/// y[i] = expF32(x[i]) for i in [0, n). \p y may be \p x.
+void expF32Array(const float *x, float *y, int64_t n);
+
+/// y[i] = expF32(x[i] - shift) for i in [0, n), the subtraction in f32.
+/// \p y may be \p x.
+void expF32ShiftedArray(const float *x, float shift, float *y, int64_t n);
+
+/// The same for a kernel's element type: the f32 arrays above, std::exp
+/// element by element for f64.
+template <typename T> inline void expArray(const T *x, T *y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    expF32Array(x, y, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = std::exp(x[i]);
+  }
+}
+template <typename T>
+inline void expShiftedArray(const T *x, T shift, T *y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    expF32ShiftedArray(x, shift, y, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = std::exp(x[i] - shift);
+  }
+}
+
+/// \returns whether the arrays above run eight lanes at a time with AVX2.
+bool vectorMathUsesAvx2();
+
+} // namespace remat::runtime::cpu
+
+#endif // REMAT_RUNTIME_CPU_VECTORMATH_H
