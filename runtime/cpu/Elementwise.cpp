@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/ExpF32.h"
+#include "runtime/MathF32.h"
 #include "runtime/cpu/KernelImpl.h"
 #include "runtime/cpu/VectorMath.h"
 #include "runtime/cuda/KernelBodies.h"
@@ -33,6 +33,17 @@ namespace {
 using ir::DType;
 using ir::OpKind;
 
+/// Whether Op has an f32 array form with apply's bits (runtime/cpu/
+/// VectorMath.h): the kernels call it on contiguous runs.
+template <typename Op>
+concept HasF32ArrayForm = requires(const float *in, float *out) {
+  Op::applyArray(in, out, int64_t(0));
+};
+template <typename Op>
+concept HasF32BinaryArrayForm = requires(const float *in, float *out) {
+  Op::applyArray(in, in, out, int64_t(0));
+};
+
 //===----------------------------------------------------------------------===//
 // Unary
 //===----------------------------------------------------------------------===//
@@ -40,13 +51,17 @@ using ir::OpKind;
 struct SqrtOp {
   template <typename T> static T apply(T x) { return std::sqrt(x); }
 };
+/// remat's erf (runtime/MathF32.h), eight lanes at a time in f32.
 struct ErfOp {
-  template <typename T> static T apply(T x) { return std::erf(x); }
+  template <typename T> static T apply(T x) { return erfOf(x); }
+  static void applyArray(const float *in, float *out, int64_t n) {
+    erfF32Array(in, out, n);
+  }
 };
 struct TanhOp {
   template <typename T> static T apply(T x) { return std::tanh(x); }
 };
-/// remat's exp (runtime/ExpF32.h): in f32 the same bits on every backend,
+/// remat's exp (runtime/MathF32.h): in f32 the same bits on every backend,
 /// eight lanes at a time over a contiguous array (applyArray).
 struct ExpOp {
   template <typename T> static T apply(T x) { return expOf(x); }
@@ -78,7 +93,10 @@ struct NegOp {
 struct GeluErfOp {
   template <typename T> static T apply(T x) {
     const T sqrtHalf = T(0.70710678118654752440); // 1 / sqrt(2)
-    return T(0.5) * x * (T(1) + std::erf(x * sqrtHalf));
+    return T(0.5) * x * (T(1) + erfOf(x * sqrtHalf));
+  }
+  static void applyArray(const float *in, float *out, int64_t n) {
+    geluErfF32Array(in, out, n);
   }
 };
 /// GELU, approximate = "tanh".
@@ -89,12 +107,6 @@ struct GeluTanhOp {
     return T(0.5) * x *
            (T(1) + std::tanh(sqrtTwoOverPi * (x + cubic * x * x * x)));
   }
-};
-
-/// Whether Op has an f32 array form with apply's bits.
-template <typename Op>
-concept HasF32ArrayForm = requires(const float *in, float *out) {
-  Op::applyArray(in, out, int64_t(0));
 };
 
 template <typename Op, typename T> Kernel makeUnaryKernel() {
@@ -144,6 +156,10 @@ struct AddOp {
 struct GeluGradErfOp {
   template <typename T> static T apply(T dy, T x) {
     return cuda::body::geluGradErf(dy, x);
+  }
+  static void applyArray(const float *dy, const float *x, float *out,
+                         int64_t n) {
+    geluGradErfF32Array(dy, x, out, n);
   }
 };
 struct GeluGradTanhOp {
@@ -243,8 +259,12 @@ template <typename Op, typename R, typename A, typename B>
 inline void binaryRun(R *out, const A *a, int64_t sa, const B *b, int64_t sb,
                       int64_t n) {
   if (sa == 1 && sb == 1) {
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = Op::apply(a[i], b[i]);
+    if constexpr (std::is_same_v<R, float> && std::is_same_v<A, float> &&
+                  std::is_same_v<B, float> && HasF32BinaryArrayForm<Op>)
+      Op::applyArray(a, b, out, n);
+    else
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = Op::apply(a[i], b[i]);
   } else if (sa == 1 && sb == 0) {
     const B y = *b;
     for (int64_t i = 0; i < n; ++i)

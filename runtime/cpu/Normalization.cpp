@@ -14,13 +14,13 @@
 // slice at a time, all inner columns together, still summing each column over
 // n in order (so both layouts give the same bits for the same column).
 //
-// Every exp is remat's (runtime/ExpF32.h); along a contiguous row the
+// Every exp is remat's (runtime/MathF32.h); along a contiguous row the
 // exponentials are computed eight lanes at a time into a buffer first
 // (runtime/cpu/VectorMath.h, the same bits) and then summed in order.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/ExpF32.h"
+#include "runtime/MathF32.h"
 #include "runtime/cpu/KernelImpl.h"
 #include "runtime/cpu/VectorMath.h"
 #include "runtime/cuda/KernelBodies.h"

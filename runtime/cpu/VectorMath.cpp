@@ -1,14 +1,16 @@
 //===- runtime/cpu/VectorMath.cpp - Vectorised f32 math for the kernels ---===//
 //
-// The AVX2 loop is compiled with a target attribute of "avx2" only, not
+// The AVX2 loops are compiled with a target attribute of "avx2" only, not
 // "fma": with no FMA instruction available the compiler cannot contract a
-// multiply and an add, so every lane rounds as runtime/ExpF32.h's scalar
-// code does.
+// multiply and an add, so every lane rounds as runtime/MathF32.h's scalar
+// code and the CUDA bodies (runtime/cuda/KernelBodies.h) do. The scalar
+// tails call those functions themselves.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/VectorMath.h"
-#include "runtime/ExpF32.h"
+#include "runtime/MathF32.h"
+#include "runtime/cuda/KernelBodies.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -19,6 +21,8 @@ namespace remat::runtime::cpu {
 
 namespace {
 
+using cuda::body::UnaryOp;
+
 template <bool Shifted>
 void expScalar(const float *x, float shift, float *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
@@ -26,51 +30,148 @@ void expScalar(const float *x, float shift, float *y, int64_t n) {
 }
 
 #ifdef REMAT_VECTORMATH_X86
-/// Eight lanes of runtime/ExpF32.h's expF32, operation for operation.
+#define REMAT_AVX2 __attribute__((target("avx2"), always_inline)) inline
+
+REMAT_AVX2 __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+REMAT_AVX2 __m256 sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
+REMAT_AVX2 __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+REMAT_AVX2 __m256 splat(float x) { return _mm256_set1_ps(x); }
+/// a * x + c, two roundings.
+REMAT_AVX2 __m256 step(__m256 a, __m256 x, float c) {
+  return add(mul(a, x), splat(c));
+}
+/// Lanes of \p whenTrue where \p mask is set, else of \p whenFalse.
+REMAT_AVX2 __m256 select(__m256 mask, __m256 whenTrue, __m256 whenFalse) {
+  return _mm256_blendv_ps(whenFalse, whenTrue, mask);
+}
+
+/// Eight lanes of runtime/MathF32.h's expF32, operation for operation.
+REMAT_AVX2 __m256 exp8(__m256 v) {
+  using namespace mathf32;
+  __m256 isNaN = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  // Not NaN, so max/min are the scalar code's two selects.
+  __m256 c = _mm256_min_ps(_mm256_max_ps(v, splat(kExpLow)), splat(kExpHigh));
+  __m256 nf =
+      sub(add(mul(c, splat(kLog2e)), splat(kExpRound)), splat(kExpRound));
+  __m256 r = sub(c, mul(nf, splat(kLn2Hi)));
+  r = sub(r, mul(nf, splat(kLn2Lo)));
+  __m256 p = splat(kExpP0);
+  p = step(p, r, kExpP1);
+  p = step(p, r, kExpP2);
+  p = step(p, r, kExpP3);
+  p = step(p, r, kExpP4);
+  p = step(p, r, kExpP5);
+  p = add(add(mul(p, mul(r, r)), r), splat(1.0f));
+  __m256i k = _mm256_cvttps_epi32(nf); // nf is an integer: exact
+  __m256i half = _mm256_srai_epi32(k, 1);
+  __m256i rest = _mm256_sub_epi32(k, half);
+  const __m256i bias = _mm256_set1_epi32(127);
+  __m256 scaleHalf =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+  __m256 scaleRest =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(rest, bias), 23));
+  return select(isNaN, v, mul(mul(p, scaleHalf), scaleRest));
+}
+
+/// Eight lanes of erfF32.
+REMAT_AVX2 __m256 erf8(__m256 x) {
+  using namespace mathf32;
+  __m256 isNaN = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  const __m256 signBit = splat(-0.0f);
+  __m256 a = _mm256_andnot_ps(signBit, x);
+  __m256 t = mul(a, a);
+  __m256 p = splat(kErfP7);
+  p = step(p, t, kErfP6);
+  p = step(p, t, kErfP5);
+  p = step(p, t, kErfP4);
+  p = step(p, t, kErfP3);
+  p = step(p, t, kErfP2);
+  p = step(p, t, kErfP1);
+  p = step(p, t, kErfP0);
+  __m256 small = add(x, mul(x, p));
+  __m256 s = sub(a, splat(kErfCenter));
+  __m256 q = splat(kErfQ12);
+  q = step(q, s, kErfQ11);
+  q = step(q, s, kErfQ10);
+  q = step(q, s, kErfQ9);
+  q = step(q, s, kErfQ8);
+  q = step(q, s, kErfQ7);
+  q = step(q, s, kErfQ6);
+  q = step(q, s, kErfQ5);
+  q = step(q, s, kErfQ4);
+  q = step(q, s, kErfQ3);
+  q = step(q, s, kErfQ2);
+  q = step(q, s, kErfQ1);
+  q = step(q, s, kErfQ0);
+  __m256 large = sub(splat(1.0f), mul(exp8(_mm256_xor_ps(t, signBit)), q));
+  large =
+      select(_mm256_cmp_ps(a, splat(kErfCut), _CMP_GE_OQ), splat(1.0f), large);
+  large = select(_mm256_cmp_ps(x, splat(0.0f), _CMP_LT_OQ),
+                 _mm256_xor_ps(large, signBit), large);
+  __m256 result =
+      select(_mm256_cmp_ps(a, splat(kErfSplit), _CMP_LT_OQ), small, large);
+  return select(isNaN, x, result);
+}
+
+/// The constants of the scalar bodies, as they compute them.
+struct GeluConstants {
+  float sqrtHalfUnary = static_cast<float>(0.70710678118654752440);
+  float sqrtHalfGrad = static_cast<float>(M_SQRT1_2);
+  float invSqrtTwoPi = static_cast<float>(1 / std::sqrt(2 * M_PI));
+};
+
 template <bool Shifted>
 __attribute__((target("avx2"))) void expAvx2(const float *x, float shift,
                                              float *y, int64_t n) {
-  using namespace expf32;
-  const __m256 low = _mm256_set1_ps(kLow), high = _mm256_set1_ps(kHigh);
-  const __m256 log2e = _mm256_set1_ps(kLog2e), round = _mm256_set1_ps(kRound);
-  const __m256 ln2Hi = _mm256_set1_ps(kLn2Hi), ln2Lo = _mm256_set1_ps(kLn2Lo);
-  const __m256 p0 = _mm256_set1_ps(kP0), p1 = _mm256_set1_ps(kP1),
-               p2 = _mm256_set1_ps(kP2), p3 = _mm256_set1_ps(kP3),
-               p4 = _mm256_set1_ps(kP4), p5 = _mm256_set1_ps(kP5);
-  const __m256 one = _mm256_set1_ps(1.0f), by = _mm256_set1_ps(shift);
-  const __m256i bias = _mm256_set1_epi32(127);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_loadu_ps(x + i);
     if (Shifted)
-      v = _mm256_sub_ps(v, by);
-    __m256 isNaN = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-    // Not NaN, so max/min are the scalar code's two selects.
-    __m256 c = _mm256_min_ps(_mm256_max_ps(v, low), high);
-    __m256 nf =
-        _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(c, log2e), round), round);
-    __m256 r = _mm256_sub_ps(c, _mm256_mul_ps(nf, ln2Hi));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(nf, ln2Lo));
-    __m256 p = p0;
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), p1);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), p2);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), p3);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), p4);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), p5);
-    p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), r),
-                      one);
-    __m256i k = _mm256_cvttps_epi32(nf); // nf is an integer: exact
-    __m256i half = _mm256_srai_epi32(k, 1);
-    __m256i rest = _mm256_sub_epi32(k, half);
-    __m256 scaleHalf = _mm256_castsi256_ps(
-        _mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
-    __m256 scaleRest = _mm256_castsi256_ps(
-        _mm256_slli_epi32(_mm256_add_epi32(rest, bias), 23));
-    __m256 result = _mm256_mul_ps(_mm256_mul_ps(p, scaleHalf), scaleRest);
-    _mm256_storeu_ps(y + i, _mm256_blendv_ps(result, v, isNaN));
+      v = sub(v, splat(shift));
+    _mm256_storeu_ps(y + i, exp8(v));
   }
   expScalar<Shifted>(x + i, shift, y + i, n - i);
 }
+
+__attribute__((target("avx2"))) void erfAvx2(const float *x, float *y,
+                                             int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, erf8(_mm256_loadu_ps(x + i)));
+  for (; i < n; ++i)
+    y[i] = erfF32(x[i]);
+}
+
+/// cuda::body::unary(GeluErf): 0.5 * x * (1 + erf(x * sqrt(1/2))).
+__attribute__((target("avx2"))) void geluErfAvx2(const float *x, float *y,
+                                                 int64_t n) {
+  GeluConstants k;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    __m256 e = erf8(mul(v, splat(k.sqrtHalfUnary)));
+    _mm256_storeu_ps(y + i, mul(mul(splat(0.5f), v), add(splat(1.0f), e)));
+  }
+  for (; i < n; ++i)
+    y[i] = cuda::body::unary(UnaryOp::GeluErf, x[i]);
+}
+
+/// cuda::body::geluGradErf: dy * (cdf + x * pdf).
+__attribute__((target("avx2"))) void
+geluGradErfAvx2(const float *dy, const float *x, float *y, int64_t n) {
+  GeluConstants k;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 g = _mm256_loadu_ps(dy + i), v = _mm256_loadu_ps(x + i);
+    __m256 cdf =
+        mul(splat(0.5f), add(splat(1.0f), erf8(mul(v, splat(k.sqrtHalfGrad)))));
+    __m256 pdf = mul(splat(k.invSqrtTwoPi), exp8(mul(splat(-0.5f), mul(v, v))));
+    _mm256_storeu_ps(y + i, mul(g, add(cdf, mul(v, pdf))));
+  }
+  for (; i < n; ++i)
+    y[i] = cuda::body::geluGradErf(dy[i], x[i]);
+}
+#undef REMAT_AVX2
 #endif
 
 bool detectAvx2() {
@@ -103,6 +204,33 @@ void expF32Array(const float *x, float *y, int64_t n) {
 
 void expF32ShiftedArray(const float *x, float shift, float *y, int64_t n) {
   expArray<true>(x, shift, y, n);
+}
+
+void erfF32Array(const float *x, float *y, int64_t n) {
+#ifdef REMAT_VECTORMATH_X86
+  if (vectorMathUsesAvx2())
+    return erfAvx2(x, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = erfF32(x[i]);
+}
+
+void geluErfF32Array(const float *x, float *y, int64_t n) {
+#ifdef REMAT_VECTORMATH_X86
+  if (vectorMathUsesAvx2())
+    return geluErfAvx2(x, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = cuda::body::unary(UnaryOp::GeluErf, x[i]);
+}
+
+void geluGradErfF32Array(const float *dy, const float *x, float *y, int64_t n) {
+#ifdef REMAT_VECTORMATH_X86
+  if (vectorMathUsesAvx2())
+    return geluGradErfAvx2(dy, x, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = cuda::body::geluGradErf(dy[i], x[i]);
 }
 
 } // namespace remat::runtime::cpu

@@ -1,7 +1,7 @@
 //===- runtime/cpu/VectorMath.h - Vectorised f32 math for the kernels -*- C++
 //-*-===//
 //
-// Array forms of remat's f32 math (runtime/ExpF32.h) for the CPU kernels:
+// Array forms of remat's f32 math (runtime/MathF32.h) for the CPU kernels:
 // eight lanes at a time with AVX2 when the CPU has it (chosen at run time,
 // so the build stays baseline x86-64), the scalar function otherwise and for
 // the tail. Each lane performs the scalar function's operations in its
@@ -24,6 +24,17 @@ void expF32Array(const float *x, float *y, int64_t n);
 /// y[i] = expF32(x[i] - shift) for i in [0, n), the subtraction in f32.
 /// \p y may be \p x.
 void expF32ShiftedArray(const float *x, float shift, float *y, int64_t n);
+
+/// y[i] = erfF32(x[i]). \p y may be \p x.
+void erfF32Array(const float *x, float *y, int64_t n);
+
+/// y[i] = Gelu(x[i]), approximate "none": cuda::body::unary(GeluErf)'s
+/// bits. \p y may be \p x.
+void geluErfF32Array(const float *x, float *y, int64_t n);
+
+/// y[i] = cuda::body::geluGradErf(dy[i], x[i]), its bits. \p y may be
+/// \p dy or \p x.
+void geluGradErfF32Array(const float *dy, const float *x, float *y, int64_t n);
 
 /// The same for a kernel's element type: the f32 arrays above, std::exp
 /// element by element for f64.

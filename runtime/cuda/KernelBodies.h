@@ -12,10 +12,11 @@
 // with --fmad=false so that no a * b + c contracts into an FMA the CPU does
 // not do).
 //
-// Every exp is runtime/ExpF32.h's expOf, so f32 exps are the CPU's bits too.
+// Every exp and erf is runtime/MathF32.h's expOf and erfOf, so in f32 they
+// are the CPU's bits too.
 //
 // Plain C++17 with no dependencies beyond ir/Hash.h, DropoutMask.h and
-// ExpF32.h.
+// MathF32.h.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_CUDA_KERNELBODIES_H
@@ -23,7 +24,7 @@
 
 #include "ir/Hash.h"
 #include "runtime/DropoutMask.h"
-#include "runtime/ExpF32.h"
+#include "runtime/MathF32.h"
 
 #include <cmath>
 #include <cstdint>
@@ -87,7 +88,7 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
     case UnaryOp::Sqrt:
       return std::sqrt(x);
     case UnaryOp::Erf:
-      return std::erf(x);
+      return erfOf(x);
     case UnaryOp::Tanh:
       return std::tanh(x);
     case UnaryOp::Relu:
@@ -102,7 +103,7 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
       return -x;
     case UnaryOp::GeluErf: {
       const T sqrtHalf = T(0.70710678118654752440);
-      return T(0.5) * x * (T(1) + std::erf(x * sqrtHalf));
+      return T(0.5) * x * (T(1) + erfOf(x * sqrtHalf));
     }
     case UnaryOp::GeluTanh: {
       const T sqrtTwoOverPi = T(0.79788456080286535588);
@@ -141,7 +142,7 @@ template <typename T> REMAT_HOST_DEVICE inline T geluGradErf(T dy, T x) {
   // The constants as autodiff wrote them into the graph.
   const T sqrtHalf = T(M_SQRT1_2);
   const T invSqrtTwoPi = T(1 / std::sqrt(2 * M_PI));
-  T cdf = half * (one + std::erf(x * sqrtHalf));
+  T cdf = half * (one + erfOf(x * sqrtHalf));
   T pdf = invSqrtTwoPi * expOf(T(-0.5) * (x * x));
   return dy * (cdf + x * pdf);
 }

@@ -1,13 +1,14 @@
-//===- tests/unit/VectorMathTest.cpp - remat's f32 exp ------------------===//
+//===- tests/unit/VectorMathTest.cpp - remat's f32 exp and erf ----------===//
 //
-// runtime/ExpF32.h's expF32 against a double-precision exp (its accuracy and
-// its edge cases), and runtime/cpu/VectorMath.h's array forms against it bit
-// for bit: the CPU kernels use the arrays, the CUDA bodies the scalar
-// function, so any difference here is a CPU/GPU difference.
+// runtime/MathF32.h's expF32 and erfF32 against double precision (accuracy
+// and edge cases), and runtime/cpu/VectorMath.h's array forms against the
+// scalar functions bit for bit: the CPU kernels use the arrays, the CUDA
+// bodies the scalar functions, so any difference here is a CPU/GPU one.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/VectorMath.h"
-#include "runtime/ExpF32.h"
+#include "runtime/MathF32.h"
+#include "runtime/cuda/KernelBodies.h"
 
 #include <doctest/doctest.h>
 
@@ -44,31 +45,48 @@ double ulpError(float got, double want) {
   return std::fabs(static_cast<double>(got) - want) / ulp;
 }
 
+struct Sweep {
+  double worst = 0;
+  float worstX = 0;
+  int64_t checked = 0;
+};
+
+/// The worst error in ulp of \p fn against the double \p ref on every
+/// \p stride-th f32 bit pattern of [0, \p high] and of [\p low, -0]
+/// (positive and negative bit patterns each grow with |x|).
+template <typename F, typename R>
+Sweep sweepUlp(F fn, R ref, float high, float low, uint32_t stride) {
+  Sweep sweep;
+  auto run = [&](float from, float to) {
+    for (uint32_t b = bitsOf(from); b <= bitsOf(to); b += stride) {
+      float x = floatOf(b);
+      double want = ref(static_cast<double>(x));
+      double error =
+          want == 0 ? std::fabs(double(fn(x))) : ulpError(fn(x), want);
+      if (error > sweep.worst) {
+        sweep.worst = error;
+        sweep.worstX = x;
+      }
+      ++sweep.checked;
+    }
+  };
+  run(0.0f, high);
+  run(-0.0f, low);
+  return sweep;
+}
+
 } // namespace
 
 TEST_CASE("expF32 is within 1 ulp of exp on normal results") {
   // Every 251st f32 bit pattern from -87 to 88 (exp of both is normal):
-  // about 8.5 million inputs, every exponent and residue.
-  double worst = 0;
-  float worstX = 0;
-  int64_t checked = 0;
-  auto sweep = [&](float from, float to) {
-    for (uint32_t b = bitsOf(from); b <= bitsOf(to); b += 251) {
-      float x = floatOf(b);
-      double error = ulpError(expF32(x), std::exp(static_cast<double>(x)));
-      if (error > worst) {
-        worst = error;
-        worstX = x;
-      }
-      ++checked;
-    }
-  };
-  sweep(0.0f, 88.0f);   // positive bit patterns grow with x
-  sweep(-0.0f, -87.0f); // negative ones grow with |x|
-  MESSAGE("expF32: " << checked << " inputs, worst " << worst
-                     << " ulp at x = " << worstX);
-  CHECK(checked > 8000000);
-  CHECK(worst <= 1.0);
+  // about 8.9 million inputs, every exponent and residue.
+  Sweep sweep =
+      sweepUlp([](float x) { return expF32(x); },
+               [](double x) { return std::exp(x); }, 88.0f, -87.0f, 251);
+  MESSAGE("expF32: " << sweep.checked << " inputs, worst " << sweep.worst
+                     << " ulp at x = " << sweep.worstX);
+  CHECK(sweep.checked > 8000000);
+  CHECK(sweep.worst <= 1.0);
 }
 
 TEST_CASE("expF32 at the edges of its range") {
@@ -144,4 +162,73 @@ TEST_CASE("expOf is expF32 for f32 and std::exp for f64") {
   cpu::expShiftedArray(x.data(), 0.5, y.data(), 3);
   for (int i = 0; i < 3; ++i)
     CHECK(y[i] == std::exp(x[i] - 0.5));
+}
+
+TEST_CASE("erfF32 is within 1.5 ulp of erf") {
+  // Every 97th f32 bit pattern of [-5, 5]: both pieces, the split at 1, the
+  // cut at 4 and the tiny inputs.
+  Sweep sweep = sweepUlp([](float x) { return erfF32(x); },
+                         [](double x) { return std::erf(x); }, 5.0f, -5.0f, 97);
+  MESSAGE("erfF32: " << sweep.checked << " inputs, worst " << sweep.worst
+                     << " ulp at x = " << sweep.worstX);
+  CHECK(sweep.checked > 20000000);
+  CHECK(sweep.worst <= 1.5);
+}
+
+TEST_CASE("erfF32 at the edges of its range") {
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(std::isnan(erfF32(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(erfF32(inf) == 1.0f);
+  CHECK(erfF32(-inf) == -1.0f);
+  CHECK(bitsOf(erfF32(0.0f)) == bitsOf(0.0f));
+  CHECK(bitsOf(erfF32(-0.0f)) == bitsOf(-0.0f));
+  CHECK(erfF32(4.0f) == 1.0f);
+  CHECK(erfF32(-30.0f) == -1.0f);
+  // Odd: erf(-x) = -erf(x) for every x, both pieces.
+  for (float x : {1e-20f, 0.3f, 0.999f, 1.0f, 2.5f, 3.99f})
+    CHECK(bitsOf(erfF32(-x)) == bitsOf(-erfF32(x)));
+}
+
+TEST_CASE("erf, Gelu and GeluGrad arrays give the scalar bodies' bits") {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> wide(-6.0f, 6.0f);
+  std::vector<float> x(700), dy(700);
+  for (float &v : x)
+    v = wide(rng);
+  for (float &v : dy)
+    v = wide(rng);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            inf,
+                            -inf,
+                            0.0f,
+                            -0.0f,
+                            1.0f,
+                            -1.0f,
+                            4.0f,
+                            -4.0f,
+                            1e-30f,
+                            40.0f,
+                            -40.0f};
+  for (size_t i = 0; i < std::size(specials); ++i) {
+    x[2 + i] = specials[i];
+    x[690 - i] = specials[i];
+  }
+  using cuda::body::UnaryOp;
+  for (int64_t offset : {0, 3}) {
+    for (int64_t n : {0, 1, 7, 8, 9, 33, 687}) {
+      std::vector<float> erf(n), gelu(n), grad(n);
+      const float *xs = x.data() + offset, *gs = dy.data() + offset;
+      cpu::erfF32Array(xs, erf.data(), n);
+      cpu::geluErfF32Array(xs, gelu.data(), n);
+      cpu::geluGradErfF32Array(gs, xs, grad.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("offset " << offset << " n " << n << " i " << i << " x " << xs[i]);
+        CHECK(bitsOf(erf[i]) == bitsOf(erfF32(xs[i])));
+        CHECK(bitsOf(gelu[i]) ==
+              bitsOf(cuda::body::unary(UnaryOp::GeluErf, xs[i])));
+        CHECK(bitsOf(grad[i]) == bitsOf(cuda::body::geluGradErf(gs[i], xs[i])));
+      }
+    }
+  }
 }
