@@ -816,6 +816,10 @@ Expected<Kernel> selectDropout(const ir::Node &node) {
       uint64_t key = dropoutKey(seed);
       ctx.parallel.run(
           count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+            if constexpr (std::is_same_v<T, float>) {
+              dropoutF32Array(x, y, mask, begin, end, key, threshold, scale);
+              return;
+            }
             if (!mask) {
               for (int64_t i = begin; i < end; ++i)
                 y[i] = dropoutBits24(key, i) >= threshold ? x[i] * scale : T(0);

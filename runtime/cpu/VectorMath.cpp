@@ -12,6 +12,9 @@
 #include "runtime/MathF32.h"
 #include "runtime/cuda/KernelBodies.h"
 
+#include <array>
+#include <cstring>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define REMAT_VECTORMATH_X86 1
@@ -171,6 +174,73 @@ geluGradErfAvx2(const float *dy, const float *x, float *y, int64_t n) {
   for (; i < n; ++i)
     y[i] = cuda::body::geluGradErf(dy[i], x[i]);
 }
+/// 64-bit lanes a * c mod 2^64 from 32-bit multiplies (AVX2 has none
+/// wider): lo(a) lo(c) + ((hi(a) lo(c) + lo(a) hi(c)) << 32).
+REMAT_AVX2 __m256i mulLow64(__m256i a, __m256i c) {
+  __m256i cross =
+      _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), c),
+                       _mm256_mul_epu32(a, _mm256_srli_epi64(c, 32)));
+  return _mm256_add_epi64(_mm256_mul_epu32(a, c), _mm256_slli_epi64(cross, 32));
+}
+
+/// Four lanes of ir::splitMix64Finalize(z) >> 40 (dropoutBits24).
+REMAT_AVX2 __m256i bits24(__m256i z) {
+  z = mulLow64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)),
+               _mm256_set1_epi64x(static_cast<int64_t>(0xBF58476D1CE4E5B9ull)));
+  z = mulLow64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)),
+               _mm256_set1_epi64x(static_cast<int64_t>(0x94D049BB133111EBull)));
+  return _mm256_srli_epi64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 31)), 40);
+}
+
+/// kSpreadBits[m] has byte j = bit j of m: a movemask as eight bool bytes.
+constexpr auto kSpreadBits = [] {
+  std::array<uint64_t, 256> table{};
+  for (unsigned m = 0; m < 256; ++m)
+    for (unsigned j = 0; j < 8; ++j)
+      table[m] |= static_cast<uint64_t>((m >> j) & 1) << (8 * j);
+  return table;
+}();
+
+__attribute__((target("avx2"))) void
+dropoutAvx2(const float *x, float *y, uint8_t *mask, int64_t begin, int64_t end,
+            uint64_t key, uint32_t threshold, float scale) {
+  const uint64_t gamma = ir::kSplitMix64Gamma;
+  // Lane l of the first and second four: (l + 1) and (l + 5) gammas on.
+  const __m256i lanesLow = _mm256_setr_epi64x(
+      static_cast<int64_t>(gamma), static_cast<int64_t>(2 * gamma),
+      static_cast<int64_t>(3 * gamma), static_cast<int64_t>(4 * gamma));
+  const __m256i lanesHigh = _mm256_add_epi64(
+      lanesLow, _mm256_set1_epi64x(static_cast<int64_t>(4 * gamma)));
+  const __m256i evenFirst = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  // bits >= threshold as a signed compare: both are below 2^25.
+  const __m256i below = _mm256_set1_epi32(static_cast<int32_t>(threshold) - 1);
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    // dropoutBits24(key, i + l) hashes key + (i + l + 1) gamma.
+    __m256i base = _mm256_set1_epi64x(
+        static_cast<int64_t>(key + static_cast<uint64_t>(i) * gamma));
+    __m256i low = _mm256_permutevar8x32_epi32(
+        bits24(_mm256_add_epi64(base, lanesLow)), evenFirst);
+    __m256i high = _mm256_permutevar8x32_epi32(
+        bits24(_mm256_add_epi64(base, lanesHigh)), evenFirst);
+    __m256i bits =
+        _mm256_inserti128_si256(low, _mm256_castsi256_si128(high), 1);
+    __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(bits, below));
+    // keep ? x * scale : +0.
+    _mm256_storeu_ps(
+        y + i, _mm256_and_ps(keep, mul(_mm256_loadu_ps(x + i), splat(scale))));
+    if (mask) {
+      uint64_t bytes = kSpreadBits[_mm256_movemask_ps(keep)];
+      std::memcpy(mask + i, &bytes, sizeof(bytes));
+    }
+  }
+  for (; i < end; ++i) {
+    bool keep;
+    y[i] = cuda::body::dropout(x[i], key, i, threshold, scale, keep);
+    if (mask)
+      mask[i] = keep;
+  }
+}
 #undef REMAT_AVX2
 #endif
 
@@ -222,6 +292,21 @@ void geluErfF32Array(const float *x, float *y, int64_t n) {
 #endif
   for (int64_t i = 0; i < n; ++i)
     y[i] = cuda::body::unary(UnaryOp::GeluErf, x[i]);
+}
+
+void dropoutF32Array(const float *x, float *y, uint8_t *mask, int64_t begin,
+                     int64_t end, uint64_t key, uint32_t threshold,
+                     float scale) {
+#ifdef REMAT_VECTORMATH_X86
+  if (vectorMathUsesAvx2())
+    return dropoutAvx2(x, y, mask, begin, end, key, threshold, scale);
+#endif
+  for (int64_t i = begin; i < end; ++i) {
+    bool keep;
+    y[i] = cuda::body::dropout(x[i], key, i, threshold, scale, keep);
+    if (mask)
+      mask[i] = keep;
+  }
 }
 
 void geluGradErfF32Array(const float *dy, const float *x, float *y, int64_t n) {

@@ -36,6 +36,13 @@ void geluErfF32Array(const float *x, float *y, int64_t n);
 /// \p dy or \p x.
 void geluGradErfF32Array(const float *dy, const float *x, float *y, int64_t n);
 
+/// Dropout of elements [begin, end) of \p x into \p y and, when not null,
+/// \p mask (bool bytes): cuda::body::dropout's values and keeps, drawn
+/// from runtime/DropoutMask.h's stream \p key.
+void dropoutF32Array(const float *x, float *y, uint8_t *mask, int64_t begin,
+                     int64_t end, uint64_t key, uint32_t threshold,
+                     float scale);
+
 /// The same for a kernel's element type: the f32 arrays above, std::exp
 /// element by element for f64.
 template <typename T> inline void expArray(const T *x, T *y, int64_t n) {

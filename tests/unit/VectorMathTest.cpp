@@ -4,9 +4,11 @@
 // and edge cases), and runtime/cpu/VectorMath.h's array forms against the
 // scalar functions bit for bit: the CPU kernels use the arrays, the CUDA
 // bodies the scalar functions, so any difference here is a CPU/GPU one.
+// Dropout's vectorised stream likewise.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/VectorMath.h"
+#include "runtime/DropoutMask.h"
 #include "runtime/MathF32.h"
 #include "runtime/cuda/KernelBodies.h"
 
@@ -18,6 +20,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace remat::runtime;
@@ -229,6 +232,51 @@ TEST_CASE("erf, Gelu and GeluGrad arrays give the scalar bodies' bits") {
               bitsOf(cuda::body::unary(UnaryOp::GeluErf, xs[i])));
         CHECK(bitsOf(grad[i]) == bitsOf(cuda::body::geluGradErf(gs[i], xs[i])));
       }
+    }
+  }
+}
+
+TEST_CASE("the Dropout array gives the body's values and keeps") {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> wide(-3.0f, 3.0f);
+  std::vector<float> x(300);
+  for (float &v : x)
+    v = wide(rng);
+  x[17] = std::numeric_limits<float>::quiet_NaN();
+  x[290] = std::numeric_limits<float>::infinity();
+  uint64_t key = dropoutKey(99);
+  for (float ratio : {0.0f, 0.1f, 0.5f, 0.999f}) {
+    uint32_t threshold = dropoutThreshold(ratio);
+    float scale = 1.0f / (1.0f - ratio);
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 300},
+                              {3, 300},
+                              {5, 12},
+                              {8, 16},
+                              {1, 2},
+                              {7, 7}}) {
+      std::vector<float> y(300, -1.0f), yNoMask(300, -1.0f);
+      std::vector<uint8_t> mask(300, 7);
+      cpu::dropoutF32Array(x.data(), y.data(), mask.data(), begin, end, key,
+                           threshold, scale);
+      cpu::dropoutF32Array(x.data(), yNoMask.data(), nullptr, begin, end, key,
+                           threshold, scale);
+      int64_t kept = 0;
+      for (int64_t i = 0; i < 300; ++i) {
+        INFO("ratio " << ratio << " [" << begin << ", " << end << ") i " << i);
+        if (i < begin || i >= end) {
+          CHECK(y[i] == -1.0f); // outside the range: untouched
+          CHECK(mask[i] == 7);
+          continue;
+        }
+        bool keep;
+        float want = cuda::body::dropout(x[i], key, i, threshold, scale, keep);
+        CHECK(bitsOf(y[i]) == bitsOf(want));
+        CHECK(bitsOf(yNoMask[i]) == bitsOf(want));
+        CHECK(mask[i] == uint8_t(keep));
+        kept += keep;
+      }
+      if (ratio == 0.0f)
+        CHECK(kept == end - begin);
     }
   }
 }
