@@ -8,13 +8,13 @@
 // through gemv paths that split K). So remat sets OpenBLAS to one thread
 // (openblas_set_num_threads(1), once, before the first MatMul/Gemm kernel is
 // selected) and parallelizes itself: each product is cut into tiles of at
-// most kTileRows x kTileCols output elements, a cut that depends only on the
-// shapes, and every tile is one single-threaded cblas_?gemm call over the
-// whole K. Which thread runs a tile does not change its bits, so results are
-// identical for every thread count (CpuKernelsTest checks 1 vs 4 threads).
-// (Tiling itself can change bits relative to one untiled call, e.g. 7x13x1000
-// split 3+4 rows; that is fine: the tiling is a fixed function of the shapes,
-// so a recomputed MatMul reproduces the original exactly.)
+// most 256 x 512 or 128 x 256 output elements (tileFor), a cut that depends
+// only on the shapes, and every tile is one single-threaded cblas_?gemm call
+// over the whole K. Which thread runs a tile does not change its bits, so
+// results are identical for every thread count (CpuKernelsTest checks 1 vs 4
+// threads). (Tiling itself can change bits relative to one untiled call, e.g.
+// 7x13x1000 split 3+4 rows; that is fine: the tiling is a fixed function of the
+// shapes, so a recomputed MatMul reproduces the original exactly.)
 //
 // Batched MatMul whose right operand has no batch dims (activations times a
 // weight, the common case) folds the batch into M: one product of
@@ -132,8 +132,18 @@ namespace {
 
 using ir::DType;
 
-constexpr int64_t kTileRows = 128;
-constexpr int64_t kTileCols = 256;
+/// A product's tile, in output rows x columns.
+struct Tile {
+  int64_t rows, cols;
+};
+/// Each tile is a cblas call that packs its own panels of A and B, so larger
+/// tiles pack less per flop: over bert-base's 13 GEMM shapes, OpenBLAS took
+/// 7% less time in 256 x 512 tiles than in 128 x 256 ones
+/// (`remat-bench-gemm --tile`). Smaller tiles give the threads more tasks.
+constexpr Tile kLargeTile = {256, 512};
+constexpr Tile kSmallTile = {128, 256};
+/// The large tile is used when it still gives this many tasks.
+constexpr int64_t kMinLargeTiles = 8;
 /// Floating-point operations per thread chunk below which tiles are not
 /// worth spreading (only the partition of tiles over threads, never a
 /// result, depends on this).
@@ -171,6 +181,7 @@ struct ProductPlan {
   /// Leading dims of the stored A, B and C.
   int64_t lda = 0, ldb = 0, ldc = 0;
   std::vector<int64_t> aOffsets, bOffsets, cOffsets;
+  Tile tile = kSmallTile;
   int64_t rowTiles = 0, colTiles = 0;
 
   int64_t numTasks() const {
@@ -179,8 +190,16 @@ struct ProductPlan {
 };
 
 void finishPlan(ProductPlan &plan) {
-  plan.rowTiles = std::max<int64_t>(1, (plan.m + kTileRows - 1) / kTileRows);
-  plan.colTiles = std::max<int64_t>(1, (plan.n + kTileCols - 1) / kTileCols);
+  auto cut = [&](Tile tile) {
+    plan.tile = tile;
+    plan.rowTiles = std::max<int64_t>(1, (plan.m + tile.rows - 1) / tile.rows);
+    plan.colTiles = std::max<int64_t>(1, (plan.n + tile.cols - 1) / tile.cols);
+  };
+  // Only the shapes choose, never the thread count: results must not depend
+  // on it.
+  cut(kLargeTile);
+  if (plan.numTasks() < kMinLargeTiles)
+    cut(kSmallTile);
 }
 
 /// Gemm's C operand broadcast to [M, N]: element (r, j) of the result
@@ -224,18 +243,19 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
   if (plan.m == 0 || plan.n == 0)
     return;
   int64_t tilesPerProduct = plan.rowTiles * plan.colTiles;
-  int64_t flopsPerTask = std::max<int64_t>(1, 2 * std::min(plan.m, kTileRows) *
-                                                  std::min(plan.n, kTileCols) *
+  const Tile tile = plan.tile;
+  int64_t flopsPerTask = std::max<int64_t>(1, 2 * std::min(plan.m, tile.rows) *
+                                                  std::min(plan.n, tile.cols) *
                                                   std::max<int64_t>(plan.k, 1));
   int64_t grain = std::max<int64_t>(1, kFlopsPerChunk / flopsPerTask);
   parallel.run(plan.numTasks(), grain, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       int64_t product = task / tilesPerProduct;
-      int64_t tile = task % tilesPerProduct;
-      int64_t row0 = (tile / plan.colTiles) * kTileRows;
-      int64_t col0 = (tile % plan.colTiles) * kTileCols;
-      int64_t rows = std::min(kTileRows, plan.m - row0);
-      int64_t cols = std::min(kTileCols, plan.n - col0);
+      int64_t index = task % tilesPerProduct;
+      int64_t row0 = (index / plan.colTiles) * tile.rows;
+      int64_t col0 = (index % plan.colTiles) * tile.cols;
+      int64_t rows = std::min(tile.rows, plan.m - row0);
+      int64_t cols = std::min(tile.cols, plan.n - col0);
       // Row r of op(A) starts at r * lda when stored as is, at column r when
       // stored transposed; likewise column j of op(B).
       const T *aTile =

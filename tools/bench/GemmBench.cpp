@@ -53,7 +53,8 @@
 
 namespace {
 
-/// runtime/cpu/Linalg.cpp's tile (--tile ROWSxCOLS tries others).
+/// runtime/cpu/Linalg.cpp's small tile (--tile ROWSxCOLS tries others; the
+/// runtime cuts a product into 256x512 tiles when that gives at least 8).
 int64_t kTileRows = 128;
 int64_t kTileCols = 256;
 
