@@ -24,7 +24,7 @@ ThreadPoolParallelFor::ThreadPoolParallelFor(unsigned numThreads) {
   try {
     workers_.reserve(numThreads - 1);
     for (unsigned i = 0; i + 1 < numThreads; ++i)
-      workers_.emplace_back([this, i] { workerLoop(i); });
+      workers_.emplace_back([this] { workerLoop(); });
   } catch (...) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -47,12 +47,21 @@ ThreadPoolParallelFor::~ThreadPoolParallelFor() {
     worker.join();
 }
 
-void ThreadPoolParallelFor::workerLoop(unsigned workerIndex) {
+void ThreadPoolParallelFor::runChunks(Job &job) {
+  while (true) {
+    int64_t chunk = job.nextChunk.fetch_add(1, std::memory_order_relaxed);
+    if (chunk >= job.numChunks)
+      return;
+    auto [begin, end] = chunkBounds(job.count, job.numChunks, chunk);
+    (*job.body)(begin, end);
+  }
+}
+
+void ThreadPoolParallelFor::workerLoop() {
   insideParallelRegion = true;
   uint64_t seenGeneration = 0;
   while (true) {
-    const std::function<void(int64_t, int64_t)> *body;
-    int64_t count, numChunks;
+    Job *job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       jobReady_.wait(
@@ -60,18 +69,14 @@ void ThreadPoolParallelFor::workerLoop(unsigned workerIndex) {
       if (stopping_)
         return;
       seenGeneration = generation_;
-      body = body_;
-      count = count_;
-      numChunks = numChunks_;
+      job = job_;
+      if (!job)
+        continue; // woke after its caller finished every chunk
+      ++activeWorkers_;
     }
-    // Chunk 0 belongs to the caller; worker i takes chunk i + 1.
-    int64_t chunk = static_cast<int64_t>(workerIndex) + 1;
-    if (chunk >= numChunks)
-      continue;
-    auto [begin, end] = chunkBounds(count, numChunks, chunk);
-    (*body)(begin, end);
+    runChunks(*job);
     std::lock_guard<std::mutex> lock(mutex_);
-    if (--pending_ == 0)
+    if (--activeWorkers_ == 0)
       jobDone_.notify_one();
   }
 }
@@ -82,9 +87,9 @@ void ThreadPoolParallelFor::run(
   if (count <= 0)
     return;
   grain = std::max<int64_t>(grain, 1);
-  int64_t numChunks =
-      std::min<int64_t>(numThreads_, (count + grain - 1) / grain);
-  if (numChunks <= 1 || insideParallelRegion) {
+  int64_t numChunks = std::min<int64_t>(numThreads_ * kChunksPerThread,
+                                        (count + grain - 1) / grain);
+  if (numChunks <= 1 || numThreads_ == 1 || insideParallelRegion) {
     body(0, count);
     return;
   }
@@ -94,22 +99,20 @@ void ThreadPoolParallelFor::run(
     body(0, count);
     return;
   }
+  Job job{&body, count, numChunks};
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    body_ = &body;
-    count_ = count;
-    numChunks_ = numChunks;
-    pending_ = numChunks - 1;
+    job_ = &job;
     ++generation_;
   }
   jobReady_.notify_all();
   insideParallelRegion = true;
-  auto [begin, end] = chunkBounds(count, numChunks, 0);
-  body(begin, end);
+  runChunks(job);
   insideParallelRegion = false;
+  // Every chunk is claimed; wait for the workers still running theirs.
   std::unique_lock<std::mutex> lock(mutex_);
-  jobDone_.wait(lock, [&] { return pending_ == 0; });
-  body_ = nullptr;
+  jobDone_.wait(lock, [&] { return activeWorkers_ == 0; });
+  job_ = nullptr;
 }
 
 } // namespace remat::runtime::cpu

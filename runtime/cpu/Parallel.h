@@ -11,6 +11,7 @@
 
 #include "runtime/cpu/Kernels.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -21,10 +22,15 @@
 namespace remat::runtime::cpu {
 
 /// A ParallelFor over a fixed set of worker threads. run() splits [0, count)
-/// into at most one chunk per thread (none smaller than the grain), runs one
-/// chunk on the calling thread and waits for the rest. A run() issued from
-/// inside a body, or while another thread's run() is in flight, executes
-/// inline on its caller: nesting never deadlocks and never oversubscribes.
+/// into up to kChunksPerThread chunks per thread (none smaller than the
+/// grain); the calling thread and the woken workers claim chunks from a
+/// shared counter until none is left, so a thread that wakes late or is
+/// descheduled by the machine delays the run by at most a chunk, and a
+/// worker that wakes after the last chunk was claimed does nothing. Which
+/// thread runs a chunk, and how many chunks there are, never changes a
+/// kernel's result (runtime/cpu/Kernels.h). A run() issued from inside a
+/// body, or while another thread's run() is in flight, executes inline on its
+/// caller: nesting never deadlocks and never oversubscribes.
 class ThreadPoolParallelFor final : public ParallelFor {
 public:
   /// Starts \p numThreads - 1 workers (the caller is the last thread); 0
@@ -39,7 +45,21 @@ public:
   unsigned getNumThreads() const override { return numThreads_; }
 
 private:
-  void workerLoop(unsigned workerIndex);
+  /// Chunks per thread: enough that a late or slow thread leaves little to
+  /// wait for, few enough that a chunk stays worth its claim.
+  static constexpr int64_t kChunksPerThread = 4;
+
+  /// One run(): its body and the counter its chunks are claimed from. Lives
+  /// on the stack of run(), which returns only when no worker uses it.
+  struct Job {
+    const std::function<void(int64_t, int64_t)> *body;
+    int64_t count, numChunks;
+    std::atomic<int64_t> nextChunk{0};
+  };
+
+  void workerLoop();
+  /// Claims and runs chunks of \p job until none is left.
+  static void runChunks(Job &job);
 
   unsigned numThreads_;
   std::vector<std::thread> workers_;
@@ -51,13 +71,12 @@ private:
   std::mutex mutex_;
   std::condition_variable jobReady_;
   std::condition_variable jobDone_;
-  const std::function<void(int64_t, int64_t)> *body_ = nullptr;
-  int64_t count_ = 0;
-  int64_t numChunks_ = 0;
+  /// Null once the job's caller has seen all its chunks done.
+  Job *job_ = nullptr;
   /// Incremented for every job so that workers tell a new job from the last.
   uint64_t generation_ = 0;
-  /// Chunks not yet finished by a worker.
-  int64_t pending_ = 0;
+  /// Workers that took job_ and may still run its chunks.
+  unsigned activeWorkers_ = 0;
   bool stopping_ = false;
 };
 
