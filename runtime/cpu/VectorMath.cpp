@@ -241,6 +241,34 @@ dropoutAvx2(const float *x, float *y, uint8_t *mask, int64_t begin, int64_t end,
       mask[i] = keep;
   }
 }
+__attribute__((target("avx2"))) bool orderFreeMaxAvx2(const float *x, int64_t n,
+                                                      float &max) {
+  __m256 best0 = _mm256_set1_ps(x[0]), best1 = best0;
+  __m256 nan = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+    best0 = _mm256_max_ps(best0, a);
+    best1 = _mm256_max_ps(best1, b);
+  }
+  if (_mm256_movemask_ps(nan))
+    return false;
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_max_ps(best0, best1));
+  float m = lanes[0];
+  for (int j = 1; j < 8; ++j)
+    m = lanes[j] > m ? lanes[j] : m;
+  for (; i < n; ++i) {
+    if (x[i] != x[i])
+      return false;
+    m = x[i] > m ? x[i] : m;
+  }
+  if (m == 0.0f || m != m)
+    return false;
+  max = m;
+  return true;
+}
 #undef REMAT_AVX2
 #endif
 
@@ -292,6 +320,14 @@ void geluErfF32Array(const float *x, float *y, int64_t n) {
 #endif
   for (int64_t i = 0; i < n; ++i)
     y[i] = cuda::body::unary(UnaryOp::GeluErf, x[i]);
+}
+
+bool orderFreeMaxF32(const float *x, int64_t n, float &max) {
+#ifdef REMAT_VECTORMATH_X86
+  if (vectorMathUsesAvx2())
+    return orderFreeMaxAvx2(x, n, max);
+#endif
+  return false;
 }
 
 void dropoutF32Array(const float *x, float *y, uint8_t *mask, int64_t begin,

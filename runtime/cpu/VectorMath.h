@@ -43,6 +43,12 @@ void dropoutF32Array(const float *x, float *y, uint8_t *mask, int64_t begin,
                      int64_t end, uint64_t key, uint32_t threshold,
                      float scale);
 
+/// The largest of x[0..n), n > 0, when no element is NaN and it is not zero:
+/// then every order of comparisons finds the same value, so it is what a
+/// sequential fold finds. Otherwise (a NaN, or a max of +-0 whose sign the
+/// fold's order decides) \returns false and the caller folds in order.
+bool orderFreeMaxF32(const float *x, int64_t n, float &max);
+
 /// The same for a kernel's element type: the f32 arrays above, std::exp
 /// element by element for f64.
 template <typename T> inline void expArray(const T *x, T *y, int64_t n) {

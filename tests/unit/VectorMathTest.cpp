@@ -280,3 +280,41 @@ TEST_CASE("the Dropout array gives the body's values and keeps") {
     }
   }
 }
+
+TEST_CASE("orderFreeMaxF32 finds the fold's max or declines") {
+  auto fold = [](const std::vector<float> &x) {
+    float m = x[0];
+    for (float v : x)
+      m = v > m ? v : m;
+    return m;
+  };
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> wide(-50.0f, 50.0f);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {1, 7, 15, 16, 17, 40, 512}) {
+    std::vector<float> x(n);
+    for (float &v : x)
+      v = wide(rng);
+    float max = 0;
+    bool found = cpu::orderFreeMaxF32(x.data(), n, max);
+    CHECK(found == cpu::vectorMathUsesAvx2());
+    if (found)
+      CHECK(bitsOf(max) == bitsOf(fold(x)));
+    // A NaN anywhere, in the vector part or the tail: declined.
+    for (int64_t at : {int64_t(0), n / 2, n - 1}) {
+      std::vector<float> withNaN = x;
+      withNaN[at] = nan;
+      CHECK_FALSE(cpu::orderFreeMaxF32(withNaN.data(), n, max));
+    }
+    // A max of zero, whose sign depends on the order: declined.
+    std::vector<float> zeros(n, -1.0f);
+    zeros[n - 1] = -0.0f;
+    zeros[0] = 0.0f;
+    CHECK_FALSE(cpu::orderFreeMaxF32(zeros.data(), n, max));
+    // All -inf is a max like any other.
+    std::vector<float> negInf(n, -inf);
+    if (cpu::orderFreeMaxF32(negInf.data(), n, max))
+      CHECK(max == -inf);
+  }
+}
