@@ -199,7 +199,7 @@ using ir::OpKind;
 
 Kernel copyKernel() {
   return [](const KernelContext &ctx) -> Error {
-    copyTensorBytes(ctx.inputs[0], ctx.outputs[0]);
+    copyTensorBytes(ctx.inputs[0], ctx.outputs[0], ctx.parallel);
     return Error::success();
   };
 }
@@ -255,7 +255,7 @@ Kernel reshapeKernel(bool allowZero) {
     if (auto err = checkRuntimeDims(ctx.node, "shape " + dimsStr(shape), *dims,
                                     ctx.outputs[0].getDims()))
       return err;
-    copyTensorBytes(ctx.inputs[0], ctx.outputs[0]);
+    copyTensorBytes(ctx.inputs[0], ctx.outputs[0], ctx.parallel);
     return Error::success();
   };
 }
@@ -294,7 +294,7 @@ Kernel unsqueezeKernel() {
     if (auto err = checkRuntimeDims(ctx.node, "axes " + dimsStr(axes), dims,
                                     ctx.outputs[0].getDims()))
       return err;
-    copyTensorBytes(ctx.inputs[0], ctx.outputs[0]);
+    copyTensorBytes(ctx.inputs[0], ctx.outputs[0], ctx.parallel);
     return Error::success();
   };
 }
@@ -319,7 +319,7 @@ Kernel squeezeKernel() {
     if (auto err = checkRuntimeDims(ctx.node, "axes " + dimsStr(axes), dims,
                                     ctx.outputs[0].getDims()))
       return err;
-    copyTensorBytes(ctx.inputs[0], ctx.outputs[0]);
+    copyTensorBytes(ctx.inputs[0], ctx.outputs[0], ctx.parallel);
     return Error::success();
   };
 }
