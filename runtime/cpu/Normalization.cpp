@@ -5,18 +5,20 @@
 // blocks whose bounds do not change a value.)
 //
 // Each of these reduces along one axis and then maps. Work is split across
-// threads by independent rows only; every sum (of exponentials, of X, of
-// squared deviations, of losses) runs sequentially in index order inside one
-// thread, so results do not depend on the thread count.
+// threads by independent rows only; every sum runs inside one thread in a
+// fixed order, so results do not depend on the thread count. Sums of X, of
+// squared deviations and of losses run in index order; sums of exponentials
+// in the eight-lane order of cuda::body::LaneSum.
 //
 // The tensor is viewed as [outer, n, inner] with n the reduced axis. When
 // inner is 1 the rows are contiguous; otherwise a thread processes one outer
 // slice at a time, all inner columns together, still summing each column over
-// n in order (so both layouts give the same bits for the same column).
+// n in the same order (so both layouts give the same bits for the same
+// column).
 //
 // Every exp is remat's (runtime/MathF32.h); along a contiguous row the
-// exponentials are computed eight lanes at a time into a buffer first
-// (runtime/cpu/VectorMath.h, the same bits) and then summed in order.
+// exponentials and their LaneSum are computed eight lanes at a time
+// (runtime/cpu/VectorMath.h, the same bits).
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,24 +87,14 @@ template <typename T> T rowMax(const T *x, int64_t n) {
 }
 
 /// For the [n, inner] slab at \p x, computes per column the max over the n
-/// rows and the sum of exp(x - max), both in row order. \p mx and \p sum
+/// rows (folded in row order) and the LaneSum of exp(x - max). \p mx and \p sum
 /// have \p inner entries.
 template <typename T>
 void columnStats(const T *x, int64_t n, int64_t inner, T *mx, T *sum) {
   if (inner == 1) {
     T m = n > 0 ? rowMax(x, n) : -std::numeric_limits<T>::infinity();
-    // exp(x - m) a block at a time, then summed in index order.
-    constexpr int64_t kBlock = 512;
-    T block[kBlock];
-    T s = T(0);
-    for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
-      int64_t len = std::min(kBlock, n - j0);
-      expShiftedArray(x + j0, m, block, len);
-      for (int64_t j = 0; j < len; ++j)
-        s += block[j];
-    }
     *mx = m;
-    *sum = s;
+    *sum = expShiftedLaneSum(x, m, static_cast<T *>(nullptr), n);
     return;
   }
   for (int64_t i = 0; i < inner; ++i)
@@ -110,10 +102,13 @@ void columnStats(const T *x, int64_t n, int64_t inner, T *mx, T *sum) {
   for (int64_t j = 1; j < n; ++j)
     for (int64_t i = 0; i < inner; ++i)
       mx[i] = maxOf(mx[i], x[j * inner + i]);
-  std::fill(sum, sum + inner, T(0));
+  // Per column, the LaneSum of its exponentials: row j adds to lane j % 8.
+  std::vector<cuda::body::LaneSum<T>> lanes(inner);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < inner; ++i)
-      sum[i] += expOf(x[j * inner + i] - mx[i]);
+      lanes[i].add(j, expOf(x[j * inner + i] - mx[i]));
+  for (int64_t i = 0; i < inner; ++i)
+    sum[i] = lanes[i].total();
 }
 
 //===----------------------------------------------------------------------===//
@@ -127,11 +122,8 @@ void softmaxSlab(const T *x, T *y, int64_t n, int64_t inner,
                  std::vector<T> &scratch) {
   if (inner == 1) {
     T m = rowMax(x, n);
-    // y = exp(x - m) first (y may be x: element j reads only x[j]).
-    expShiftedArray(x, m, y, n);
-    T s = T(0);
-    for (int64_t j = 0; j < n; ++j)
-      s += y[j];
+    // y = exp(x - m) (y may be x: element j reads only x[j]) and its sum.
+    T s = expShiftedLaneSum(x, m, y, n);
     for (int64_t j = 0; j < n; ++j)
       y[j] = y[j] / s;
     return;
@@ -143,13 +135,15 @@ void softmaxSlab(const T *x, T *y, int64_t n, int64_t inner,
   for (int64_t j = 1; j < n; ++j)
     for (int64_t i = 0; i < inner; ++i)
       mx[i] = maxOf(mx[i], x[j * inner + i]);
-  std::fill(sum, sum + inner, T(0));
+  std::vector<cuda::body::LaneSum<T>> lanes(inner);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < inner; ++i) {
       T e = expOf(x[j * inner + i] - mx[i]);
       y[j * inner + i] = e;
-      sum[i] += e;
+      lanes[i].add(j, e);
     }
+  for (int64_t i = 0; i < inner; ++i)
+    sum[i] = lanes[i].total();
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < inner; ++i)
       y[j * inner + i] = y[j * inner + i] / sum[i];

@@ -26,6 +26,18 @@ namespace {
 
 using cuda::body::UnaryOp;
 
+/// Adds the terms expF32(x[i] - shift) of [begin, n) to \p sum, writing
+/// them to \p y when not null.
+void addExpTerms(const float *x, float shift, float *y, int64_t begin,
+                 int64_t n, cuda::body::LaneSum<float> &sum) {
+  for (int64_t i = begin; i < n; ++i) {
+    float e = expF32(x[i] - shift);
+    if (y)
+      y[i] = e;
+    sum.add(i, e);
+  }
+}
+
 template <bool Shifted>
 void expScalar(const float *x, float shift, float *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
@@ -134,6 +146,23 @@ __attribute__((target("avx2"))) void expAvx2(const float *x, float shift,
     _mm256_storeu_ps(y + i, exp8(v));
   }
   expScalar<Shifted>(x + i, shift, y + i, n - i);
+}
+
+__attribute__((target("avx2"))) float
+expShiftedLaneSumAvx2(const float *x, float shift, float *y, int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 e = exp8(sub(_mm256_loadu_ps(x + i), splat(shift)));
+    if (y)
+      _mm256_storeu_ps(y + i, e);
+    acc = add(acc, e);
+  }
+  // Lane k holds the terms j = k (mod 8) so far, summed in order.
+  cuda::body::LaneSum<float> sum;
+  _mm256_storeu_ps(sum.lanes, acc);
+  addExpTerms(x, shift, y, i, n, sum);
+  return sum.total();
 }
 
 __attribute__((target("avx2"))) void erfAvx2(const float *x, float *y,
@@ -320,6 +349,16 @@ void geluErfF32Array(const float *x, float *y, int64_t n) {
 #endif
   for (int64_t i = 0; i < n; ++i)
     y[i] = cuda::body::unary(UnaryOp::GeluErf, x[i]);
+}
+
+float expShiftedLaneSumF32(const float *x, float shift, float *y, int64_t n) {
+#ifdef REMAT_VECTORMATH_X86
+  if (vectorMathUsesAvx2())
+    return expShiftedLaneSumAvx2(x, shift, y, n);
+#endif
+  cuda::body::LaneSum<float> sum;
+  addExpTerms(x, shift, y, 0, n, sum);
+  return sum.total();
 }
 
 bool orderFreeMaxF32(const float *x, int64_t n, float &max) {

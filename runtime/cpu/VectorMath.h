@@ -12,6 +12,8 @@
 #ifndef REMAT_RUNTIME_CPU_VECTORMATH_H
 #define REMAT_RUNTIME_CPU_VECTORMATH_H
 
+#include "runtime/cuda/KernelBodies.h"
+
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -49,6 +51,10 @@ void dropoutF32Array(const float *x, float *y, uint8_t *mask, int64_t begin,
 /// fold's order decides) \returns false and the caller folds in order.
 bool orderFreeMaxF32(const float *x, int64_t n, float &max);
 
+/// \returns the cuda::body::LaneSum of expF32(x[i] - shift) over
+/// [0, n), writing each term to \p y when not null (\p y may be \p x).
+float expShiftedLaneSumF32(const float *x, float shift, float *y, int64_t n);
+
 /// The same for a kernel's element type: the f32 arrays above, std::exp
 /// element by element for f64.
 template <typename T> inline void expArray(const T *x, T *y, int64_t n) {
@@ -66,6 +72,22 @@ inline void expShiftedArray(const T *x, T shift, T *y, int64_t n) {
   } else {
     for (int64_t i = 0; i < n; ++i)
       y[i] = std::exp(x[i] - shift);
+  }
+}
+
+template <typename T>
+inline T expShiftedLaneSum(const T *x, T shift, T *y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    return expShiftedLaneSumF32(x, shift, y, n);
+  } else {
+    cuda::body::LaneSum<T> sum;
+    for (int64_t i = 0; i < n; ++i) {
+      T e = std::exp(x[i] - shift);
+      if (y)
+        y[i] = e;
+      sum.add(i, e);
+    }
+    return sum.total();
   }
 }
 

@@ -7,7 +7,8 @@
 // the math is tested on machines without a GPU.
 //
 // Every body follows the CPU reference (runtime/cpu) operation for operation
-// and sums in the same index order, one thread owning each output: no
+// and sums in the same order (index order, or LaneSum's eight lanes for sums
+// of exponentials), one thread owning each output: no
 // atomics, so results are the same bits on every run (Kernels.cu builds
 // with --fmad=false so that no a * b + c contracts into an FMA the CPU does
 // not do).
@@ -285,10 +286,25 @@ template <typename T> REMAT_HOST_DEVICE inline T maxIgnoringNaN(T a, T b) {
   return b > a ? b : a;
 }
 
+/// The order of remat's sums of exponentials (Softmax, LogSoftmax, the
+/// loss): term j goes to partial sum j % 8, each partial summed in index
+/// order, then ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7)). The CPU
+/// adds eight terms at a time in one vector register in exactly this order
+/// (runtime/cpu/VectorMath.h), without a chain of n dependent additions.
+template <typename T> struct LaneSum {
+  T lanes[8] = {T(0), T(0), T(0), T(0), T(0), T(0), T(0), T(0)};
+
+  REMAT_HOST_DEVICE void add(int64_t j, T value) { lanes[j & 7] += value; }
+  REMAT_HOST_DEVICE T total() const {
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  }
+};
+
 /// Softmax (or LogSoftmax when \p isLog) of the column of \p n elements at
 /// \p x, \p stride apart, into \p y (same layout; may alias \p x). The
-/// CPU's order: max, then sum of exp(x - max) in index order, then divide
-/// (or (x - max) - log(sum)).
+/// CPU's order: max, then the LaneSum of exp(x - max), then divide (or
+/// (x - max) - log(sum)).
 template <typename T>
 REMAT_HOST_DEVICE inline void softmaxColumn(const T *x, T *y, int64_t n,
                                             int64_t stride, bool isLog) {
@@ -297,11 +313,11 @@ REMAT_HOST_DEVICE inline void softmaxColumn(const T *x, T *y, int64_t n,
   T m = x[0];
   for (int64_t j = 1; j < n; ++j)
     m = maxIgnoringNaN(m, x[j * stride]);
-  T s = T(0);
+  LaneSum<T> sum;
   if (isLog) {
     for (int64_t j = 0; j < n; ++j)
-      s += expOf(x[j * stride] - m);
-    T logSum = std::log(s);
+      sum.add(j, expOf(x[j * stride] - m));
+    T logSum = std::log(sum.total());
     for (int64_t j = 0; j < n; ++j)
       y[j * stride] = (x[j * stride] - m) - logSum;
     return;
@@ -309,8 +325,9 @@ REMAT_HOST_DEVICE inline void softmaxColumn(const T *x, T *y, int64_t n,
   for (int64_t j = 0; j < n; ++j) {
     T e = expOf(x[j * stride] - m);
     y[j * stride] = e;
-    s += e;
+    sum.add(j, e);
   }
+  T s = sum.total();
   for (int64_t j = 0; j < n; ++j)
     y[j * stride] = y[j * stride] / s;
 }
@@ -361,10 +378,10 @@ REMAT_HOST_DEVICE inline T crossEntropyColumn(const T *x, int64_t classes,
   T m = classes > 0 ? x[0] : -std::numeric_limits<T>::infinity();
   for (int64_t c = 1; c < classes; ++c)
     m = maxIgnoringNaN(m, x[c * spatial]);
-  T s = T(0);
+  LaneSum<T> sum;
   for (int64_t c = 0; c < classes; ++c)
-    s += expOf(x[c * spatial] - m);
-  T lse = std::log(s);
+    sum.add(c, expOf(x[c * spatial] - m));
+  T lse = std::log(sum.total());
   if (logProb)
     for (int64_t c = 0; c < classes; ++c)
       logProb[c * spatial] = (x[c * spatial] - m) - lse;

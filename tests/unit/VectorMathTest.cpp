@@ -318,3 +318,36 @@ TEST_CASE("orderFreeMaxF32 finds the fold's max or declines") {
       CHECK(max == -inf);
   }
 }
+
+TEST_CASE("the exp lane sum gives the body's LaneSum bits and terms") {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> wide(-20.0f, 5.0f);
+  std::vector<float> x(300);
+  for (float &v : x)
+    v = wide(rng);
+  const float shift = 2.5f;
+  for (int64_t n : {0, 1, 7, 8, 9, 16, 23, 300}) {
+    cuda::body::LaneSum<float> want;
+    for (int64_t j = 0; j < n; ++j)
+      want.add(j, expF32(x[j] - shift));
+    std::vector<float> y(n);
+    float withTerms = cpu::expShiftedLaneSumF32(x.data(), shift, y.data(), n);
+    float alone = cpu::expShiftedLaneSumF32(x.data(), shift, nullptr, n);
+    INFO("n " << n);
+    CHECK(bitsOf(withTerms) == bitsOf(want.total()));
+    CHECK(bitsOf(alone) == bitsOf(want.total()));
+    for (int64_t j = 0; j < n; ++j)
+      CHECK(bitsOf(y[j]) == bitsOf(expF32(x[j] - shift)));
+  }
+  // The order is the lanes', not the index order: 1 + 2^-24 seven times
+  // is 1 in index order but not when the small terms meet first.
+  cuda::body::LaneSum<float> order;
+  order.add(0, 1.0f);
+  for (int64_t j = 1; j < 16; ++j)
+    order.add(j, j == 8 ? 0.0f : 0x1p-24f);
+  float sequential = 1.0f;
+  for (int64_t j = 1; j < 16; ++j)
+    sequential += j == 8 ? 0.0f : 0x1p-24f;
+  CHECK(sequential == 1.0f);
+  CHECK(order.total() > 1.0f);
+}
