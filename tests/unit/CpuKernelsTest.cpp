@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -336,17 +337,22 @@ public:
       {
         std::lock_guard<std::mutex> lock(mutex_);
         threads_.insert(std::this_thread::get_id());
+        ++chunks_;
       }
       body(begin, end);
     });
   }
   unsigned getNumThreads() const override { return pool_.getNumThreads(); }
   size_t threadsSeen() const { return threads_.size(); }
+  /// How many pieces the work was cut into (which thread ran each depends
+  /// on timing: the pool's threads claim chunks as they come).
+  size_t chunksSeen() const { return chunks_; }
 
 private:
   ThreadPoolParallelFor &pool_;
   std::mutex mutex_;
   std::set<std::thread::id> threads_;
+  size_t chunks_ = 0;
 };
 
 AttrList attrs(std::initializer_list<std::pair<const char *, AttrValue>> list) {
@@ -408,10 +414,33 @@ TEST_CASE("ThreadPoolParallelFor runs every index exactly once") {
 TEST_CASE("ThreadPoolParallelFor splits work over its threads") {
   ThreadPoolParallelFor pool(4);
   RecordingParallelFor recording(pool);
-  recording.run(4, 1, [](int64_t, int64_t) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Each chunk waits until four chunks run at once, so no thread can take
+  // two: all four threads must have joined (or the wait times out).
+  std::mutex mutex;
+  std::condition_variable allIn;
+  int running = 0;
+  bool timedOut = false;
+  recording.run(4, 1, [&](int64_t, int64_t) {
+    std::unique_lock<std::mutex> lock(mutex);
+    ++running;
+    allIn.notify_all();
+    if (!allIn.wait_for(lock, std::chrono::seconds(30),
+                        [&] { return running == 4; }))
+      timedOut = true;
   });
+  CHECK_FALSE(timedOut);
   CHECK(recording.threadsSeen() == 4);
+  CHECK(recording.chunksSeen() == 4);
+}
+
+TEST_CASE("ThreadPoolParallelFor cuts a run into up to 4 chunks per thread") {
+  ThreadPoolParallelFor pool(2);
+  RecordingParallelFor recording(pool);
+  recording.run(1000, 1, [](int64_t, int64_t) {});
+  CHECK(recording.chunksSeen() == 8);
+  RecordingParallelFor coarse(pool);
+  coarse.run(1000, 400, [](int64_t, int64_t) {});
+  CHECK(coarse.chunksSeen() == 3); // no chunk below the grain
 }
 
 //===----------------------------------------------------------------------===//
@@ -1791,7 +1820,7 @@ TEST_CASE("kernels give the same bits on 1 and 4 threads") {
     REQUIRE(serial.error == "");
     REQUIRE(parallel.error == "");
     // The four-thread run really split the work.
-    CHECK(recording.threadsSeen() >= 2);
+    CHECK(recording.chunksSeen() >= 2);
     for (size_t i = 0; i < serial.outputs.size(); ++i)
       CHECK(bitwiseDifference(*parallel.outputs[i].toData(),
                               *serial.outputs[i].toData()) == "");
