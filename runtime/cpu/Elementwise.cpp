@@ -3,8 +3,11 @@
 // Unary and binary arithmetic, comparisons, Where, Max, Mod, Pow, Cast, Gelu
 // and Dropout. Every op is a small functor inlined into a loop that is
 // specialized on the element types and on the broadcast pattern of the
-// innermost dim (contiguous or scalar), so the loops vectorize. Elements are
-// independent, so the work is split across threads freely.
+// innermost dim (contiguous or scalar), so the loops vectorize. Ops whose
+// f32 math the compiler cannot vectorize (Exp, Erf, Gelu, GeluGrad, Dropout's
+// stream) have array forms in runtime/cpu/VectorMath.h with the scalar
+// functor's bits, used on contiguous runs. Elements are independent, so the
+// work is split across threads freely.
 //
 // Constant folding computes with these kernels (runtime/cpu/Evaluator.h), so
 // a folded constant is what the runtime computes, bit for bit.
