@@ -49,6 +49,12 @@ namespace remat::runtime::mathf32 {
 /// [-150, 129], where both halves of 2^n are normal floats.
 inline constexpr float kExpLow = -104.0f;
 inline constexpr float kExpHigh = 89.0f;
+/// expF32(x) is 0 for every x below kExpZeroBelow, the least float whose
+/// exp it does not round to 0 (2^-149, the least subnormal), and a normal
+/// float for every x from kExpNormalFrom up; between the two its result is
+/// subnormal (tests/unit/VectorMathTest.cpp checks every float in between).
+inline constexpr float kExpZeroBelow = -0x1.9fe368p+6f; // -103.972076
+inline constexpr float kExpNormalFrom = -87.0f;
 inline constexpr float kLog2e = 1.44269504088896341f;
 /// 1.5 * 2^23: (t + kExpRound) - kExpRound rounds t (|t| < 2^22) to the nearest
 /// integer, ties to even, in two exact-by-construction additions.
@@ -103,8 +109,8 @@ REMAT_HOST_DEVICE inline float powerOfTwo(int32_t k) {
 
 namespace remat::runtime {
 
-/// exp(x) in f32, the same bits on every backend (see the file comment).
-REMAT_HOST_DEVICE inline float expF32(float x) {
+/// expF32's steps, without its shortcut for results that round to 0.
+REMAT_HOST_DEVICE inline float expF32Steps(float x) {
   using namespace mathf32;
   if (x != x)
     return x;
@@ -123,6 +129,15 @@ REMAT_HOST_DEVICE inline float expF32(float x) {
   int32_t k = static_cast<int32_t>(n);
   int32_t half = k >> 1; // floor(k / 2): arithmetic shift
   return (p * powerOfTwo(half)) * powerOfTwo(k - half);
+}
+
+/// exp(x) in f32, the same bits on every backend (see the file comment).
+/// Below kExpZeroBelow the steps round to 0 through subnormal products,
+/// which x86 CPUs compute in a slow microcode assist (the FTZ and DAZ
+/// modes stay off: they would change results); returning 0 at once gives
+/// the same bits (VectorMathTest checks every float down to kExpLow).
+REMAT_HOST_DEVICE inline float expF32(float x) {
+  return x < mathf32::kExpZeroBelow ? 0.0f : expF32Steps(x);
 }
 
 /// erf(x) in f32, the same bits on every backend (see the file comment).

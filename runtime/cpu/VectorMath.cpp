@@ -60,8 +60,9 @@ REMAT_AVX2 __m256 select(__m256 mask, __m256 whenTrue, __m256 whenFalse) {
   return _mm256_blendv_ps(whenFalse, whenTrue, mask);
 }
 
-/// Eight lanes of runtime/MathF32.h's expF32, operation for operation.
-REMAT_AVX2 __m256 exp8(__m256 v) {
+/// Eight lanes of runtime/MathF32.h's expF32Steps, operation for
+/// operation.
+REMAT_AVX2 __m256 exp8Steps(__m256 v) {
   using namespace mathf32;
   __m256 isNaN = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
   // Not NaN, so max/min are the scalar code's two selects.
@@ -86,6 +87,33 @@ REMAT_AVX2 __m256 exp8(__m256 v) {
   __m256 scaleRest =
       _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(rest, bias), 23));
   return select(isNaN, v, mul(mul(p, scaleHalf), scaleRest));
+}
+
+/// Eight lanes of expF32. Lanes below kExpNormalFrom, whose results are
+/// subnormal or 0, would run exp8Steps's multiplications through the CPU's
+/// slow subnormal assist (on an AVX-512 Xeon, attention scores masked by
+/// -10000 made Softmax several times slower), so those lanes are computed
+/// apart: 0 below kExpZeroBelow, as expF32 returns, and the rare ones in
+/// between by expF32 itself.
+REMAT_AVX2 __m256 exp8(__m256 v) {
+  using namespace mathf32;
+  __m256 low = _mm256_cmp_ps(v, splat(kExpNormalFrom), _CMP_LT_OQ);
+  int lowLanes = _mm256_movemask_ps(low);
+  if (lowLanes == 0)
+    return exp8Steps(v);
+  __m256 result = select(low, _mm256_setzero_ps(),
+                         exp8Steps(select(low, splat(kExpNormalFrom), v)));
+  int zeroLanes =
+      _mm256_movemask_ps(_mm256_cmp_ps(v, splat(kExpZeroBelow), _CMP_LT_OQ));
+  if (zeroLanes == lowLanes)
+    return result;
+  alignas(32) float in[8], out[8];
+  _mm256_store_ps(in, v);
+  _mm256_store_ps(out, result);
+  for (int lane = 0; lane < 8; ++lane)
+    if ((lowLanes & ~zeroLanes) >> lane & 1)
+      out[lane] = expF32(in[lane]);
+  return _mm256_load_ps(out);
 }
 
 /// Eight lanes of erfF32.

@@ -115,6 +115,44 @@ TEST_CASE("expF32 at the edges of its range") {
   CHECK(expF32(-1000.0f) == 0.0f);
 }
 
+TEST_CASE("expF32's shortcut and the vector lanes below the normal range") {
+  using namespace mathf32;
+  // Every float from below kExpLow to above kExpNormalFrom: 0 below
+  // kExpZeroBelow, subnormal up to kExpNormalFrom, normal from there; the
+  // shortcut gives the steps' bits; the array (with its lanes computed
+  // apart) gives expF32's.
+  std::vector<float> x;
+  for (uint32_t b = bitsOf(-105.0f); b >= bitsOf(-86.0f); --b)
+    x.push_back(floatOf(b));
+  REQUIRE(x.size() > 2000000);
+  std::vector<float> y(x.size());
+  cpu::expF32Array(x.data(), y.data(), int64_t(x.size()));
+  int64_t wrong = 0, misplaced = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    float e = expF32(x[i]);
+    wrong +=
+        bitsOf(e) != bitsOf(expF32Steps(x[i])) || bitsOf(y[i]) != bitsOf(e);
+    bool zero = e == 0.0f, normal = e >= std::numeric_limits<float>::min();
+    misplaced +=
+        zero != (x[i] < kExpZeroBelow) || (x[i] >= kExpNormalFrom && !normal);
+  }
+  CHECK(wrong == 0);
+  CHECK(misplaced == 0);
+  CHECK(expF32(kExpZeroBelow) == 0x1p-149f);
+  // Lanes of every kind in one vector, at every position.
+  const float kinds[] = {-10000.0f, -95.0f, -1.0f,
+                         std::numeric_limits<float>::quiet_NaN()};
+  for (int first = 0; first < 4; ++first) {
+    float lanes[16];
+    for (int i = 0; i < 16; ++i)
+      lanes[i] = kinds[(first + i * (i + 1) / 2) % 4];
+    float out[16];
+    cpu::expF32Array(lanes, out, 16);
+    for (int i = 0; i < 16; ++i)
+      CHECK(bitsOf(out[i]) == bitsOf(expF32Steps(lanes[i])));
+  }
+}
+
 TEST_CASE("the exp arrays give expF32's bits at every length and offset") {
   MESSAGE("vector math runs " << std::string(
               cpu::vectorMathUsesAvx2() ? "eight AVX2 lanes" : "scalar"));
