@@ -8,8 +8,8 @@
 // through gemv paths that split K). So remat sets OpenBLAS to one thread
 // (openblas_set_num_threads(1), once, before the first MatMul/Gemm kernel is
 // selected) and parallelizes itself: each product is cut into tiles of at
-// most 256 x 512 or 128 x 256 output elements (tileFor), a cut that depends
-// only on the shapes, and every tile is one single-threaded cblas_?gemm call
+// most 256 x 1024 output elements (finishPlan), a cut that depends only on
+// the shapes, and every tile is one single-threaded cblas_?gemm call
 // over the whole K. Which thread runs a tile does not change its bits, so
 // results are identical for every thread count (CpuKernelsTest checks 1 vs 4
 // threads). (Tiling itself can change bits relative to one untiled call, e.g.
@@ -136,14 +136,25 @@ using ir::DType;
 struct Tile {
   int64_t rows, cols;
 };
-/// Each tile is a cblas call that packs its own panels of A and B, so larger
-/// tiles pack less per flop: over bert-base's 13 GEMM shapes, OpenBLAS took
-/// 7% less time in 256 x 512 tiles than in 128 x 256 ones
-/// (`remat-bench-gemm --tile`). Smaller tiles give the threads more tasks.
-constexpr Tile kLargeTile = {256, 512};
-constexpr Tile kSmallTile = {128, 256};
-/// The large tile is used when it still gives this many tasks.
-constexpr int64_t kMinLargeTiles = 8;
+/// Each tile is one cblas call, which packs its own panels of A and B: the
+/// larger the tile, the less packing per flop. Tiles of fewer than 256 rows
+/// cost most: over bert-base's 13 GEMM shapes at seq 512, OpenBLAS's
+/// SkylakeX kernels on an AVX-512 Xeon took 155 ms in 128 x 256 tiles,
+/// 145 in 128 x 768, 136 in 256 x 512, 130 in 256 x 1024 and 123 as whole
+/// products (`remat-bench-gemm --tile`, one thread). So a tile is at most
+/// this large,
+constexpr Tile kMaxTile = {256, 1024};
+/// and is split further (its longer side first, into equal parts) until a
+/// MatMul or Gemm has this many tasks for the threads, unless a side would
+/// fall under kMinTileSide. The tiling must not follow the thread count
+/// (Note [OpenBLAS threads]), so this is a fixed trade: on more than four
+/// threads a 512 x 768 product leaves some idle.
+constexpr int64_t kMinTasks = 4;
+constexpr int64_t kMinTileSide = 64;
+/// Tile sides are multiples of this, which the unroll sizes of OpenBLAS's
+/// x86 sgemm kernels divide, so only a product's last row and column of
+/// tiles run their edge code.
+constexpr int64_t kTileAlign = 16;
 /// Floating-point operations per thread chunk below which tiles are not
 /// worth spreading (only the partition of tiles over threads, never a
 /// result, depends on this).
@@ -181,7 +192,7 @@ struct ProductPlan {
   /// Leading dims of the stored A, B and C.
   int64_t lda = 0, ldb = 0, ldc = 0;
   std::vector<int64_t> aOffsets, bOffsets, cOffsets;
-  Tile tile = kSmallTile;
+  Tile tile = kMaxTile;
   int64_t rowTiles = 0, colTiles = 0;
 
   int64_t numTasks() const {
@@ -189,17 +200,33 @@ struct ProductPlan {
   }
 };
 
+/// Cuts \p plan's products into tiles (kMaxTile, kMinTasks). Only the
+/// shapes choose, never the thread count: results must not depend on it.
 void finishPlan(ProductPlan &plan) {
-  auto cut = [&](Tile tile) {
-    plan.tile = tile;
-    plan.rowTiles = std::max<int64_t>(1, (plan.m + tile.rows - 1) / tile.rows);
-    plan.colTiles = std::max<int64_t>(1, (plan.n + tile.cols - 1) / tile.cols);
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  auto side = [&](int64_t extent, int64_t tiles) {
+    int64_t even = ceilDiv(std::max<int64_t>(extent, 1), tiles);
+    return std::min(std::max<int64_t>(extent, 1),
+                    ceilDiv(even, kTileAlign) * kTileAlign);
   };
-  // Only the shapes choose, never the thread count: results must not depend
-  // on it.
-  cut(kLargeTile);
-  if (plan.numTasks() < kMinLargeTiles)
-    cut(kSmallTile);
+  int64_t products = std::max<int64_t>(1, plan.aOffsets.size());
+  int64_t rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), kMaxTile.rows);
+  int64_t colTiles = ceilDiv(std::max<int64_t>(plan.n, 1), kMaxTile.cols);
+  while (products * rowTiles * colTiles < kMinTasks) {
+    int64_t rows = side(plan.m, rowTiles), cols = side(plan.n, colTiles);
+    if (cols >= rows && cols >= 2 * kMinTileSide)
+      ++colTiles;
+    else if (rows >= 2 * kMinTileSide)
+      ++rowTiles;
+    else if (cols >= 2 * kMinTileSide)
+      ++colTiles;
+    else
+      break;
+  }
+  plan.tile = {side(plan.m, rowTiles), side(plan.n, colTiles)};
+  // Rounding the sides up to kTileAlign may leave fewer tiles.
+  plan.rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), plan.tile.rows);
+  plan.colTiles = ceilDiv(std::max<int64_t>(plan.n, 1), plan.tile.cols);
 }
 
 /// Gemm's C operand broadcast to [M, N]: element (r, j) of the result
