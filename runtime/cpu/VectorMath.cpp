@@ -1,8 +1,13 @@
 //===- runtime/cpu/VectorMath.cpp - Vectorised f32 math for the kernels ---===//
 //
-// The AVX2 loops are compiled with a target attribute of "avx2" only, not
-// "fma": with no FMA instruction available the compiler cannot contract a
-// multiply and an add, so every lane rounds as runtime/MathF32.h's scalar
+// exp, erf, Gelu and GeluGrad are written once for any lane count
+// (VectorMathLanes.inc) and compiled twice, for AVX2 (8 lanes) and for
+// AVX-512 F (16 lanes); Dropout's stream and the row max have AVX2 loops
+// only. The CPU's best level is chosen at run time (vectorMathBestLevel),
+// so the build stays baseline x86-64. The loops are compiled with target
+// attributes of "avx2" or "avx512f" only, neither of which brings FMA, and
+// the runtime builds with -ffp-contract=off: a multiply and an add are
+// never contracted, so every lane rounds as runtime/MathF32.h's scalar
 // code and the CUDA bodies (runtime/cuda/KernelBodies.h) do. The scalar
 // tails call those functions themselves.
 //
@@ -12,7 +17,9 @@
 #include "runtime/MathF32.h"
 #include "runtime/cuda/KernelBodies.h"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -45,117 +52,6 @@ void expScalar(const float *x, float shift, float *y, int64_t n) {
 }
 
 #ifdef REMAT_VECTORMATH_X86
-#define REMAT_AVX2 __attribute__((target("avx2"), always_inline)) inline
-
-REMAT_AVX2 __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
-REMAT_AVX2 __m256 sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
-REMAT_AVX2 __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
-REMAT_AVX2 __m256 splat(float x) { return _mm256_set1_ps(x); }
-/// a * x + c, two roundings.
-REMAT_AVX2 __m256 step(__m256 a, __m256 x, float c) {
-  return add(mul(a, x), splat(c));
-}
-/// Lanes of \p whenTrue where \p mask is set, else of \p whenFalse.
-REMAT_AVX2 __m256 select(__m256 mask, __m256 whenTrue, __m256 whenFalse) {
-  return _mm256_blendv_ps(whenFalse, whenTrue, mask);
-}
-
-/// Eight lanes of runtime/MathF32.h's expF32Steps, operation for
-/// operation.
-REMAT_AVX2 __m256 exp8Steps(__m256 v) {
-  using namespace mathf32;
-  __m256 isNaN = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-  // Not NaN, so max/min are the scalar code's two selects.
-  __m256 c = _mm256_min_ps(_mm256_max_ps(v, splat(kExpLow)), splat(kExpHigh));
-  __m256 nf =
-      sub(add(mul(c, splat(kLog2e)), splat(kExpRound)), splat(kExpRound));
-  __m256 r = sub(c, mul(nf, splat(kLn2Hi)));
-  r = sub(r, mul(nf, splat(kLn2Lo)));
-  __m256 p = splat(kExpP0);
-  p = step(p, r, kExpP1);
-  p = step(p, r, kExpP2);
-  p = step(p, r, kExpP3);
-  p = step(p, r, kExpP4);
-  p = step(p, r, kExpP5);
-  p = add(add(mul(p, mul(r, r)), r), splat(1.0f));
-  __m256i k = _mm256_cvttps_epi32(nf); // nf is an integer: exact
-  __m256i half = _mm256_srai_epi32(k, 1);
-  __m256i rest = _mm256_sub_epi32(k, half);
-  const __m256i bias = _mm256_set1_epi32(127);
-  __m256 scaleHalf =
-      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
-  __m256 scaleRest =
-      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(rest, bias), 23));
-  return select(isNaN, v, mul(mul(p, scaleHalf), scaleRest));
-}
-
-/// Eight lanes of expF32. Lanes below kExpNormalFrom, whose results are
-/// subnormal or 0, would run exp8Steps's multiplications through the CPU's
-/// slow subnormal assist (on an AVX-512 Xeon, attention scores masked by
-/// -10000 made Softmax several times slower), so those lanes are computed
-/// apart: 0 below kExpZeroBelow, as expF32 returns, and the rare ones in
-/// between by expF32 itself.
-REMAT_AVX2 __m256 exp8(__m256 v) {
-  using namespace mathf32;
-  __m256 low = _mm256_cmp_ps(v, splat(kExpNormalFrom), _CMP_LT_OQ);
-  int lowLanes = _mm256_movemask_ps(low);
-  if (lowLanes == 0)
-    return exp8Steps(v);
-  __m256 result = select(low, _mm256_setzero_ps(),
-                         exp8Steps(select(low, splat(kExpNormalFrom), v)));
-  int zeroLanes =
-      _mm256_movemask_ps(_mm256_cmp_ps(v, splat(kExpZeroBelow), _CMP_LT_OQ));
-  if (zeroLanes == lowLanes)
-    return result;
-  alignas(32) float in[8], out[8];
-  _mm256_store_ps(in, v);
-  _mm256_store_ps(out, result);
-  for (int lane = 0; lane < 8; ++lane)
-    if ((lowLanes & ~zeroLanes) >> lane & 1)
-      out[lane] = expF32(in[lane]);
-  return _mm256_load_ps(out);
-}
-
-/// Eight lanes of erfF32.
-REMAT_AVX2 __m256 erf8(__m256 x) {
-  using namespace mathf32;
-  __m256 isNaN = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-  const __m256 signBit = splat(-0.0f);
-  __m256 a = _mm256_andnot_ps(signBit, x);
-  __m256 t = mul(a, a);
-  __m256 p = splat(kErfP7);
-  p = step(p, t, kErfP6);
-  p = step(p, t, kErfP5);
-  p = step(p, t, kErfP4);
-  p = step(p, t, kErfP3);
-  p = step(p, t, kErfP2);
-  p = step(p, t, kErfP1);
-  p = step(p, t, kErfP0);
-  __m256 small = add(x, mul(x, p));
-  __m256 s = sub(a, splat(kErfCenter));
-  __m256 q = splat(kErfQ12);
-  q = step(q, s, kErfQ11);
-  q = step(q, s, kErfQ10);
-  q = step(q, s, kErfQ9);
-  q = step(q, s, kErfQ8);
-  q = step(q, s, kErfQ7);
-  q = step(q, s, kErfQ6);
-  q = step(q, s, kErfQ5);
-  q = step(q, s, kErfQ4);
-  q = step(q, s, kErfQ3);
-  q = step(q, s, kErfQ2);
-  q = step(q, s, kErfQ1);
-  q = step(q, s, kErfQ0);
-  __m256 large = sub(splat(1.0f), mul(exp8(_mm256_xor_ps(t, signBit)), q));
-  large =
-      select(_mm256_cmp_ps(a, splat(kErfCut), _CMP_GE_OQ), splat(1.0f), large);
-  large = select(_mm256_cmp_ps(x, splat(0.0f), _CMP_LT_OQ),
-                 _mm256_xor_ps(large, signBit), large);
-  __m256 result =
-      select(_mm256_cmp_ps(a, splat(kErfSplit), _CMP_LT_OQ), small, large);
-  return select(isNaN, x, result);
-}
-
 /// The constants of the scalar bodies, as they compute them.
 struct GeluConstants {
   float sqrtHalfUnary = static_cast<float>(0.70710678118654752440);
@@ -163,74 +59,119 @@ struct GeluConstants {
   float invSqrtTwoPi = static_cast<float>(1 / std::sqrt(2 * M_PI));
 };
 
-template <bool Shifted>
-__attribute__((target("avx2"))) void expAvx2(const float *x, float shift,
-                                             float *y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(x + i);
-    if (Shifted)
-      v = sub(v, splat(shift));
-    _mm256_storeu_ps(y + i, exp8(v));
-  }
-  expScalar<Shifted>(x + i, shift, y + i, n - i);
+namespace avx2 {
+#define LANES_INLINE __attribute__((target("avx2"), always_inline)) inline
+#define LANES_LOOP __attribute__((target("avx2")))
+using F = __m256;
+using Mask = __m256;
+constexpr int kLanes = 8;
+LANES_INLINE F load(const float *p) { return _mm256_loadu_ps(p); }
+LANES_INLINE void store(float *p, F v) { _mm256_storeu_ps(p, v); }
+LANES_INLINE F splat(float x) { return _mm256_set1_ps(x); }
+LANES_INLINE F zero() { return _mm256_setzero_ps(); }
+LANES_INLINE F add(F a, F b) { return _mm256_add_ps(a, b); }
+LANES_INLINE F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+LANES_INLINE F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+/// b where either is NaN, as maxps and minps do.
+LANES_INLINE F maxOf(F a, F b) { return _mm256_max_ps(a, b); }
+LANES_INLINE F minOf(F a, F b) { return _mm256_min_ps(a, b); }
+LANES_INLINE F absOf(F v) { return _mm256_andnot_ps(splat(-0.0f), v); }
+LANES_INLINE F negOf(F v) { return _mm256_xor_ps(v, splat(-0.0f)); }
+LANES_INLINE Mask lessThan(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+LANES_INLINE Mask atLeast(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
+LANES_INLINE Mask isNaN(F v) { return _mm256_cmp_ps(v, v, _CMP_UNORD_Q); }
+/// Lanes of \p whenTrue where \p mask is set, else of \p whenFalse.
+LANES_INLINE F select(Mask mask, F whenTrue, F whenFalse) {
+  return _mm256_blendv_ps(whenFalse, whenTrue, mask);
 }
+LANES_INLINE unsigned laneBits(Mask mask) {
+  return static_cast<unsigned>(_mm256_movemask_ps(mask));
+}
+/// p * 2^(n >> 1) * 2^(n - (n >> 1)) for integral \p nf in [-150, 129], as
+/// expF32Steps applies 2^n.
+LANES_INLINE F scaleByPowerOfTwo(F p, F nf) {
+  __m256i k = _mm256_cvttps_epi32(nf); // nf is an integer: exact
+  __m256i half = _mm256_srai_epi32(k, 1);
+  __m256i rest = _mm256_sub_epi32(k, half);
+  const __m256i bias = _mm256_set1_epi32(127);
+  F scaleHalf =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+  F scaleRest =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(rest, bias), 23));
+  return mul(mul(p, scaleHalf), scaleRest);
+}
+/// Adds the terms of \p e to the eight lanes of a LaneSum.
+LANES_INLINE void addToLaneSum(__m256 &acc, F e) { acc = add(acc, e); }
+#include "runtime/cpu/VectorMathLanes.inc"
+#undef LANES_INLINE
+#undef LANES_LOOP
+} // namespace avx2
 
-__attribute__((target("avx2"))) float
-expShiftedLaneSumAvx2(const float *x, float shift, float *y, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 e = exp8(sub(_mm256_loadu_ps(x + i), splat(shift)));
-    if (y)
-      _mm256_storeu_ps(y + i, e);
-    acc = add(acc, e);
-  }
-  // Lane k holds the terms j = k (mod 8) so far, summed in order.
-  cuda::body::LaneSum<float> sum;
-  _mm256_storeu_ps(sum.lanes, acc);
-  addExpTerms(x, shift, y, i, n, sum);
-  return sum.total();
+namespace avx512 {
+#define LANES_INLINE __attribute__((target("avx512f"), always_inline)) inline
+#define LANES_LOOP __attribute__((target("avx512f")))
+using F = __m512;
+using Mask = __mmask16;
+constexpr int kLanes = 16;
+/// GCC 12 warns of an uninitialised source inside the unmasked forms of
+/// some AVX-512 intrinsics (a false positive); their zero-masked forms
+/// with every lane set are the same instructions.
+constexpr __mmask16 kAll = 0xFFFF;
+LANES_INLINE F load(const float *p) { return _mm512_loadu_ps(p); }
+LANES_INLINE void store(float *p, F v) { _mm512_storeu_ps(p, v); }
+LANES_INLINE F splat(float x) { return _mm512_set1_ps(x); }
+LANES_INLINE F zero() { return _mm512_setzero_ps(); }
+LANES_INLINE F add(F a, F b) { return _mm512_add_ps(a, b); }
+LANES_INLINE F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+LANES_INLINE F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+LANES_INLINE F maxOf(F a, F b) { return _mm512_maskz_max_ps(kAll, a, b); }
+LANES_INLINE F minOf(F a, F b) { return _mm512_maskz_min_ps(kAll, a, b); }
+/// Sign-bit operations in integer lanes (the float ones need AVX-512 DQ).
+LANES_INLINE F absOf(F v) {
+  return _mm512_castsi512_ps(
+      _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
 }
+LANES_INLINE F negOf(F v) {
+  return _mm512_castsi512_ps(
+      _mm512_xor_si512(_mm512_castps_si512(v),
+                       _mm512_set1_epi32(static_cast<int>(0x80000000u))));
+}
+LANES_INLINE Mask lessThan(F a, F b) {
+  return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ);
+}
+LANES_INLINE Mask atLeast(F a, F b) {
+  return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ);
+}
+LANES_INLINE Mask isNaN(F v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q); }
+LANES_INLINE F select(Mask mask, F whenTrue, F whenFalse) {
+  return _mm512_mask_blend_ps(mask, whenFalse, whenTrue);
+}
+LANES_INLINE unsigned laneBits(Mask mask) { return mask; }
+LANES_INLINE F scaleByPowerOfTwo(F p, F nf) {
+  __m512i k = _mm512_maskz_cvttps_epi32(kAll, nf);
+  __m512i half = _mm512_maskz_srai_epi32(kAll, k, 1);
+  __m512i rest = _mm512_sub_epi32(k, half);
+  const __m512i bias = _mm512_set1_epi32(127);
+  F scaleHalf = _mm512_castsi512_ps(
+      _mm512_maskz_slli_epi32(kAll, _mm512_add_epi32(half, bias), 23));
+  F scaleRest = _mm512_castsi512_ps(
+      _mm512_maskz_slli_epi32(kAll, _mm512_add_epi32(rest, bias), 23));
+  return mul(mul(p, scaleHalf), scaleRest);
+}
+/// Lanes 0-7 then lanes 8-15: element i + 8 follows element i in lane i % 8.
+LANES_INLINE void addToLaneSum(__m256 &acc, F e) {
+  acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(
+                               0xF, _mm512_castps_pd(e), 0)));
+  acc = _mm256_add_ps(acc, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(
+                               0xF, _mm512_castps_pd(e), 1)));
+}
+#include "runtime/cpu/VectorMathLanes.inc"
+#undef LANES_INLINE
+#undef LANES_LOOP
+} // namespace avx512
 
-__attribute__((target("avx2"))) void erfAvx2(const float *x, float *y,
-                                             int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, erf8(_mm256_loadu_ps(x + i)));
-  for (; i < n; ++i)
-    y[i] = erfF32(x[i]);
-}
+#define REMAT_AVX2 __attribute__((target("avx2"), always_inline)) inline
 
-/// cuda::body::unary(GeluErf): 0.5 * x * (1 + erf(x * sqrt(1/2))).
-__attribute__((target("avx2"))) void geluErfAvx2(const float *x, float *y,
-                                                 int64_t n) {
-  GeluConstants k;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(x + i);
-    __m256 e = erf8(mul(v, splat(k.sqrtHalfUnary)));
-    _mm256_storeu_ps(y + i, mul(mul(splat(0.5f), v), add(splat(1.0f), e)));
-  }
-  for (; i < n; ++i)
-    y[i] = cuda::body::unary(UnaryOp::GeluErf, x[i]);
-}
-
-/// cuda::body::geluGradErf: dy * (cdf + x * pdf).
-__attribute__((target("avx2"))) void
-geluGradErfAvx2(const float *dy, const float *x, float *y, int64_t n) {
-  GeluConstants k;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 g = _mm256_loadu_ps(dy + i), v = _mm256_loadu_ps(x + i);
-    __m256 cdf =
-        mul(splat(0.5f), add(splat(1.0f), erf8(mul(v, splat(k.sqrtHalfGrad)))));
-    __m256 pdf = mul(splat(k.invSqrtTwoPi), exp8(mul(splat(-0.5f), mul(v, v))));
-    _mm256_storeu_ps(y + i, mul(g, add(cdf, mul(v, pdf))));
-  }
-  for (; i < n; ++i)
-    y[i] = cuda::body::geluGradErf(dy[i], x[i]);
-}
 /// 64-bit lanes a * c mod 2^64 from 32-bit multiplies (AVX2 has none
 /// wider): lo(a) lo(c) + ((hi(a) lo(c) + lo(a) hi(c)) << 32).
 REMAT_AVX2 __m256i mulLow64(__m256i a, __m256i c) {
@@ -284,8 +225,9 @@ dropoutAvx2(const float *x, float *y, uint8_t *mask, int64_t begin, int64_t end,
         _mm256_inserti128_si256(low, _mm256_castsi256_si128(high), 1);
     __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(bits, below));
     // keep ? x * scale : +0.
-    _mm256_storeu_ps(
-        y + i, _mm256_and_ps(keep, mul(_mm256_loadu_ps(x + i), splat(scale))));
+    _mm256_storeu_ps(y + i,
+                     _mm256_and_ps(keep, avx2::mul(_mm256_loadu_ps(x + i),
+                                                   avx2::splat(scale))));
     if (mask) {
       uint64_t bytes = kSpreadBits[_mm256_movemask_ps(keep)];
       std::memcpy(mask + i, &bytes, sizeof(bytes));
@@ -329,28 +271,69 @@ __attribute__((target("avx2"))) bool orderFreeMaxAvx2(const float *x, int64_t n,
 #undef REMAT_AVX2
 #endif
 
-bool detectAvx2() {
+VectorLevel detectLevel() {
 #ifdef REMAT_VECTORMATH_X86
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    return VectorLevel::Avx512;
+  if (__builtin_cpu_supports("avx2"))
+    return VectorLevel::Avx2;
 #endif
+  return VectorLevel::Scalar;
 }
+
+/// The level the arrays run at; -1 until first asked.
+std::atomic<int> currentLevel{-1};
 
 template <bool Shifted>
 void expArray(const float *x, float shift, float *y, int64_t n) {
 #ifdef REMAT_VECTORMATH_X86
-  if (vectorMathUsesAvx2())
-    return expAvx2<Shifted>(x, shift, y, n);
+  switch (vectorMathLevel()) {
+  case VectorLevel::Avx512:
+    return avx512::expLoop<Shifted>(x, shift, y, n);
+  case VectorLevel::Avx2:
+    return avx2::expLoop<Shifted>(x, shift, y, n);
+  case VectorLevel::Scalar:
+    break;
+  }
 #endif
   expScalar<Shifted>(x, shift, y, n);
 }
 
 } // namespace
 
-bool vectorMathUsesAvx2() {
-  static const bool avx2 = detectAvx2();
-  return avx2;
+VectorLevel vectorMathBestLevel() {
+  static const VectorLevel best = detectLevel();
+  return best;
+}
+
+VectorLevel vectorMathLevel() {
+  int level = currentLevel.load(std::memory_order_relaxed);
+  if (level < 0) {
+    level = static_cast<int>(vectorMathBestLevel());
+    currentLevel.store(level, std::memory_order_relaxed);
+  }
+  return static_cast<VectorLevel>(level);
+}
+
+VectorLevel setVectorMathLevel(VectorLevel level) {
+  level = std::min(level, vectorMathBestLevel());
+  currentLevel.store(static_cast<int>(level), std::memory_order_relaxed);
+  return level;
+}
+
+bool vectorMathUsesAvx2() { return vectorMathLevel() >= VectorLevel::Avx2; }
+
+const char *vectorLevelName(VectorLevel level) {
+  switch (level) {
+  case VectorLevel::Avx512:
+    return "AVX-512 (16 lanes)";
+  case VectorLevel::Avx2:
+    return "AVX2 (8 lanes)";
+  case VectorLevel::Scalar:
+    break;
+  }
+  return "scalar";
 }
 
 void expF32Array(const float *x, float *y, int64_t n) {
@@ -361,29 +344,36 @@ void expF32ShiftedArray(const float *x, float shift, float *y, int64_t n) {
   expArray<true>(x, shift, y, n);
 }
 
-void erfF32Array(const float *x, float *y, int64_t n) {
+/// Runs \p call's AVX-512 or AVX2 loop at the current level, or returns
+/// false for the scalar loop.
 #ifdef REMAT_VECTORMATH_X86
-  if (vectorMathUsesAvx2())
-    return erfAvx2(x, y, n);
+#define REMAT_DISPATCH_LANES(loop, ...)                                        \
+  switch (vectorMathLevel()) {                                                 \
+  case VectorLevel::Avx512:                                                    \
+    return avx512::loop(__VA_ARGS__);                                          \
+  case VectorLevel::Avx2:                                                      \
+    return avx2::loop(__VA_ARGS__);                                            \
+  case VectorLevel::Scalar:                                                    \
+    break;                                                                     \
+  }
+#else
+#define REMAT_DISPATCH_LANES(loop, ...)
 #endif
+
+void erfF32Array(const float *x, float *y, int64_t n) {
+  REMAT_DISPATCH_LANES(erfLoop, x, y, n)
   for (int64_t i = 0; i < n; ++i)
     y[i] = erfF32(x[i]);
 }
 
 void geluErfF32Array(const float *x, float *y, int64_t n) {
-#ifdef REMAT_VECTORMATH_X86
-  if (vectorMathUsesAvx2())
-    return geluErfAvx2(x, y, n);
-#endif
+  REMAT_DISPATCH_LANES(geluErfLoop, x, y, n)
   for (int64_t i = 0; i < n; ++i)
     y[i] = cuda::body::unary(UnaryOp::GeluErf, x[i]);
 }
 
 float expShiftedLaneSumF32(const float *x, float shift, float *y, int64_t n) {
-#ifdef REMAT_VECTORMATH_X86
-  if (vectorMathUsesAvx2())
-    return expShiftedLaneSumAvx2(x, shift, y, n);
-#endif
+  REMAT_DISPATCH_LANES(expShiftedLaneSumLoop, x, shift, y, n)
   cuda::body::LaneSum<float> sum;
   addExpTerms(x, shift, y, 0, n, sum);
   return sum.total();
@@ -413,12 +403,11 @@ void dropoutF32Array(const float *x, float *y, uint8_t *mask, int64_t begin,
 }
 
 void geluGradErfF32Array(const float *dy, const float *x, float *y, int64_t n) {
-#ifdef REMAT_VECTORMATH_X86
-  if (vectorMathUsesAvx2())
-    return geluGradErfAvx2(dy, x, y, n);
-#endif
+  REMAT_DISPATCH_LANES(geluGradErfLoop, dy, x, y, n)
   for (int64_t i = 0; i < n; ++i)
     y[i] = cuda::body::geluGradErf(dy[i], x[i]);
 }
+
+#undef REMAT_DISPATCH_LANES
 
 } // namespace remat::runtime::cpu

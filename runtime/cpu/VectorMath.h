@@ -2,10 +2,10 @@
 //-*-===//
 //
 // Array forms of remat's f32 math (runtime/MathF32.h) for the CPU kernels:
-// eight lanes at a time with AVX2 when the CPU has it (chosen at run time,
-// so the build stays baseline x86-64), the scalar function otherwise and for
-// the tail. Each lane performs the scalar function's operations in its
-// order, so the results are its bits whichever path runs
+// sixteen lanes at a time with AVX-512 or eight with AVX2 when the CPU has
+// them (chosen at run time, so the build stays baseline x86-64), the scalar
+// function otherwise and for the tail. Each lane performs the scalar function's
+// operations in its order, so the results are its bits whichever path runs
 // (tests/unit/VectorMathTest.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -91,7 +91,25 @@ inline T expShiftedLaneSum(const T *x, T shift, T *y, int64_t n) {
   }
 }
 
-/// \returns whether the arrays above run eight lanes at a time with AVX2.
+/// The instruction sets the arrays above can run in.
+enum class VectorLevel { Scalar, Avx2, Avx512 };
+
+/// The best the CPU has: AVX-512 F (exp, erf, Gelu and GeluGrad sixteen
+/// lanes at a time, the rest as AVX2), else AVX2, else scalar.
+VectorLevel vectorMathBestLevel();
+
+/// The level the arrays run at: the best unless lowered.
+VectorLevel vectorMathLevel();
+
+/// Runs the arrays at \p level, or at the best level if that is lower (for
+/// tests and benchmarks that compare the levels; every level gives the same
+/// bits). Not for use while kernels run. \returns the level now in use.
+VectorLevel setVectorMathLevel(VectorLevel level);
+
+/// "AVX-512 (16 lanes)", "AVX2 (8 lanes)" or "scalar".
+const char *vectorLevelName(VectorLevel level);
+
+/// \returns whether the arrays run at AVX2 or above.
 bool vectorMathUsesAvx2();
 
 } // namespace remat::runtime::cpu
