@@ -63,7 +63,9 @@ class DisableDropoutPass : public Pass {
 public:
   llvm::StringRef getName() const override { return "disable-dropout"; }
   llvm::StringRef getSummary() const override {
-    return "make every Dropout the identity (training_mode false)";
+    return "make every Dropout the identity (training_mode false), and remove "
+           "it where "
+           "nothing reads its mask";
   }
   llvm::Expected<bool> run(ir::Graph &graph) override;
 };
