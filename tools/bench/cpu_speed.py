@@ -15,7 +15,12 @@ warm-up step, in every process):
                             BertForMaskedLM forward + loss + backward
                             (tools/bench/vs_pytorch.py --child eager)
   forward b1 s512           remat-run --forward vs onnxruntime, all graph
-                            optimisations, on the model remat-opt exports
+                            optimisations, on the model remat-opt exports;
+                            remat with its disable-dropout pass, because
+                            onnxruntime's inference session removes the
+                            Dropout nodes (its optimised graph has none), so
+                            both run the same computation (remat's forward
+                            with dropout on is printed too, not compared)
   scaling b1 s512           remat-run training step at 1 thread / at N
 
 and prints the ratios against the goals: train <= 0.8x eager, forward
@@ -73,7 +78,7 @@ def run_child(cmd, timeout):
     return proc, load
 
 
-def remat_step(args, bind, threads, forward, work):
+def remat_step(args, bind, threads, forward, work, pipeline=None):
     stats = Path(work) / "step.json"
     # One more step than timed: the first is the warm-up.
     # In the planned arena, as remat runs a step it optimised: one buffer
@@ -84,6 +89,8 @@ def remat_step(args, bind, threads, forward, work):
            "--plan-memory", "--step-json", str(stats)]
     if forward:
         cmd.append("--forward")
+    if pipeline:
+        cmd += ["-p", pipeline]
     _, load = run_child(cmd, args.timeout)
     with open(stats) as f:
         steps = [s["seconds"] for s in json.load(f)["steps"]][1:]
@@ -139,6 +146,9 @@ def main():
                             "--bind", "batch=1,seq=512", "-o", str(model)],
                            check=True, capture_output=True)
             configs.append(("remat forward batch=1,seq=512 %dt" % n,
+                            lambda: remat_step(args, "batch=1,seq=512", n, True, work,
+                                               "disable-dropout,dce")))
+            configs.append(("remat forward, dropout on, batch=1,seq=512 %dt" % n,
                             lambda: remat_step(args, "batch=1,seq=512", n, True, work)))
             configs.append(("onnxruntime forward batch=1,seq=512 %dt" % n,
                             lambda: ort_step(args, model, 1, 512, n)))
