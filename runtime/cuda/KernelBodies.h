@@ -332,27 +332,34 @@ REMAT_HOST_DEVICE inline void softmaxColumn(const T *x, T *y, int64_t n,
     y[j * stride] = y[j * stride] / s;
 }
 
-/// LayerNormalization of one row of \p n elements: X of type T, statistics
-/// computed in U and stored as S (runtime/cpu/Normalization.cpp). \p scale
-/// and \p bias (may be null) have n elements; \p y may alias \p x.
-template <typename T, typename U, typename S>
-REMAT_HOST_DEVICE inline void layerNormRow(const T *x, const T *scale,
-                                           const T *bias, T *y, int64_t n,
-                                           float epsilon, S *mean,
-                                           S *invStdDev) {
-  const U eps = static_cast<U>(epsilon);
-  const U count = static_cast<U>(n);
+/// LayerNormalization's statistics of the row of \p n elements at \p x, in
+/// U: the mean and 1 / sqrt(variance + eps), each sum in index order.
+template <typename T, typename U>
+REMAT_HOST_DEVICE inline void layerNormRowStats(const T *x, int64_t n, U count,
+                                                U eps, U &mu, U &invStd) {
   U sum = U(0);
   for (int64_t i = 0; i < n; ++i)
     sum += static_cast<U>(x[i]);
-  U mu = sum / count;
+  mu = sum / count;
   U squares = U(0);
   for (int64_t i = 0; i < n; ++i) {
     U d = static_cast<U>(x[i]) - mu;
     squares += d * d;
   }
   U variance = squares / count;
-  U invStd = U(1) / std::sqrt(variance + eps);
+  invStd = U(1) / std::sqrt(variance + eps);
+}
+
+/// LayerNormalization of one row of \p n elements: X of type T, statistics
+/// computed in U and stored as S (runtime/cpu/Normalization.cpp). \p scale
+/// and \p bias (may be null) have n elements; \p y may alias \p x.
+template <typename T, typename U, typename S>
+REMAT_HOST_DEVICE inline void
+layerNormRow(const T *x, const T *scale, const T *bias, T *y, int64_t n,
+             float epsilon, S *mean, S *invStdDev) {
+  U mu, invStd;
+  layerNormRowStats(x, n, static_cast<U>(n), static_cast<U>(epsilon), mu,
+                    invStd);
   if (mean)
     *mean = static_cast<S>(mu);
   if (invStdDev)

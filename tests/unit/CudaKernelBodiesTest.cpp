@@ -303,20 +303,23 @@ TEST_CASE("cuda bodies: Softmax and LogSoftmax columns give the CPU's bits") {
 }
 
 TEST_CASE("cuda bodies: LayerNormalization rows give the CPU's bits") {
-  auto x = randomFloats({4, 6}, 7);
-  auto scale = randomFloats({6}, 8);
-  auto bias = randomFloats({6}, 9);
+  // 7 rows: the CPU kernel computes a group of four rows' statistics
+  // together, then the other three one by one.
+  const int64_t rows = 7, n = 37;
+  auto x = randomFloats({rows, n}, 7);
+  auto scale = randomFloats({n}, 8);
+  auto bias = randomFloats({n}, 9);
   AttrList attrs;
   attrs.set("epsilon", 1e-5f);
   auto y = runCpu(OpKind::LayerNormalization, {x, scale, bias}, 3, attrs);
-  std::vector<float> out(24), mean(4), inv(4);
-  for (int64_t r = 0; r < 4; ++r)
+  std::vector<float> out(rows * n), mean(rows), inv(rows);
+  for (int64_t r = 0; r < rows; ++r)
     body::layerNormRow<float, float, float>(
-        elems<float>(x) + r * 6, elems<float>(scale), elems<float>(bias),
-        out.data() + r * 6, 6, 1e-5f, &mean[r], &inv[r]);
-  for (int64_t i = 0; i < 24; ++i)
+        elems<float>(x) + r * n, elems<float>(scale), elems<float>(bias),
+        out.data() + r * n, n, 1e-5f, &mean[r], &inv[r]);
+  for (int64_t i = 0; i < rows * n; ++i)
     REQUIRE(sameBits(out[i], elems<float>(y[0])[i]));
-  for (int64_t r = 0; r < 4; ++r) {
+  for (int64_t r = 0; r < rows; ++r) {
     CHECK(sameBits(mean[r], elems<float>(y[1])[r]));
     CHECK(sameBits(inv[r], elems<float>(y[2])[r]));
   }
