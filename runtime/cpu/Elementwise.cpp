@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using llvm::ArrayRef;
 using llvm::Error;
@@ -340,6 +341,52 @@ Kernel makeIntDivisionKernel(BroadcastPlan<2> plan) {
   };
 }
 
+/// \returns 1 / d when \p d is a power of two whose reciprocal is a normal
+/// float too, else nullopt. Then x / d and x * (1 / d) are the same real
+/// number, and IEEE rounds both correctly: the same bits for every x,
+/// subnormal, infinite and NaN results included.
+template <typename T> std::optional<T> exactReciprocal(T d) {
+  if (!std::isnormal(d))
+    return std::nullopt;
+  int exponent;
+  T mantissa = std::frexp(d, &exponent);
+  if (std::fabs(mantissa) != T(0.5))
+    return std::nullopt;
+  T reciprocal = T(1) / d;
+  if (!std::isnormal(reciprocal))
+    return std::nullopt;
+  return reciprocal;
+}
+
+/// Float Div. A scalar divisor that is a power of two (attention's 1 /
+/// sqrt(64), say) multiplies by its reciprocal instead: the same bits
+/// (exactReciprocal), and a multiply costs a fraction of a divide.
+template <typename T> Kernel makeFloatDivisionKernel(BroadcastPlan<2> plan) {
+  return [plan = std::move(plan)](const KernelContext &ctx) -> Error {
+    std::optional<T> reciprocal;
+    if (ctx.inputs[1].getNumElements() == 1)
+      reciprocal = exactReciprocal(ctx.inputs[1].getData<T>()[0]);
+    if (!reciprocal) {
+      runBinary<DivOp, T, T, T>(plan, ctx.inputs[0], ctx.inputs[1],
+                                ctx.outputs[0], ctx.parallel);
+      return Error::success();
+    }
+    const T *a = ctx.inputs[0].getData<T>();
+    const T scale = *reciprocal;
+    T *out = ctx.outputs[0].getData<T>();
+    ctx.parallel.run(
+        plan.numElements, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          forEachRun(plan, begin, end,
+                     [&](int64_t o, const std::array<int64_t, 2> &off,
+                         const std::array<int64_t, 2> &stride, int64_t n) {
+                       binaryRun<MulOp>(out + o, a + off[0], stride[0], &scale,
+                                        0, n);
+                     });
+        });
+    return Error::success();
+  };
+}
+
 /// \returns base^exponent for integers, wrapping on overflow; \p exponent
 /// is >= 0.
 int64_t intPow(int64_t base, int64_t exponent) {
@@ -526,7 +573,7 @@ Expected<Kernel> selectBinary(const ir::Node &node) {
       if constexpr (std::is_integral_v<T>)
         return makeIntDivisionKernel<DivOp, T>(std::move(plan));
       else
-        return makeBinaryKernel<DivOp, T, T, T>(std::move(plan));
+        return makeFloatDivisionKernel<T>(std::move(plan));
     case OpKind::Mod: {
       // Shape inference has checked fmod (0 or 1, and 1 for floats).
       bool fmod = node.getAttrs().getInt("fmod").value_or(0) != 0;
