@@ -3,8 +3,10 @@
 //
 // Every node result gets an offset in one arena (DESIGN.md "Memory model").
 // Values are first grouped into buffers: an elementwise result takes the
-// buffer of an operand of its type that dies at its node (in-place reuse,
-// recorded in MemoryPlan::inPlaceOf so that Liveness counts it once).
+// buffer of an operand of its type that dies at its node, and a shape-only
+// result (Reshape and the like) its data operand's when that dies there
+// (in-place reuse, recorded in MemoryPlan::inPlaceOf so that Liveness
+// counts it once).
 // Buffers are then placed largest first, each at the lowest 256-byte-aligned
 // offset where it overlaps no placed buffer whose live range overlaps its
 // own. The placed buffers that conflict with a new one are found through a
@@ -102,12 +104,22 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
                        " bytes, more than the 2^62 bytes addressable");
     LiveRange range = liveness.getRange(value);
     const ir::Node *node = value->getDefiningNode();
+    // A shape-only op (Reshape, Squeeze, Unsqueeze, Identity) may take its
+    // data operand's buffer as it is: the same bytes, so the kernel, seeing
+    // one address, copies nothing.
+    bool shapeOnly = ir::hasTrait(node->getOp(), ir::kShapeOnly);
     if (inPlace && bytes != 0 && node->getNumResults() == 1 &&
-        ir::hasTrait(node->getOp(), ir::kInPlace)) {
+        (ir::hasTrait(node->getOp(), ir::kInPlace) || shapeOnly)) {
       bool reused = false;
-      for (const ir::Value *operand : node->getOperands()) {
-        if (operand->isGraphInput() || operand->isGraphOutput() ||
-            operand->getType() != value->getType())
+      auto operands = node->getOperands();
+      if (shapeOnly)
+        operands = operands.take_front(1);
+      for (const ir::Value *operand : operands) {
+        bool sameBytes = shapeOnly ? operand->getType().getDType() ==
+                                             value->getType().getDType() &&
+                                         Liveness::getBytes(operand) == bytes
+                                   : operand->getType() == value->getType();
+        if (operand->isGraphInput() || operand->isGraphOutput() || !sameBytes)
           continue;
         auto it = bufferOf.find(operand);
         if (it == bufferOf.end())

@@ -55,20 +55,28 @@ const char *kSmall = R"(graph @small(%x: f32[16], %w: f32[16] weight) {
 
 /// True if \p a and \p b may share memory while both live: \p b is an
 /// in-place result over \p a (defined at the node where \p a dies, by an
-/// elementwise in-place op, with \p a's type), at the same offset. Only an
-/// elementwise op may overwrite its operand: element i is read before it
-/// is written, and by no one else.
+/// elementwise in-place op, with \p a's type; or by a shape-only op whose
+/// data operand \p a is, with \p a's dtype and bytes), at the same offset.
+/// Only an elementwise op may overwrite its operand: element i is read
+/// before it is written, and by no one else; a shape-only op's result is
+/// its operand's bytes as they are.
 bool isInPlacePair(const Liveness &liveness, const MemoryPlan &plan,
                    const Value *a, const Value *b) {
   if (*plan.lookup(a) != *plan.lookup(b))
     return false;
   auto pair = [&](const Value *from, const Value *to) {
     const Node *node = to->getDefiningNode();
-    return liveness.getRange(from).lastUse == liveness.getRange(to).def &&
-           llvm::is_contained(node->getOperands(), from) &&
+    if (liveness.getRange(from).lastUse != liveness.getRange(to).def ||
+        node->getNumResults() != 1)
+      return false;
+    if (hasTrait(node->getOp(), kShapeOnly))
+      return node->getOperand(0) == from &&
+             from->getType().getDType() == to->getType().getDType() &&
+             Liveness::getBytes(from) == Liveness::getBytes(to);
+    return llvm::is_contained(node->getOperands(), from) &&
            (hasTrait(node->getOp(), kElementwise) ||
             node->getOp() == OpKind::SoftmaxCrossEntropyGrad) &&
-           hasTrait(node->getOp(), kInPlace) && node->getNumResults() == 1 &&
+           hasTrait(node->getOp(), kInPlace) &&
            from->getType() == to->getType();
   };
   return pair(a, b) || pair(b, a);
