@@ -4,15 +4,14 @@
 // Every node result gets an offset in one arena (DESIGN.md "Memory model").
 // Values are first grouped into buffers: an elementwise result takes the
 // buffer of an operand of its type that dies at its node, and a shape-only
-// result (Reshape and the like) its data operand's when that dies there
-// (in-place reuse, recorded in MemoryPlan::inPlaceOf so that Liveness
-// counts it once).
-// Buffers are then placed largest first, each at the lowest 256-byte-aligned
-// offset where it overlaps no placed buffer whose live range overlaps its
-// own. The placed buffers that conflict with a new one are found through a
-// segment tree over schedule positions (those live at its first position)
-// and a set ordered by first position (those that start inside its range),
-// so the work is O((n + k) log n) for n values and k conflicts.
+// result (Reshape and the like) or ScatterElements' its data operand's when
+// that dies there (in-place reuse, recorded in MemoryPlan::inPlaceOf so that
+// Liveness counts it once). Buffers are then placed largest first, each at the
+// lowest 256-byte-aligned offset where it overlaps no placed buffer whose live
+// range overlaps its own. The placed buffers that conflict with a new one are
+// found through a segment tree over schedule positions (those live at its first
+// position) and a set ordered by first position (those that start inside its
+// range), so the work is O((n + k) log n) for n values and k conflicts.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Support.h"
@@ -106,13 +105,17 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
     const ir::Node *node = value->getDefiningNode();
     // A shape-only op (Reshape, Squeeze, Unsqueeze, Identity) may take its
     // data operand's buffer as it is: the same bytes, so the kernel, seeing
-    // one address, copies nothing.
+    // one address, copies nothing. ScatterElements may take its data
+    // operand's (of its type): its kernels copy data to the result, nothing
+    // when they are one, then write the updates (never the updates
+    // operand's, which they read to the end).
     bool shapeOnly = ir::hasTrait(node->getOp(), ir::kShapeOnly);
+    bool dataOnly = shapeOnly || node->getOp() == ir::OpKind::ScatterElements;
     if (inPlace && bytes != 0 && node->getNumResults() == 1 &&
-        (ir::hasTrait(node->getOp(), ir::kInPlace) || shapeOnly)) {
+        (ir::hasTrait(node->getOp(), ir::kInPlace) || dataOnly)) {
       bool reused = false;
       auto operands = node->getOperands();
-      if (shapeOnly)
+      if (dataOnly)
         operands = operands.take_front(1);
       for (const ir::Value *operand : operands) {
         bool sameBytes = shapeOnly ? operand->getType().getDType() ==

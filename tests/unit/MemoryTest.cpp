@@ -56,7 +56,8 @@ const char *kSmall = R"(graph @small(%x: f32[16], %w: f32[16] weight) {
 /// True if \p a and \p b may share memory while both live: \p b is an
 /// in-place result over \p a (defined at the node where \p a dies, by an
 /// elementwise in-place op, with \p a's type; or by a shape-only op whose
-/// data operand \p a is, with \p a's dtype and bytes), at the same offset.
+/// data operand \p a is, with \p a's dtype and bytes; or by ScatterElements
+/// over its data operand), at the same offset.
 /// Only an elementwise op may overwrite its operand: element i is read
 /// before it is written, and by no one else; a shape-only op's result is
 /// its operand's bytes as they are.
@@ -73,6 +74,8 @@ bool isInPlacePair(const Liveness &liveness, const MemoryPlan &plan,
       return node->getOperand(0) == from &&
              from->getType().getDType() == to->getType().getDType() &&
              Liveness::getBytes(from) == Liveness::getBytes(to);
+    if (node->getOp() == OpKind::ScatterElements)
+      return node->getOperand(0) == from && from->getType() == to->getType();
     return llvm::is_contained(node->getOperands(), from) &&
            (hasTrait(node->getOp(), kElementwise) ||
             node->getOp() == OpKind::SoftmaxCrossEntropyGrad) &&
