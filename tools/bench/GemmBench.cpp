@@ -241,19 +241,25 @@ bool checkPackedSgemm() {
 int main(int argc, char **argv) {
   int rounds = 5, reps = 3;
   int64_t seq = 512;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--rounds"))
+  const char *usage = "usage: remat-bench-gemm [--rounds N] [--reps R] "
+                      "[--seq S] [--tile ROWSxCOLS]\n";
+  for (int i = 1; i < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    bool ok = i + 1 < argc;
+    if (ok && !std::strcmp(argv[i], "--rounds"))
       rounds = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--reps"))
+    else if (ok && !std::strcmp(argv[i], "--reps"))
       reps = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--seq"))
+    else if (ok && !std::strcmp(argv[i], "--seq"))
       seq = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--tile") &&
+    else if (ok && !std::strcmp(argv[i], "--tile") &&
              std::sscanf(argv[i + 1], "%ldx%ld", &kTileRows, &kTileCols) == 2)
       continue;
     else {
-      std::fprintf(stderr, "usage: remat-bench-gemm [--rounds N] [--reps R] "
-                           "[--seq S] [--tile ROWSxCOLS]\n");
+      std::fprintf(stderr, "error: bad argument '%s'\n%s", argv[i], usage);
       return 1;
     }
   }
