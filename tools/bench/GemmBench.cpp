@@ -2,9 +2,10 @@
 //
 // Times the f32 GEMM libraries remat could call, on the shapes a bert-base
 // training step runs (forward and the transposed forms of the backward), the
-// way runtime/cpu/Linalg.cpp calls them: the product cut into fixed tiles of
-// at most 128 x 256 outputs, each tile one single-threaded call over the
-// whole K (see Note [OpenBLAS threads]). One thread, best of N alternating
+// way runtime/cpu/Linalg.cpp calls them: the product cut into fixed tiles
+// (128 x 256 outputs unless --tile says otherwise; the runtime's own cut,
+// finishPlan, is at most 256 x 1024), each tile one single-threaded call
+// over the whole K (see Note [OpenBLAS threads]). One thread, best of N alternating
 // rounds (every round runs every candidate on every shape), GFLOP/s of the
 // thread's CPU time (not wall time: the machine may be shared).
 //
