@@ -320,12 +320,15 @@ TEST_CASE("the Dropout array gives the body's values and keeps") {
     for (float ratio : {0.0f, 0.1f, 0.5f, 0.999f}) {
       uint32_t threshold = dropoutThreshold(ratio);
       float scale = 1.0f / (1.0f - ratio);
-      for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 300},
+      for (auto range : {std::pair<int64_t, int64_t>{0, 300},
                                 {3, 300},
                                 {5, 12},
                                 {8, 16},
                                 {1, 2},
                                 {7, 7}}) {
+        // Plain locals: clang 14 cannot capture structured bindings in the
+        // lambda INFO makes.
+        const int64_t begin = range.first, end = range.second;
         std::vector<float> y(300, -1.0f), yNoMask(300, -1.0f);
         std::vector<uint8_t> mask(300, 7);
         cpu::dropoutF32Array(x.data(), y.data(), mask.data(), begin, end, key,
