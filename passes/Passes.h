@@ -64,8 +64,7 @@ public:
   llvm::StringRef getName() const override { return "disable-dropout"; }
   llvm::StringRef getSummary() const override {
     return "make every Dropout the identity (training_mode false), and remove "
-           "it where "
-           "nothing reads its mask";
+           "it where nothing reads its mask";
   }
   llvm::Expected<bool> run(ir::Graph &graph) override;
 };

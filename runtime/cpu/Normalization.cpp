@@ -205,10 +205,6 @@ Expected<Kernel> selectSoftmax(const ir::Node &node) {
 
 namespace {
 
-/// X of element type T normalized in compute type U, statistics stored as S.
-/// Follows ONNX's function body: Mean = ReduceMean(X), D = X - Mean,
-/// Var = ReduceMean(D * D), InvStdDev = 1 / Sqrt(Var + epsilon),
-/// Normalized = Cast<T>(D * InvStdDev), Y = Normalized * Scale + B.
 /// Rows whose LayerNormalization statistics are computed together.
 constexpr int64_t kStatRows = 4;
 
@@ -251,6 +247,10 @@ void layerNormStats(const T *x, int64_t n, int64_t group, U count, U eps,
     cuda::body::layerNormRowStats(x + k * n, n, count, eps, mean[k], invStd[k]);
 }
 
+/// X of element type T normalized in compute type U, statistics stored as S.
+/// Follows ONNX's function body: Mean = ReduceMean(X), D = X - Mean,
+/// Var = ReduceMean(D * D), InvStdDev = 1 / Sqrt(Var + epsilon),
+/// Normalized = Cast<T>(D * InvStdDev), Y = Normalized * Scale + B.
 template <typename T, typename U, typename S> struct LayerNormKernel {
   int64_t rows = 0, n = 0;
   float epsilon = 0;
