@@ -2063,6 +2063,54 @@ Expected<Results> inferSoftmaxCrossEntropyGrad(const Node &node) {
   return Results{known(operandType(node, 0))};
 }
 
+/// remat.SoftmaxGrad(dy, y): float operands of one type; 'axis' as
+/// Softmax's. The result has their type.
+Expected<Results> inferSoftmaxGrad(const Node &node) {
+  if (auto results = inferSoftmaxLike(node); !results)
+    return results.takeError();
+  if (operandType(node, 1) != operandType(node, 0))
+    return nodeError(
+        node, operandName(node, 1) + " of type " + operandType(node, 1).str() +
+                  " must have the type of " + operandName(node, 0) + ", " +
+                  operandType(node, 0).str());
+  return Results{known(operandType(node, 0))};
+}
+
+/// remat.LayerNormalizationGrad(dy, X, Scale, Mean, InvStdDev): dy and X of
+/// one float type, Scale of X's dtype and exactly the normalized shape (the
+/// dims from 'axis' on), Mean and InvStdDev of X's dtype and
+/// LayerNormalization's statistics shape. The result has X's type.
+Expected<Results> inferLayerNormalizationGrad(const Node &node) {
+  if (auto err = checkDType(node, 1, isFloatType, "a float dtype"))
+    return std::move(err);
+  auto axisAttr = intAttr(node, "axis", -1);
+  if (!axisAttr)
+    return axisAttr.takeError();
+  const TensorType &x = operandType(node, 1);
+  auto axis = normalizeAxis(node, "attribute 'axis'", *axisAttr, x.getRank());
+  if (!axis)
+    return axis.takeError();
+  Dims statsDims = toDims(x.getDims());
+  for (size_t i = *axis; i < statsDims.size(); ++i)
+    statsDims[i] = 1;
+  auto expect = [&](unsigned i, ArrayRef<int64_t> dims) -> Error {
+    TensorType wanted(x.getDType(), dims);
+    if (operandType(node, i) == wanted)
+      return Error::success();
+    return nodeError(node, operandName(node, i) + " of type " +
+                               operandType(node, i).str() + " must be " +
+                               wanted.str());
+  };
+  if (auto err = expect(0, x.getDims()))
+    return std::move(err);
+  if (auto err = expect(2, x.getDims().drop_front(*axis)))
+    return std::move(err);
+  for (unsigned i : {3u, 4u})
+    if (auto err = expect(i, statsDims))
+      return std::move(err);
+  return Results{known(x)};
+}
+
 /// Dispatches to infer<Name> for every op in Ops.def.
 Expected<Results> dispatch(const Node &node) {
   switch (node.getOp()) {

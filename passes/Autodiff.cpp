@@ -15,12 +15,15 @@
 // in ir/Ops.def, dispatched through kGradRules: Add Sub Mul Div Pow Sqrt Erf
 // Tanh Relu Sigmoid Exp Log Neg Where (x, y) Max Cast (float to float)
 // Identity MatMul (batched, broadcast batch dims, 1-D operands) Gemm Softmax
-// LogSoftmax LayerNormalization (through its Mean and InvStdDev results,
-// added when absent) Dropout (through its mask, added when absent)
+// (as remat.SoftmaxGrad) LogSoftmax LayerNormalization (through its Mean and
+// InvStdDev results, added when absent; X's gradient as
+// remat.LayerNormalizationGrad when Scale has the normalized shape and the
+// statistics X's dtype) Dropout (through its mask, added when absent)
 // ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Concat
 // Slice Split Expand Gather (data) SoftmaxCrossEntropyLoss (scores; log_prob
 // added when absent), remat.Gelu (derivative as remat.GeluGrad; export
-// decomposes it into Erf/Tanh/Exp arithmetic), Sin Cos Abs Min Trilu CumSum
+// decomposes it, and the other remat-domain gradients, into standard ops),
+// Sin Cos Abs Min Trilu CumSum
 // GatherElements (data) Pad (data, constant_value), Reciprocal and Conv (X
 // through ConvTranspose; W for group 1; B). ConvTranspose has no rule (autodiff
 // emits it for Conv; it does not differentiate through one).
@@ -568,13 +571,16 @@ Error gradSoftmaxOrLogSoftmax(Differentiator &d, const GradArgs &args) {
   Value *g = args.g;
   Value *y = args.y;
   int64_t axis = normAxis(intAttr(node, "axis", -1), y->getType().getRank());
-  Value *axes = d.ints({axis});
   if (node.getOp() == OpKind::Softmax) {
-    Value *s = d.emit(OpKind::ReduceSum, {d.emit(OpKind::Mul, {g, y}), axes});
-    d.contribute(args.in(0),
-                 d.emit(OpKind::Mul, {y, d.emit(OpKind::Sub, {g, s})}));
+    // dx = y * (g - ReduceSum(g * y, axis)) as remat.SoftmaxGrad: one pass
+    // over the rows instead of four over the tensor; its kernels run the
+    // Mul, ReduceSum, Sub and Mul this rule emitted before, in their order,
+    // so the bits are that graph's (export writes it back out).
+    AttrList attrs;
+    attrs.set("axis", axis);
+    d.contribute(args.in(0), d.emit(OpKind::SoftmaxGrad, {g, y}, attrs));
   } else {
-    Value *s = d.emit(OpKind::ReduceSum, {g, axes});
+    Value *s = d.emit(OpKind::ReduceSum, {g, d.ints({axis})});
     d.contribute(
         args.in(0),
         d.emit(OpKind::Sub,
@@ -631,7 +637,20 @@ Error grad<OpKind::LayerNormalization>(Differentiator &d,
   if (d.wants(node, 1))
     d.contribute(args.in(1),
                  d.sumTo(d.emit(OpKind::Mul, {g, xhat}), args.typeOf(1)));
-  if (d.wants(node, 0)) {
+  if (d.wants(node, 0) && (dt == DType::F32 || dt == DType::F64) &&
+      args.typeOf(1).getDims() == tx.getDims().drop_front(axis) &&
+      node.getResult(1)->getType().getDType() == dt) {
+    // The common case (Scale of the normalized shape, statistics in X's
+    // dtype) as remat.LayerNormalizationGrad: one pass over each row
+    // instead of ten over the tensor. Its kernels run the operations of the
+    // graph below in its order, so the bits are that graph's.
+    AttrList attrs;
+    attrs.set("axis", axis);
+    d.contribute(args.in(0), d.emit(OpKind::LayerNormalizationGrad,
+                                    {g, args.in(0), args.in(1),
+                                     node.getResult(1), node.getResult(2)},
+                                    attrs));
+  } else if (d.wants(node, 0)) {
     Value *dxhat = d.emit(OpKind::Mul, {g, args.in(1)});
     Value *m1 = d.emit(OpKind::ReduceMean, {dxhat}, meanAttrs);
     Value *m2 = d.emit(OpKind::ReduceMean, {d.emit(OpKind::Mul, {dxhat, xhat})},

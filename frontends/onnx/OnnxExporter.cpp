@@ -236,16 +236,25 @@ private:
   /// Decomposes remat.SoftmaxCrossEntropyGrad into the Exp, Equal, Where,
   /// Sub and Mul nodes whose operations its kernels compute.
   Error lowerSoftmaxCrossEntropyGrad(const ir::Node &node);
+  /// Decomposes remat.SoftmaxGrad into Mul, ReduceSum, Sub and Mul.
+  Error lowerSoftmaxGrad(const ir::Node &node);
+  /// Decomposes remat.LayerNormalizationGrad into the Sub, Mul and
+  /// ReduceMean nodes whose operations its kernels compute.
+  Error lowerLayerNormalizationGrad(const ir::Node &node);
+  /// \returns a checked axis attribute of \p node for a rank-\p rank
+  /// tensor, in [0, rank), or an error naming the node.
+  Expected<int64_t> exportAxis(const ir::Node &node, unsigned rank) const;
 
   /// Appends a node of \p opType with \p inputs and one result \p output,
   /// named after the result and tagged with \p origin's stage.
   pb::NodeProto &addNode(const ir::Node &origin, StringRef opType,
                          ArrayRef<std::string> inputs, StringRef output);
-  /// addNode, then checkNode; the first error is kept in \p failure (a
-  /// decomposition reports one error, after adding all its nodes).
+  /// addNode with \p attrs, then checkNode; the first error is kept in
+  /// \p failure (a decomposition reports one error, after adding all its
+  /// nodes).
   void addCheckedNode(const ir::Node &origin, StringRef opType,
                       ArrayRef<std::string> inputs, StringRef output,
-                      std::string &failure);
+                      std::string &failure, const ir::AttrList &attrs = {});
   /// Appends a Constant node holding scalar \p value of \p dtype whose
   /// result is a fresh name derived from \p base; \returns that name.
   std::string addScalarConstant(const ir::Node &origin, StringRef base,
@@ -370,6 +379,10 @@ Error ModelBuilder::emitNode(const ir::Node &node) {
       return lowerGeluGrad(node);
     case ir::OpKind::SoftmaxCrossEntropyGrad:
       return lowerSoftmaxCrossEntropyGrad(node);
+    case ir::OpKind::SoftmaxGrad:
+      return lowerSoftmaxGrad(node);
+    case ir::OpKind::LayerNormalizationGrad:
+      return lowerLayerNormalizationGrad(node);
     default:
       return makeError("cannot export " + node.describe() +
                        ": no decomposition of " + node.getOpSpelling() +
@@ -661,6 +674,121 @@ Error ModelBuilder::lowerSoftmaxCrossEntropyGrad(const ir::Node &node) {
   return Error::success();
 }
 
+Expected<int64_t> ModelBuilder::exportAxis(const ir::Node &node,
+                                           unsigned rank) const {
+  for (const auto &entry : node.getAttrs().entries())
+    if (entry.first != "axis")
+      return makeError("cannot export " + node.describe() + ": attribute '" +
+                       entry.first + "' is not one of " + node.getOpSpelling() +
+                       "'s");
+  int64_t axis = node.getAttrs().getInt("axis").value_or(-1);
+  if (axis < -int64_t(rank) || axis >= int64_t(rank))
+    return makeError("cannot export " + node.describe() + ": axis " +
+                     Twine(axis) + " is outside [-" + Twine(rank) + ", " +
+                     Twine(rank) + ")");
+  return axis < 0 ? axis + rank : axis;
+}
+
+Error ModelBuilder::lowerSoftmaxGrad(const ir::Node &node) {
+  const ir::Value *dy = node.getOperand(0);
+  const ir::Value *y = node.getOperand(1);
+  const ir::Value *dx = node.getResult(0);
+  const TensorType &type = dx->getType();
+  if (!ir::isFloat(type.getDType()))
+    return makeError("cannot export " + node.describe() +
+                     ": SoftmaxGrad needs a float dtype, got " + type.str());
+  auto axis = exportAxis(node, type.getRank());
+  if (!axis)
+    return axis.takeError();
+
+  // The graph autodiff emitted before the op existed: dx = y * (dy -
+  // ReduceSum(dy * y, axis)), the sum keeping the axis as size 1.
+  std::string base = (dx->getName() + ".softmax_grad").str();
+  std::string failure; // the first checkNode error
+  auto op = [&](StringRef opType, StringRef part, ArrayRef<std::string> inputs,
+                const TensorType &resultType) -> std::string {
+    bool isFinal = part.empty();
+    std::string output =
+        isFinal ? dx->getName().str() : freshName((base + "." + part).str());
+    addCheckedNode(node, opType, inputs, output, failure);
+    if (!isFinal || !dx->isGraphOutput())
+      addValueInfo(output, resultType);
+    return output;
+  };
+  std::vector<int64_t> sumDims(type.getDims().begin(), type.getDims().end());
+  sumDims[*axis] = 1;
+  std::string axes = addConstant(node, base + ".axes",
+                                 TensorType(DType::I64, {1}), {double(*axis)});
+  std::string product =
+      op("Mul", "product", {dy->getName().str(), y->getName().str()}, type);
+  std::string sum = op("ReduceSum", "sum", {product, axes},
+                       TensorType(type.getDType(), sumDims));
+  std::string diff = op("Sub", "diff", {dy->getName().str(), sum}, type);
+  op("Mul", "", {y->getName().str(), diff}, type);
+  if (!failure.empty())
+    return makeError(failure);
+  return Error::success();
+}
+
+Error ModelBuilder::lowerLayerNormalizationGrad(const ir::Node &node) {
+  const ir::Value *dx = node.getResult(0);
+  const TensorType &type = dx->getType();
+  if (!ir::isFloat(type.getDType()))
+    return makeError("cannot export " + node.describe() +
+                     ": LayerNormalizationGrad needs a float dtype, got " +
+                     type.str());
+  auto axis = exportAxis(node, type.getRank());
+  if (!axis)
+    return axis.takeError();
+
+  // The graph autodiff emits when the op does not apply: xhat = (X - Mean) *
+  // InvStdDev, dxhat = dy * Scale, dx = ((dxhat - ReduceMean(dxhat)) - xhat
+  // * ReduceMean(dxhat * xhat)) * InvStdDev, the means over the normalized
+  // dims, keeping them as size 1.
+  std::string base = (dx->getName() + ".layer_norm_grad").str();
+  std::string failure; // the first checkNode error
+  auto operand = [&](unsigned i) {
+    return node.getOperand(i)->getName().str();
+  };
+  std::vector<int64_t> meanDims(type.getDims().begin(), type.getDims().end());
+  std::vector<int64_t> axes;
+  for (int64_t d = *axis; d < int64_t(type.getRank()); ++d) {
+    meanDims[d] = 1;
+    axes.push_back(d);
+  }
+  TensorType meanType(type.getDType(), meanDims);
+  auto op = [&](StringRef opType, StringRef part, ArrayRef<std::string> inputs,
+                const TensorType &resultType,
+                const ir::AttrList &attrs = {}) -> std::string {
+    bool isFinal = part.empty();
+    std::string output =
+        isFinal ? dx->getName().str() : freshName((base + "." + part).str());
+    addCheckedNode(node, opType, inputs, output, failure, attrs);
+    if (!isFinal || !dx->isGraphOutput())
+      addValueInfo(output, resultType);
+    return output;
+  };
+  ir::AttrList meanAttrs;
+  meanAttrs.set("axes", axes);
+  std::string xhat =
+      op("Mul", "xhat",
+         {op("Sub", "centered", {operand(1), operand(3)}, type), operand(4)},
+         type);
+  std::string dxhat = op("Mul", "dxhat", {operand(0), operand(2)}, type);
+  std::string m1 = op("ReduceMean", "mean", {dxhat}, meanType, meanAttrs);
+  std::string m2 =
+      op("ReduceMean", "mean_xhat",
+         {op("Mul", "dxhat_xhat", {dxhat, xhat}, type)}, meanType, meanAttrs);
+  std::string inner = op("Sub", "inner",
+                         {op("Sub", "centered_grad", {dxhat, m1}, type),
+                          op("Mul", "xhat_mean", {xhat, m2}, type)},
+                         type);
+  op("Mul", "", {inner, operand(4)}, type);
+  if (!failure.empty())
+    return makeError(failure);
+  return Error::success();
+}
+
 pb::NodeProto &ModelBuilder::addNode(const ir::Node &origin, StringRef opType,
                                      ArrayRef<std::string> inputs,
                                      StringRef output) {
@@ -678,8 +806,11 @@ pb::NodeProto &ModelBuilder::addNode(const ir::Node &origin, StringRef opType,
 
 void ModelBuilder::addCheckedNode(const ir::Node &origin, StringRef opType,
                                   ArrayRef<std::string> inputs,
-                                  StringRef output, std::string &failure) {
+                                  StringRef output, std::string &failure,
+                                  const ir::AttrList &attrs) {
   pb::NodeProto &proto = addNode(origin, opType, inputs, output);
+  for (const auto &[name, value] : attrs.entries())
+    setAttribute(*proto.add_attribute(), name, value);
   if (auto err = checkNode(origin, proto)) {
     if (failure.empty())
       failure = llvm::toString(std::move(err));

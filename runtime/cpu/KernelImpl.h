@@ -322,6 +322,8 @@ llvm::Expected<Kernel> selectGemm(const ir::Node &node);
 
 llvm::Expected<Kernel> selectSoftmax(const ir::Node &node);
 llvm::Expected<Kernel> selectLayerNormalization(const ir::Node &node);
+llvm::Expected<Kernel> selectSoftmaxGrad(const ir::Node &node);
+llvm::Expected<Kernel> selectLayerNormalizationGrad(const ir::Node &node);
 llvm::Expected<Kernel> selectSoftmaxCrossEntropyLoss(const ir::Node &node);
 llvm::Expected<Kernel> selectSoftmaxCrossEntropyGrad(const ir::Node &node);
 

@@ -9,7 +9,9 @@
 //                      Mod, Pow, Cast, Gelu, Dropout
 //   Linalg.cpp         MatMul and Gemm (OpenBLAS)
 //   Normalization.cpp  Softmax, LogSoftmax, LayerNormalization,
-//                      SoftmaxCrossEntropyLoss, remat.SoftmaxCrossEntropyGrad
+//                      SoftmaxCrossEntropyLoss, remat.SoftmaxGrad,
+//                      remat.LayerNormalizationGrad,
+//                      remat.SoftmaxCrossEntropyGrad
 //   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax
 //   DataMovement.cpp   Reshape, Transpose, (Un)Squeeze, Concat, Slice, Split,
 //                      Expand, Gather, ScatterElements, Shape, Constant,
@@ -250,6 +252,10 @@ Expected<Kernel> selectKernel(const ir::Node &node) {
     return selectSoftmax(node);
   case OpKind::LayerNormalization:
     return selectLayerNormalization(node);
+  case OpKind::SoftmaxGrad:
+    return selectSoftmaxGrad(node);
+  case OpKind::LayerNormalizationGrad:
+    return selectLayerNormalizationGrad(node);
   case OpKind::SoftmaxCrossEntropyLoss:
     return selectSoftmaxCrossEntropyLoss(node);
   case OpKind::SoftmaxCrossEntropyGrad:

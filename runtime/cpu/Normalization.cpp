@@ -1,7 +1,8 @@
 //===- runtime/cpu/Normalization.cpp - Softmax, LayerNorm and the loss ----===//
 //
-// (remat.SoftmaxCrossEntropyGrad, the loss's gradient, is here too: it maps
-// log_prob with no reduction, element by element, split over threads in
+// (Their gradients remat.SoftmaxGrad and remat.LayerNormalizationGrad are
+// here too, and remat.SoftmaxCrossEntropyGrad, the loss's gradient, which
+// maps log_prob with no reduction, element by element, split over threads in
 // blocks whose bounds do not change a value.)
 //
 // Each of these reduces along one axis and then maps. Work is split across
@@ -200,6 +201,94 @@ Expected<Kernel> selectSoftmax(const ir::Node &node) {
 }
 
 //===----------------------------------------------------------------------===//
+// remat.SoftmaxGrad
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// remat.SoftmaxGrad of \p rows contiguous rows of \p n elements:
+/// cuda::body::softmaxGradColumn per row, four rows' sums as independent
+/// chains (the same additions in the same order per row). \p dx may alias
+/// \p dy or \p y: each row is read whole before it is written.
+template <typename T>
+void softmaxGradRows(const T *dy, const T *y, T *dx, int64_t rows, int64_t n) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const T *g0 = dy + r * n, *g1 = g0 + n, *g2 = g1 + n, *g3 = g2 + n;
+    const T *y0 = y + r * n, *y1 = y0 + n, *y2 = y1 + n, *y3 = y2 + n;
+    T s0 = T(0), s1 = T(0), s2 = T(0), s3 = T(0);
+    for (int64_t j = 0; j < n; ++j) {
+      s0 = s0 + g0[j] * y0[j];
+      s1 = s1 + g1[j] * y1[j];
+      s2 = s2 + g2[j] * y2[j];
+      s3 = s3 + g3[j] * y3[j];
+    }
+    const T sums[] = {s0, s1, s2, s3};
+    for (int64_t k = 0; k < 4; ++k) {
+      const T *g = dy + (r + k) * n, *yr = y + (r + k) * n;
+      T *out = dx + (r + k) * n, s = sums[k];
+      for (int64_t j = 0; j < n; ++j)
+        out[j] = yr[j] * (g[j] - s);
+    }
+  }
+  for (; r < rows; ++r)
+    cuda::body::softmaxGradColumn(dy + r * n, y + r * n, dx + r * n, n, 1);
+}
+
+/// remat.SoftmaxGrad of one [n, inner] slab, all columns together, each
+/// summed over n in softmaxGradColumn's order.
+template <typename T>
+void softmaxGradSlab(const T *dy, const T *y, T *dx, int64_t n, int64_t inner,
+                     std::vector<T> &sums) {
+  sums.assign(inner, T(0));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < inner; ++i)
+      sums[i] = sums[i] + dy[j * inner + i] * y[j * inner + i];
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < inner; ++i)
+      dx[j * inner + i] = y[j * inner + i] * (dy[j * inner + i] - sums[i]);
+}
+
+} // namespace
+
+Expected<Kernel> selectSoftmaxGrad(const ir::Node &node) {
+  const ir::TensorType &type = node.getOperand(0)->getType();
+  DType dtype = type.getDType();
+  if (!isF32OrF64(dtype))
+    return unsupportedDType(node, "dy", dtype, "f32, f64");
+  unsigned axis = normalizeAxis(node.getAttrs().getInt("axis").value_or(-1),
+                                type.getRank());
+  AxisView view = viewAround(type.getDims(), axis);
+  return dispatchFloat(dtype, [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    return [view](const KernelContext &ctx) -> Error {
+      const T *dy = ctx.inputs[0].getData<T>();
+      const T *y = ctx.inputs[1].getData<T>();
+      T *dx = ctx.outputs[0].getData<T>();
+      if (view.n == 0)
+        return Error::success();
+      if (view.inner == 1) {
+        ctx.parallel.run(
+            view.outer, rowGrain(view.n), [&](int64_t begin, int64_t end) {
+              int64_t at = begin * view.n;
+              softmaxGradRows(dy + at, y + at, dx + at, end - begin, view.n);
+            });
+        return Error::success();
+      }
+      int64_t slab = view.n * view.inner;
+      ctx.parallel.run(
+          view.outer, rowGrain(slab), [&](int64_t begin, int64_t end) {
+            std::vector<T> sums;
+            for (int64_t o = begin; o < end; ++o)
+              softmaxGradSlab(dy + o * slab, y + o * slab, dx + o * slab,
+                              view.n, view.inner, sums);
+          });
+      return Error::success();
+    };
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // LayerNormalization
 //===----------------------------------------------------------------------===//
 
@@ -374,6 +463,85 @@ Expected<Kernel> selectLayerNormalization(const ir::Node &node) {
   if (computeInF64)
     return withStats(float(), double());
   return withStats(float(), float());
+}
+
+//===----------------------------------------------------------------------===//
+// remat.LayerNormalizationGrad
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// remat.LayerNormalizationGrad of \p rows rows of \p n elements:
+/// cuda::body::layerNormGradRow per row, four rows' sums as eight
+/// independent chains (the same operations in the same order per row).
+/// \p dx may alias \p dy or \p x: each row is read whole before it is
+/// written.
+template <typename T>
+void layerNormGradRows(const T *dy, const T *x, const T *scale, const T *mean,
+                       const T *invStd, T *dx, int64_t rows, int64_t n) {
+  const T count = static_cast<T>(n);
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const T *g0 = dy + r * n, *g1 = g0 + n, *g2 = g1 + n, *g3 = g2 + n;
+    const T *x0 = x + r * n, *x1 = x0 + n, *x2 = x1 + n, *x3 = x2 + n;
+    const T mu0 = mean[r], mu1 = mean[r + 1], mu2 = mean[r + 2],
+            mu3 = mean[r + 3];
+    const T in0 = invStd[r], in1 = invStd[r + 1], in2 = invStd[r + 2],
+            in3 = invStd[r + 3];
+    T a0 = T(0), a1 = T(0), a2 = T(0), a3 = T(0);
+    T b0 = T(0), b1 = T(0), b2 = T(0), b3 = T(0);
+    for (int64_t i = 0; i < n; ++i) {
+      T d0 = g0[i] * scale[i], d1 = g1[i] * scale[i];
+      T d2 = g2[i] * scale[i], d3 = g3[i] * scale[i];
+      a0 = a0 + d0;
+      a1 = a1 + d1;
+      a2 = a2 + d2;
+      a3 = a3 + d3;
+      b0 = b0 + d0 * ((x0[i] - mu0) * in0);
+      b1 = b1 + d1 * ((x1[i] - mu1) * in1);
+      b2 = b2 + d2 * ((x2[i] - mu2) * in2);
+      b3 = b3 + d3 * ((x3[i] - mu3) * in3);
+    }
+    const T sums[] = {a0, a1, a2, a3}, sumsXhat[] = {b0, b1, b2, b3};
+    for (int64_t k = 0; k < 4; ++k) {
+      int64_t at = (r + k) * n;
+      cuda::body::layerNormGradRowMap(dy + at, x + at, scale, dx + at, n,
+                                      mean[r + k], invStd[r + k],
+                                      sums[k] / count, sumsXhat[k] / count);
+    }
+  }
+  for (; r < rows; ++r)
+    cuda::body::layerNormGradRow(dy + r * n, x + r * n, scale, dx + r * n, n,
+                                 mean[r], invStd[r]);
+}
+
+} // namespace
+
+Expected<Kernel> selectLayerNormalizationGrad(const ir::Node &node) {
+  const ir::TensorType &xType = node.getOperand(1)->getType();
+  DType dtype = xType.getDType();
+  if (!isF32OrF64(dtype))
+    return unsupportedDType(node, "X", dtype, "f32, f64");
+  unsigned axis = normalizeAxis(node.getAttrs().getInt("axis").value_or(-1),
+                                xType.getRank());
+  int64_t rows = product(xType.getDims().take_front(axis));
+  int64_t n = product(xType.getDims().drop_front(axis));
+  return dispatchFloat(dtype, [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    return [rows, n](const KernelContext &ctx) -> Error {
+      const T *dy = ctx.inputs[0].getData<T>();
+      const T *x = ctx.inputs[1].getData<T>();
+      const T *scale = ctx.inputs[2].getData<T>();
+      const T *mean = ctx.inputs[3].getData<T>();
+      const T *invStd = ctx.inputs[4].getData<T>();
+      T *dx = ctx.outputs[0].getData<T>();
+      ctx.parallel.run(rows, rowGrain(n), [&](int64_t begin, int64_t end) {
+        layerNormGradRows(dy + begin * n, x + begin * n, scale, mean + begin,
+                          invStd + begin, dx + begin * n, end - begin, n);
+      });
+      return Error::success();
+    };
+  });
 }
 
 //===----------------------------------------------------------------------===//

@@ -879,7 +879,8 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
   case OpKind::Gemm:
     return selectGemm(node, options.allowTF32);
   case OpKind::Softmax:
-  case OpKind::LogSoftmax: {
+  case OpKind::LogSoftmax:
+  case OpKind::SoftmaxGrad: {
     ir::DType dtype = outType.getDType();
     if (!isFloatType(dtype))
       return std::nullopt;
@@ -889,8 +890,17 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
       outer *= outDims[d];
     for (unsigned d = axis + 1; d < outDims.size(); ++d)
       inner *= outDims[d];
-    bool isLog = node.getOp() == OpKind::LogSoftmax;
     ElemType type = *elemType(dtype);
+    if (node.getOp() == OpKind::SoftmaxGrad)
+      return Runner([&node, type, outer, n, inner](const RunContext &ctx,
+                                                   ArrayRef<Tensor> in,
+                                                   ArrayRef<Tensor> out) {
+        return launched(launchSoftmaxGrad(ctx.device.getStream(), type,
+                                          in[0].getData(), in[1].getData(),
+                                          out[0].getData(), outer, n, inner),
+                        node);
+      });
+    bool isLog = node.getOp() == OpKind::LogSoftmax;
     return Runner([&node, type, isLog, outer, n,
                    inner](const RunContext &ctx, ArrayRef<Tensor> in,
                           ArrayRef<Tensor> out) {
@@ -898,6 +908,25 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
                                     in[0].getData(), out[0].getData(), outer,
                                     n, inner),
                       node);
+    });
+  }
+  case OpKind::LayerNormalizationGrad: {
+    ir::DType dtype = outType.getDType();
+    if (!isFloatType(dtype))
+      return std::nullopt;
+    unsigned axis = axisAttr(-1, outType.getRank());
+    int64_t rows = 1, n = 1;
+    for (unsigned d = 0; d < outDims.size(); ++d)
+      (d < axis ? rows : n) *= outDims[d];
+    ElemType type = *elemType(dtype);
+    return Runner([&node, type, rows, n](const RunContext &ctx,
+                                         ArrayRef<Tensor> in,
+                                         ArrayRef<Tensor> out) {
+      return launched(
+          launchLayerNormGrad(ctx.device.getStream(), type, in[0].getData(),
+                              in[1].getData(), in[2].getData(), in[3].getData(),
+                              in[4].getData(), out[0].getData(), rows, n),
+          node);
     });
   }
   case OpKind::LayerNormalization: {

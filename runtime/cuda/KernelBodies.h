@@ -371,6 +371,68 @@ layerNormRow(const T *x, const T *scale, const T *bias, T *y, int64_t n,
   }
 }
 
+/// remat.SoftmaxGrad of the column of \p n elements at \p dy and \p y,
+/// \p stride apart, into \p dx (same layout; may alias either): dx = y *
+/// (dy - s) with s the sum of dy * y from 0 in index order. These are the
+/// Mul, ReduceSum, Sub and Mul nodes autodiff emitted before the op existed,
+/// in their order, so the bits are those of that graph.
+template <typename T>
+REMAT_HOST_DEVICE inline void softmaxGradColumn(const T *dy, const T *y, T *dx,
+                                                int64_t n, int64_t stride) {
+  T s = T(0);
+  for (int64_t j = 0; j < n; ++j)
+    s = s + dy[j * stride] * y[j * stride];
+  for (int64_t j = 0; j < n; ++j)
+    dx[j * stride] = y[j * stride] * (dy[j * stride] - s);
+}
+
+/// remat.LayerNormalizationGrad's two sums over a row, from 0 in index
+/// order: of dxhat = dy * scale and of dxhat * xhat, xhat = (x - mean) *
+/// invStd.
+template <typename T>
+REMAT_HOST_DEVICE inline void
+layerNormGradRowSums(const T *dy, const T *x, const T *scale, int64_t n, T mean,
+                     T invStd, T &sum, T &sumXhat) {
+  T a = T(0), b = T(0);
+  for (int64_t i = 0; i < n; ++i) {
+    T dxhat = dy[i] * scale[i];
+    T xhat = (x[i] - mean) * invStd;
+    a = a + dxhat;
+    b = b + dxhat * xhat;
+  }
+  sum = a;
+  sumXhat = b;
+}
+
+/// remat.LayerNormalizationGrad of one row of \p n elements given the
+/// means \p m1 of dxhat and \p m2 of dxhat * xhat: dx = ((dxhat - m1) -
+/// xhat * m2) * invStd. With layerNormGradRowSums these are the operations
+/// of the Mul, Sub, ReduceMean and Mul nodes autodiff emitted before the op
+/// existed, in their order. \p dx may alias \p dy or \p x.
+template <typename T>
+REMAT_HOST_DEVICE inline void
+layerNormGradRowMap(const T *dy, const T *x, const T *scale, T *dx, int64_t n,
+                    T mean, T invStd, T m1, T m2) {
+  for (int64_t i = 0; i < n; ++i) {
+    T dxhat = dy[i] * scale[i];
+    T xhat = (x[i] - mean) * invStd;
+    dx[i] = ((dxhat - m1) - xhat * m2) * invStd;
+  }
+}
+
+/// remat.LayerNormalizationGrad of one row: both passes, means as
+/// ReduceMean divides (the sum over the count in T).
+template <typename T>
+REMAT_HOST_DEVICE inline void layerNormGradRow(const T *dy, const T *x,
+                                               const T *scale, T *dx, int64_t n,
+                                               T mean, T invStd) {
+  T sum, sumXhat;
+  layerNormGradRowSums(dy, x, scale, n, mean, invStd, sum, sumXhat);
+  T count = static_cast<T>(n);
+  layerNormGradRowMap(dy, x, scale, dx, n, mean, invStd, sum / count,
+                      sumXhat / count);
+}
+
 /// SoftmaxCrossEntropyLoss at position (b, d) of scores [N, C, D]: the
 /// column of C scores at \p x (\p spatial apart). Writes the column's log
 /// probabilities to \p logProb when not null and \returns the element's

@@ -159,6 +159,26 @@ __global__ void softmaxKernel(const T *x, T *y, int64_t outer, int64_t n,
   }
 }
 
+template <typename T>
+__global__ void softmaxGradKernel(const T *dy, const T *y, T *dx,
+                                  int64_t outer, int64_t n, int64_t inner) {
+  REMAT_GRID_LOOP(c, outer * inner) {
+    int64_t o = c / inner, i = c % inner;
+    int64_t start = o * n * inner + i;
+    body::softmaxGradColumn(dy + start, y + start, dx + start, n, inner);
+  }
+}
+
+template <typename T>
+__global__ void layerNormGradKernel(const T *dy, const T *x, const T *scale,
+                                    const T *mean, const T *invStdDev, T *dx,
+                                    int64_t rows, int64_t n) {
+  REMAT_GRID_LOOP(r, rows) {
+    body::layerNormGradRow(dy + r * n, x + r * n, scale, dx + r * n, n,
+                           mean[r], invStdDev[r]);
+  }
+}
+
 template <typename T, typename U, typename S>
 __global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
                                 T *y, S *mean, S *invStdDev, int64_t rows,
@@ -372,6 +392,38 @@ int launchSoftmax(StreamHandle stream, ElemType type, bool isLog,
                        asStream(stream)>>>(static_cast<const T *>(x),
                                            static_cast<T *>(y), outer, n,
                                            inner, isLog);
+    return lastError();
+  });
+}
+
+int launchSoftmaxGrad(StreamHandle stream, ElemType type, const void *dy,
+                      const void *y, void *dx, int64_t outer, int64_t n,
+                      int64_t inner) {
+  if (outer * inner == 0 || n == 0)
+    return 0;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    softmaxGradKernel<T><<<blocksFor(outer * inner), kThreads, 0,
+                           asStream(stream)>>>(
+        static_cast<const T *>(dy), static_cast<const T *>(y),
+        static_cast<T *>(dx), outer, n, inner);
+    return lastError();
+  });
+}
+
+int launchLayerNormGrad(StreamHandle stream, ElemType type, const void *dy,
+                        const void *x, const void *scale, const void *mean,
+                        const void *invStdDev, void *dx, int64_t rows,
+                        int64_t n) {
+  if (rows == 0)
+    return 0;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    layerNormGradKernel<T><<<blocksFor(rows), kThreads, 0,
+                             asStream(stream)>>>(
+        static_cast<const T *>(dy), static_cast<const T *>(x),
+        static_cast<const T *>(scale), static_cast<const T *>(mean),
+        static_cast<const T *>(invStdDev), static_cast<T *>(dx), rows, n);
     return lastError();
   });
 }

@@ -64,6 +64,18 @@ int launchSoftmax(StreamHandle stream, ElemType type, bool isLog,
                   const void *x, void *y, int64_t outer, int64_t n,
                   int64_t inner);
 
+/// remat.SoftmaxGrad of dy and y viewed as [outer, n, inner] along n.
+int launchSoftmaxGrad(StreamHandle stream, ElemType type, const void *dy,
+                      const void *y, void *dx, int64_t outer, int64_t n,
+                      int64_t inner);
+
+/// remat.LayerNormalizationGrad of \p rows rows of \p n (f32 or f64; Scale
+/// has n elements, Mean and InvStdDev \p rows, all of X's dtype).
+int launchLayerNormGrad(StreamHandle stream, ElemType type, const void *dy,
+                        const void *x, const void *scale, const void *mean,
+                        const void *invStdDev, void *dx, int64_t rows,
+                        int64_t n);
+
 /// LayerNormalization of \p rows rows of \p n; X is \p type (f32 or f64),
 /// statistics computed in f64 when \p computeF64 and stored as \p statsType;
 /// \p bias, \p mean and \p invStdDev may be null.

@@ -325,6 +325,56 @@ TEST_CASE("cuda bodies: LayerNormalization rows give the CPU's bits") {
   }
 }
 
+TEST_CASE("cuda bodies: SoftmaxGrad columns give the CPU kernel's bits") {
+  // Along the last axis with 7 rows (the CPU sums a group of four rows
+  // together, then three one by one) and along an inner axis (columns).
+  for (int64_t axis : {1, 2}) {
+    Dims dims = {1, 7, 37};
+    if (axis == 1)
+      dims = {2, 5, 3};
+    int64_t count = dims[0] * dims[1] * dims[2];
+    auto dy = randomFloats(dims, 11 + axis);
+    auto y = randomFloats(dims, 13 + axis, 0, 1);
+    AttrList attrs;
+    attrs.set("axis", axis);
+    auto dx = runCpu(OpKind::SoftmaxGrad, {dy, y}, 1, attrs);
+    int64_t outer = dims[0], n = dims[axis], inner = axis == 1 ? dims[2] : 1;
+    if (axis == 2)
+      outer *= dims[1];
+    std::vector<float> out(count);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t start = o * n * inner + i;
+        body::softmaxGradColumn(elems<float>(dy) + start,
+                                elems<float>(y) + start, out.data() + start, n,
+                                inner);
+      }
+    for (int64_t i = 0; i < count; ++i)
+      REQUIRE(sameBits(out[i], elems<float>(dx[0])[i]));
+  }
+}
+
+TEST_CASE("cuda bodies: LayerNormalizationGrad rows give the CPU kernel's "
+          "bits") {
+  // 7 rows: the CPU sums a group of four rows together, then three one by
+  // one.
+  const int64_t rows = 7, n = 37;
+  auto dy = randomFloats({rows, n}, 21);
+  auto x = randomFloats({rows, n}, 22);
+  auto scale = randomFloats({n}, 23);
+  auto mean = randomFloats({rows, 1}, 24, -0.5, 0.5);
+  auto inv = randomFloats({rows, 1}, 25, 0.5, 2);
+  auto dx =
+      runCpu(OpKind::LayerNormalizationGrad, {dy, x, scale, mean, inv}, 1);
+  std::vector<float> out(rows * n);
+  for (int64_t r = 0; r < rows; ++r)
+    body::layerNormGradRow(elems<float>(dy) + r * n, elems<float>(x) + r * n,
+                           elems<float>(scale), out.data() + r * n, n,
+                           elems<float>(mean)[r], elems<float>(inv)[r]);
+  for (int64_t i = 0; i < rows * n; ++i)
+    REQUIRE(sameBits(out[i], elems<float>(dx[0])[i]));
+}
+
 TEST_CASE("cuda bodies: SoftmaxCrossEntropyLoss with ignore_index gives the "
           "CPU's bits") {
   // scores [3, 5, 2] (spatial 2), labels [3, 2] with two ignored.

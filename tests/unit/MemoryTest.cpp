@@ -58,8 +58,9 @@ const char *kSmall = R"(graph @small(%x: f32[16], %w: f32[16] weight) {
 /// elementwise in-place op, with \p a's type; or by a shape-only op whose
 /// data operand \p a is, with \p a's dtype and bytes; or by ScatterElements
 /// over its data operand), at the same offset.
-/// Only an elementwise op may overwrite its operand: element i is read
-/// before it is written, and by no one else; a shape-only op's result is
+/// Only an elementwise op (or a row-wise one that reads a row before
+/// writing it) may overwrite its operand: element i is read before it is
+/// written, and by no one else; a shape-only op's result is
 /// its operand's bytes as they are.
 bool isInPlacePair(const Liveness &liveness, const MemoryPlan &plan,
                    const Value *a, const Value *b) {
@@ -78,7 +79,9 @@ bool isInPlacePair(const Liveness &liveness, const MemoryPlan &plan,
       return node->getOperand(0) == from && from->getType() == to->getType();
     return llvm::is_contained(node->getOperands(), from) &&
            (hasTrait(node->getOp(), kElementwise) ||
-            node->getOp() == OpKind::SoftmaxCrossEntropyGrad) &&
+            node->getOp() == OpKind::SoftmaxCrossEntropyGrad ||
+            node->getOp() == OpKind::SoftmaxGrad ||
+            node->getOp() == OpKind::LayerNormalizationGrad) &&
            hasTrait(node->getOp(), kInPlace) &&
            from->getType() == to->getType();
   };

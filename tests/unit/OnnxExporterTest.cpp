@@ -197,8 +197,21 @@ evaluateModel(const pb::ModelProto &model,
       resultTypes.push_back(declared[output]);
       resultNames.push_back(output);
     }
-    REQUIRE(proto.attribute_size() == 0);
-    Node *node = scratch.createNode(*op, operands, resultTypes, resultNames);
+    // The decompositions use int, ints and float attributes only.
+    AttrList attrs;
+    for (const pb::AttributeProto &attr : proto.attribute()) {
+      if (attr.type() == pb::AttributeProto::INT)
+        attrs.set(attr.name(), int64_t(attr.i()));
+      else if (attr.type() == pb::AttributeProto::INTS)
+        attrs.set(attr.name(),
+                  std::vector<int64_t>(attr.ints().begin(), attr.ints().end()));
+      else if (attr.type() == pb::AttributeProto::FLOAT)
+        attrs.set(attr.name(), attr.f());
+      else
+        FAIL("attribute " << attr.name() << " of an unexpected kind");
+    }
+    Node *node =
+        scratch.createNode(*op, operands, resultTypes, resultNames, attrs);
     auto results = runtime::cpu::evaluateNode(*node, operandData);
     if (!results)
       FAIL("cannot evaluate: " << errorToString(results.takeError()));
@@ -727,6 +740,95 @@ TEST_CASE("the SoftmaxCrossEntropyGrad decomposition computes its bits") {
             CHECK(fused.getDouble(i) ==
                   doctest::Approx(expected).epsilon(1e-6).scale(1.0));
           }
+    }
+  }
+}
+
+/// \returns \p count values in [lo, hi) from a fixed sequence.
+std::vector<double> sampleValues(int64_t count, uint64_t seed, double lo,
+                                 double hi) {
+  std::vector<double> values;
+  uint64_t state = seed;
+  for (int64_t i = 0; i < count; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    values.push_back(lo + (hi - lo) * double(state >> 11) * 0x1p-53);
+  }
+  return values;
+}
+
+TEST_CASE("the SoftmaxGrad and LayerNormalizationGrad decompositions compute "
+          "their bits") {
+  // Softmax along the last axis of [2, 7, 37] (the CPU kernel sums four
+  // rows together, then three one by one, per thread chunk) and along axis
+  // 1 of [2, 5, 3] (columns); LayerNormalization over [37] of 14 rows and
+  // over [3, 4].
+  struct Case {
+    std::string text;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> operands;
+  };
+  for (DType dtype : {DType::F32, DType::F64}) {
+    std::string f = dtypeName(dtype).str();
+    std::vector<Case> cases = {
+        {"graph @g(%dy: " + f + "[2,7,37], %y: " + f +
+             "[2,7,37]) {\n  %dx = remat.SoftmaxGrad(%dy, %y) {axis = -1} : " +
+             f + "[2,7,37]\n  return %dx\n}\n",
+         {{"dy", {2, 7, 37}}, {"y", {2, 7, 37}}}},
+        {"graph @g(%dy: " + f + "[2,5,3], %y: " + f +
+             "[2,5,3]) {\n  %dx = remat.SoftmaxGrad(%dy, %y) {axis = 1} : " +
+             f + "[2,5,3]\n  return %dx\n}\n",
+         {{"dy", {2, 5, 3}}, {"y", {2, 5, 3}}}},
+        {"graph @g(%dy: " + f + "[2,7,37], %x: " + f + "[2,7,37], %s: " + f +
+             "[37], %m: " + f + "[2,7,1], %v: " + f +
+             "[2,7,1]) {\n  %dx = remat.LayerNormalizationGrad(%dy, %x, %s, "
+             "%m, %v) : " +
+             f + "[2,7,37]\n  return %dx\n}\n",
+         {{"dy", {2, 7, 37}},
+          {"x", {2, 7, 37}},
+          {"s", {37}},
+          {"m", {2, 7, 1}},
+          {"v", {2, 7, 1}}}},
+        {"graph @g(%dy: " + f + "[2,3,4], %x: " + f + "[2,3,4], %s: " + f +
+             "[3,4], %m: " + f + "[2,1,1], %v: " + f +
+             "[2,1,1]) {\n  %dx = remat.LayerNormalizationGrad(%dy, %x, %s, "
+             "%m, %v) {axis = 1} : " +
+             f + "[2,3,4]\n  return %dx\n}\n",
+         {{"dy", {2, 3, 4}},
+          {"x", {2, 3, 4}},
+          {"s", {3, 4}},
+          {"m", {2, 1, 1}},
+          {"v", {2, 1, 1}}}},
+    };
+    for (const Case &c : cases) {
+      INFO(c.text);
+      auto graph = parse(c.text);
+      std::map<std::string, TensorDataPtr> inputs;
+      std::vector<const TensorData *> raw;
+      uint64_t seed = 1;
+      for (const auto &[name, dims] : c.operands) {
+        TensorType type(dtype, dims);
+        // Softmax's y and InvStdDev positive, as they are.
+        bool positive = name == "y" || name == "v";
+        auto data = TensorData::fromDoubles(
+            type, sampleValues(type.getNumElements(), seed++,
+                               positive ? 0.01 : -2.0, positive ? 1.5 : 2.0));
+        raw.push_back(data.get());
+        inputs[name] = std::move(data);
+      }
+      pb::ModelProto model = exportModel(*graph);
+      for (const auto &node : model.graph().node())
+        CHECK(node.domain().empty());
+      auto values = evaluateModel(model, inputs);
+      REQUIRE(values.count("dx"));
+      const TensorData &exported = *values["dx"];
+      auto original =
+          runtime::cpu::evaluateNode(graph->getNodes().front(), raw);
+      REQUIRE(original);
+      const TensorData &fused = *(*original)[0];
+      REQUIRE(exported.getType() == fused.getType());
+      // The decomposition is the fused kernel's operations, in order.
+      CHECK(exported.getBytes().size() == fused.getBytes().size());
+      CHECK(std::memcmp(exported.getBytes().data(), fused.getBytes().data(),
+                        fused.getBytes().size()) == 0);
     }
   }
 }

@@ -131,6 +131,14 @@ const Sample kSamples[] = {
    "    %s = Constant() {value = dense<f64[2]: [1.0, 0.5]>} : f64[2]\n"
    "    %y = remat.SoftmaxCrossEntropyGrad(%w, %lab, %s) : f64[2,3]",
    "op remat.SoftmaxCrossEntropyGrad has no gradient rule"},
+  {OpKind::SoftmaxGrad, "f64[2,3]",
+   "%y = remat.SoftmaxGrad(%w, %w) {axis = 1} : f64[2,3]",
+   "op remat.SoftmaxGrad has no gradient rule"},
+  {OpKind::LayerNormalizationGrad, "f64[2,3]",
+   "%s = Constant() {value = dense<f64[3]: [1.0, 2.0, 3.0]>} : f64[3]\n"
+   "    %m = Constant() {value = dense<f64[2,1]: [0.5, -1.0]>} : f64[2,1]\n"
+   "    %y = remat.LayerNormalizationGrad(%w, %w, %s, %m, %m) : f64[2,3]",
+   "op remat.LayerNormalizationGrad has no gradient rule"},
   {OpKind::Sin, "f64[2,3]", "%y = Sin(%w) : f64[2,3]"},
   {OpKind::Cos, "f64[2,3]", "%y = Cos(%w) : f64[2,3]"},
   {OpKind::Abs, "f64[2,3]", "%y = Abs(%w) : f64[2,3]"},
@@ -214,22 +222,29 @@ TEST_CASE("op traits: in place and shape-only sets") {
   // before uses them, so no earlier plan changes. remat.GeluGrad (issue 16)
   // replaced autodiff's dozen elementwise nodes for a Gelu with one, and
   // remat.SoftmaxCrossEntropyGrad its Exp, Equal, Cast, Sub and Mul nodes
-  // (Exp, Sub and Mul were in place) for the loss.
-  CHECK(opsWith(kInPlace) ==
-        std::set<OpKind>{OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div,
-                         OpKind::Sqrt, OpKind::Erf, OpKind::Tanh, OpKind::Relu,
-                         OpKind::Sigmoid, OpKind::Exp, OpKind::Log, OpKind::Neg,
-                         OpKind::Sin, OpKind::Cos, OpKind::Abs,
-                         OpKind::Reciprocal, OpKind::Not, OpKind::GeluGrad,
-                         OpKind::SoftmaxCrossEntropyGrad});
+  // (Exp, Sub and Mul were in place) for the loss. remat.SoftmaxGrad and
+  // remat.LayerNormalizationGrad replaced in-place Mul and Sub chains for
+  // Softmax and LayerNormalization.
+  std::set<OpKind> inPlace = {
+      OpKind::Add,     OpKind::Sub,     OpKind::Mul,  OpKind::Div,
+      OpKind::Sqrt,    OpKind::Erf,     OpKind::Tanh, OpKind::Relu,
+      OpKind::Sigmoid, OpKind::Exp,     OpKind::Log,  OpKind::Neg,
+      OpKind::Sin,     OpKind::Cos,     OpKind::Abs,  OpKind::Reciprocal,
+      OpKind::Not,     OpKind::GeluGrad};
+  inPlace.insert({OpKind::SoftmaxCrossEntropyGrad, OpKind::SoftmaxGrad,
+                  OpKind::LayerNormalizationGrad});
+  CHECK(opsWith(kInPlace) == inPlace);
   // Overwriting operand element i with result element i is only safe when
-  // nothing else reads operand element i: elementwise ops, and the loss
+  // nothing else reads operand element i: elementwise ops; the loss
   // gradient, which reads log_prob (its only operand of the result's type)
-  // at the index it writes.
+  // at the index it writes; and the two row-wise gradients, whose kernels
+  // read a whole row of each operand of the result's type (and nothing
+  // outside that row) before writing the row.
   for (OpKind op : opsWith(kInPlace)) {
     INFO(getOpSpelling(op));
-    CHECK(
-        (hasTrait(op, kElementwise) || op == OpKind::SoftmaxCrossEntropyGrad));
+    CHECK((hasTrait(op, kElementwise) ||
+           op == OpKind::SoftmaxCrossEntropyGrad || op == OpKind::SoftmaxGrad ||
+           op == OpKind::LayerNormalizationGrad));
   }
   CHECK(opsWith(kShapeOnly) ==
         std::set<OpKind>{OpKind::Identity, OpKind::Reshape, OpKind::Unsqueeze,

@@ -315,6 +315,55 @@ TEST_CASE_FIXTURE(Fixture,
         "remat.SoftmaxCrossEntropyGrad");
 }
 
+TEST_CASE_FIXTURE(Fixture, "remat.SoftmaxGrad has the type of dy and y") {
+  auto grad = [&](TensorType dy, TensorType y, int64_t axis = -1) {
+    return infer(
+        node(OpKind::SoftmaxGrad, {in(dy), in(y)}, attrs({{"axis", axis}})));
+  };
+  CHECK(grad(f32({2, 5}), f32({2, 5})) == "f32[2,5]");
+  CHECK(grad(f64({2, 5, 3}), f64({2, 5, 3}), 1) == "f64[2,5,3]");
+  CHECK_ERROR(grad(i64({2, 5}), i64({2, 5})),
+              "must have a float dtype, got i64[2,5]");
+  CHECK_ERROR(grad(f32({2, 5}), f32({1, 5})),
+              "of type f32[1,5] must have the type of operand 0");
+  CHECK_ERROR(grad(f32({2, 5}), f64({2, 5})), "must have the type of");
+  CHECK_ERROR(grad(f32({2, 5}), f32({2, 5}), 2),
+              "attribute 'axis' is 2, expected a value in [-2, 1]");
+  CHECK(getOpSpelling(OpKind::SoftmaxGrad) == "remat.SoftmaxGrad");
+}
+
+TEST_CASE_FIXTURE(Fixture,
+                  "remat.LayerNormalizationGrad has X's type; Scale and the "
+                  "statistics have their exact shapes") {
+  auto grad = [&](TensorType dy, TensorType x, TensorType scale,
+                  TensorType mean, TensorType inv, int64_t axis = -1) {
+    return infer(node(OpKind::LayerNormalizationGrad,
+                      {in(dy), in(x), in(scale), in(mean), in(inv)},
+                      attrs({{"axis", axis}})));
+  };
+  CHECK(grad(f32({2, 3, 8}), f32({2, 3, 8}), f32({8}), f32({2, 3, 1}),
+             f32({2, 3, 1})) == "f32[2,3,8]");
+  CHECK(grad(f64({2, 3, 4}), f64({2, 3, 4}), f64({3, 4}), f64({2, 1, 1}),
+             f64({2, 1, 1}), 1) == "f64[2,3,4]");
+  CHECK_ERROR(
+      grad(i64({2, 8}), i64({2, 8}), i64({8}), i64({2, 1}), i64({2, 1})),
+      "must have a float dtype, got i64[2,8]");
+  CHECK_ERROR(
+      grad(f32({2, 8}), f32({2, 8}), f32({1}), f32({2, 1}), f32({2, 1})),
+      "of type f32[1] must be f32[8]");
+  CHECK_ERROR(
+      grad(f32({2, 8}), f32({2, 8}), f32({8}), f32({2, 8}), f32({2, 1})),
+      "of type f32[2,8] must be f32[2,1]");
+  CHECK_ERROR(
+      grad(f32({2, 8}), f32({2, 8}), f32({8}), f32({2, 1}), f64({2, 1})),
+      "of type f64[2,1] must be f32[2,1]");
+  CHECK_ERROR(
+      grad(f32({3, 8}), f32({2, 8}), f32({8}), f32({2, 1}), f32({2, 1})),
+      "of type f32[3,8] must be f32[2,8]");
+  CHECK(getOpSpelling(OpKind::LayerNormalizationGrad) ==
+        "remat.LayerNormalizationGrad");
+}
+
 TEST_CASE_FIXTURE(Fixture, "Relu and Neg take signed types, Identity any") {
   CHECK(infer(node(OpKind::Relu, {in(i32({3}))})) == "i32[3]");
   CHECK(infer(node(OpKind::Neg, {in(f64({}))})) == "f64[]");
