@@ -87,6 +87,36 @@ std::string withoutRemat(llvm::StringRef pipeline) {
   return result;
 }
 
+std::string withCpuFusions(llvm::StringRef pipeline) {
+  std::vector<llvm::StringRef> names;
+  for (llvm::StringRef entry : splitPipeline(pipeline))
+    names.push_back(entry.take_until([](char c) { return c == '{'; }).trim());
+  if (llvm::is_contained(names, "fold-transpose"))
+    return pipeline.str();
+  // Before remat, which then plans (and meets its budget) with the folded
+  // graph, else before plan-memory, else at the end.
+  std::vector<llvm::StringRef> entries = splitPipeline(pipeline);
+  size_t at = entries.size();
+  for (llvm::StringRef name : {"plan-memory", "remat"}) {
+    auto first = std::find(names.begin(), names.end(), name);
+    if (first != names.end())
+      at = std::min(at, size_t(first - names.begin()));
+  }
+  std::string result;
+  auto append = [&](llvm::StringRef entry) {
+    if (!entry.empty())
+      result += (result.empty() ? "" : ",") + entry.str();
+  };
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i == at)
+      append("fold-transpose");
+    append(entries[i]);
+  }
+  if (at == entries.size())
+    append("fold-transpose");
+  return result;
+}
+
 /// Builds the pass manager of \p pipeline with \p options' flags set.
 static llvm::Error buildPassManager(llvm::StringRef pipeline,
                                     const PipelineOptions &options,

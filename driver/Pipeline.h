@@ -67,6 +67,12 @@ std::string choosePipeline(const ir::Graph &graph,
 /// --check-equivalence compares against).
 std::string withoutRemat(llvm::StringRef pipeline);
 
+/// \returns \p pipeline with fold-transpose before its first remat or
+/// plan-memory (appended when it has neither), unless it has fold-transpose:
+/// what remat-run adds to its own pipelines for the CPU backend
+/// (Note [fold-transpose]).
+std::string withCpuFusions(llvm::StringRef pipeline);
+
 /// What running a pipeline left for reports.
 struct PipelineResult {
   std::string pipeline;

@@ -660,6 +660,10 @@ int runMain(int argc, char **argv) {
       !llvm::StringRef(pipelineText).contains("plan-memory"))
     pipelineText += std::string(pipelineText.empty() ? "" : ",") +
                     "schedule,plan-memory";
+  // The CPU kernels read Transposes in place (Note [fold-transpose]); a
+  // pipeline given with -p runs as given.
+  if (backendName == "cpu" && pipelineOptions.pipeline.empty())
+    pipelineText = withCpuFusions(pipelineText);
   std::unique_ptr<ir::Graph> reference;
   if (checkEquivalenceFlag)
     reference = (*graph)->clone();

@@ -376,12 +376,15 @@ int sweepMain(int argc, char **argv) {
   auto graph = loadModel(model, loadOptions);
   if (!graph)
     return reportError(graph.takeError());
-  // The passes remat-run runs before remat (choosePipeline), without it.
+  // The passes remat-run runs before remat (choosePipeline, and for the CPU
+  // withCpuFusions), without it.
   std::string pipeline = isTrainingStep(**graph)
                              ? std::string("schedule")
                              : std::string(kTrainingPipeline) + ",schedule";
   if (!optimizer.empty())
     pipeline += ",optimizer";
+  if (backend == "cpu")
+    pipeline = withCpuFusions(pipeline);
   auto ran = runPipeline(**graph, pipeline, pipelineOptions, llvm::errs());
   if (!ran)
     return reportError(ran.takeError());

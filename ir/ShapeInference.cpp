@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <variant>
 #include <vector>
@@ -2109,6 +2110,87 @@ Expected<Results> inferLayerNormalizationGrad(const Node &node) {
     if (auto err = expect(i, statsDims))
       return std::move(err);
   return Results{known(x)};
+}
+
+/// remat.PermutedMatMul(A, B) {perm_a, perm_b, perm_y}: A and B of one
+/// float dtype and one rank r >= 2; each perm (identity when absent) a
+/// permutation of [0, r). Transpose(A, perm_a) is [batch..., M, K] and
+/// Transpose(B, perm_b) [batch..., K, N] with the same batch dims (no
+/// broadcasting); the result is Transpose([batch..., M, N], perm_y). The
+/// layout a strided GEMM can read and write: A's and B's innermost dim stays
+/// one of the matrix dims (perm[r - 1] or perm[r - 2] is r - 1) and perm_y
+/// keeps the result's columns innermost (perm_y[r - 1] is r - 1).
+Expected<Results> inferPermutedMatMul(const Node &node) {
+  if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
+    return std::move(err);
+  if (auto err = checkSameDType(node, 1, 0))
+    return std::move(err);
+  if (auto err = checkMinRank(node, 0, 2))
+    return std::move(err);
+  const TensorType &a = operandType(node, 0);
+  const TensorType &b = operandType(node, 1);
+  int64_t rank = a.getRank();
+  if (b.getRank() != unsigned(rank))
+    return nodeError(node, "operands " + a.str() + " and " + b.str() +
+                               " must have one rank");
+  std::vector<int64_t> perms[3];
+  const char *names[3] = {"perm_a", "perm_b", "perm_y"};
+  for (unsigned p = 0; p < 3; ++p) {
+    auto attr = intsAttr(node, names[p]);
+    if (!attr)
+      return attr.takeError();
+    if (*attr) {
+      perms[p] = **attr;
+    } else {
+      perms[p].resize(rank);
+      std::iota(perms[p].begin(), perms[p].end(), 0);
+    }
+    std::vector<bool> seen(rank, false);
+    bool valid = int64_t(perms[p].size()) == rank;
+    for (size_t i = 0; valid && i < perms[p].size(); ++i) {
+      int64_t d = perms[p][i];
+      valid = d >= 0 && d < rank && !seen[d];
+      if (valid)
+        seen[d] = true;
+    }
+    if (!valid)
+      return nodeError(
+          node, "attribute '" + Twine(names[p]) + "' " + formatDims(perms[p]) +
+                    " is not a permutation of the " + Twine(rank) + " dims");
+    bool strided = p == 2 ? perms[p][rank - 1] == rank - 1
+                          : perms[p][rank - 1] == rank - 1 ||
+                                perms[p][rank - 2] == rank - 1;
+    if (!strided)
+      return nodeError(node, "attribute '" + Twine(names[p]) + "' " +
+                                 formatDims(perms[p]) +
+                                 (p == 2 ? " moves the result's last dim"
+                                         : " moves the operand's last dim "
+                                           "out of the matrix dims"));
+  }
+  auto permuted = [&](const TensorType &type, ArrayRef<int64_t> perm) {
+    Dims dims;
+    for (int64_t d : perm)
+      dims.push_back(type.getDim(d));
+    return dims;
+  };
+  Dims pa = permuted(a, perms[0]), pb = permuted(b, perms[1]);
+  if (pa[rank - 1] != pb[rank - 2])
+    return nodeError(node, "cannot multiply " + formatDims(pa) + " by " +
+                               formatDims(pb) +
+                               " (the permuted operands): "
+                               "contraction dims " +
+                               Twine(pa[rank - 1]) + " and " +
+                               Twine(pb[rank - 2]) + " differ");
+  if (!std::equal(pa.begin(), pa.end() - 2, pb.begin()))
+    return nodeError(node, "the permuted operands " + formatDims(pa) + " and " +
+                               formatDims(pb) +
+                               " must have the same batch dims");
+  Dims product(pa.begin(), pa.end() - 1);
+  product.push_back(pb[rank - 1]);
+  Dims dims;
+  for (int64_t d : perms[2])
+    dims.push_back(product[d]);
+  return Results{known(TensorType(a.getDType(), dims))};
 }
 
 /// Dispatches to infer<Name> for every op in Ops.def.

@@ -69,6 +69,20 @@ public:
   llvm::Expected<bool> run(ir::Graph &graph) override;
 };
 
+/// Rewrites MatMuls whose operands are Transposes (or whose only use is
+/// one) into remat.PermutedMatMul, which reads and writes through the
+/// transposed layout, and erases the Transposes; never raises the live
+/// peak (Note [fold-transpose]).
+class FoldTransposePass : public Pass {
+public:
+  llvm::StringRef getName() const override { return "fold-transpose"; }
+  llvm::StringRef getSummary() const override {
+    return "fold Transposes into the MatMuls that read or write them "
+           "(remat.PermutedMatMul)";
+  }
+  llvm::Expected<bool> run(ir::Graph &graph) override;
+};
+
 /// Runs fold-constants, cse and dce until none changes the graph (or
 /// max-iterations rounds), then checks every type against shape inference.
 /// Needs the PassContext's evaluator, as fold-constants does.

@@ -241,6 +241,8 @@ private:
   /// Decomposes remat.LayerNormalizationGrad into the Sub, Mul and
   /// ReduceMean nodes whose operations its kernels compute.
   Error lowerLayerNormalizationGrad(const ir::Node &node);
+  /// Decomposes remat.PermutedMatMul into Transpose, MatMul, Transpose.
+  Error lowerPermutedMatMul(const ir::Node &node);
   /// \returns a checked axis attribute of \p node for a rank-\p rank
   /// tensor, in [0, rank), or an error naming the node.
   Expected<int64_t> exportAxis(const ir::Node &node, unsigned rank) const;
@@ -383,6 +385,8 @@ Error ModelBuilder::emitNode(const ir::Node &node) {
       return lowerSoftmaxGrad(node);
     case ir::OpKind::LayerNormalizationGrad:
       return lowerLayerNormalizationGrad(node);
+    case ir::OpKind::PermutedMatMul:
+      return lowerPermutedMatMul(node);
     default:
       return makeError("cannot export " + node.describe() +
                        ": no decomposition of " + node.getOpSpelling() +
@@ -784,6 +788,78 @@ Error ModelBuilder::lowerLayerNormalizationGrad(const ir::Node &node) {
                           op("Mul", "xhat_mean", {xhat, m2}, type)},
                          type);
   op("Mul", "", {inner, operand(4)}, type);
+  if (!failure.empty())
+    return makeError(failure);
+  return Error::success();
+}
+
+Error ModelBuilder::lowerPermutedMatMul(const ir::Node &node) {
+  const ir::Value *y = node.getResult(0);
+  unsigned rank = y->getType().getRank();
+  for (const auto &entry : node.getAttrs().entries())
+    if (entry.first != "perm_a" && entry.first != "perm_b" &&
+        entry.first != "perm_y")
+      return makeError("cannot export " + node.describe() + ": attribute '" +
+                       entry.first + "' is not one of PermutedMatMul's");
+  auto perm = [&](StringRef name) {
+    std::vector<int64_t> identity(rank);
+    std::iota(identity.begin(), identity.end(), 0);
+    return node.getAttrs().getInts(name).value_or(identity);
+  };
+  auto isIdentity = [](ArrayRef<int64_t> p) {
+    for (size_t i = 0; i < p.size(); ++i)
+      if (p[i] != int64_t(i))
+        return false;
+    return true;
+  };
+  auto permuted = [](const TensorType &type, ArrayRef<int64_t> p) {
+    std::vector<int64_t> dims;
+    for (int64_t d : p)
+      dims.push_back(type.getDim(d));
+    return TensorType(type.getDType(), dims);
+  };
+
+  // Transpose(MatMul(Transpose(A, perm_a), Transpose(B, perm_b)), perm_y),
+  // leaving out the identity transposes.
+  std::string base = (y->getName() + ".matmul").str();
+  std::string failure; // the first checkNode error
+  auto op = [&](StringRef opType, StringRef part, ArrayRef<std::string> inputs,
+                const TensorType &resultType,
+                const ir::AttrList &attrs = {}) -> std::string {
+    bool isFinal = part.empty();
+    std::string output =
+        isFinal ? y->getName().str() : freshName((base + "." + part).str());
+    addCheckedNode(node, opType, inputs, output, failure, attrs);
+    if (!isFinal || !y->isGraphOutput())
+      addValueInfo(output, resultType);
+    return output;
+  };
+  auto operand = [&](unsigned i, StringRef name, StringRef part) {
+    const ir::Value *value = node.getOperand(i);
+    std::vector<int64_t> p = perm(name);
+    if (isIdentity(p))
+      return value->getName().str();
+    ir::AttrList attrs;
+    attrs.set("perm", p);
+    return op("Transpose", part, {value->getName().str()},
+              permuted(value->getType(), p), attrs);
+  };
+  std::string a = operand(0, "perm_a", "a");
+  std::string b = operand(1, "perm_b", "b");
+  std::vector<int64_t> permY = perm("perm_y");
+  if (isIdentity(permY)) {
+    op("MatMul", "", {a, b}, y->getType());
+  } else {
+    // The product's dims, from the result's: product[permY[j]] = y[j].
+    std::vector<int64_t> dims(rank);
+    for (unsigned j = 0; j < rank; ++j)
+      dims[permY[j]] = y->getType().getDim(j);
+    std::string product =
+        op("MatMul", "product", {a, b}, y->getType().withDims(dims));
+    ir::AttrList attrs;
+    attrs.set("perm", permY);
+    op("Transpose", "", {product}, y->getType(), attrs);
+  }
   if (!failure.empty())
     return makeError(failure);
   return Error::success();

@@ -37,6 +37,10 @@ double nodeFlops(const ir::Node &node) {
     k = a.getDim(0);
   if (a.getRank() == 1)
     k = a.getDim(0);
+  // remat.PermutedMatMul contracts the dim its perm_a puts last.
+  if (node.getOp() == ir::OpKind::PermutedMatMul)
+    if (auto perm = node.getAttrs().getInts("perm_a"))
+      k = a.getDim(unsigned(perm->back()));
   return 2.0 * elements * double(k);
 }
 

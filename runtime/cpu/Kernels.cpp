@@ -7,7 +7,7 @@
 //
 //   Elementwise.cpp    unary and binary arithmetic, comparisons, Where, Max,
 //                      Mod, Pow, Cast, Gelu, Dropout
-//   Linalg.cpp         MatMul and Gemm (OpenBLAS)
+//   Linalg.cpp         MatMul, Gemm, remat.PermutedMatMul (OpenBLAS)
 //   Normalization.cpp  Softmax, LogSoftmax, LayerNormalization,
 //                      SoftmaxCrossEntropyLoss, remat.SoftmaxGrad,
 //                      remat.LayerNormalizationGrad,
@@ -247,6 +247,8 @@ Expected<Kernel> selectKernel(const ir::Node &node) {
     return selectMatMul(node);
   case OpKind::Gemm:
     return selectGemm(node);
+  case OpKind::PermutedMatMul:
+    return selectPermutedMatMul(node);
   case OpKind::Softmax:
   case OpKind::LogSoftmax:
     return selectSoftmax(node);

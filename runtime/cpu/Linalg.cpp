@@ -21,6 +21,12 @@
 // (batch * M) x K by K x N. Otherwise every batch is its own product (tiled
 // the same way), with numpy broadcasting of the batch dims.
 //
+// remat.PermutedMatMul (fold-transpose) is a batched MatMul whose operands
+// and result are read and written through their transposes: each matrix
+// keeps a unit-stride dim, so a transposed layout is BLAS's trans flag plus
+// a leading dim, and the batch dims are per-product offsets. The tiles are
+// those of the MatMul over copied operands (the same M, N, K and batch).
+//
 // Integer MatMul and Gemm (i32, i64) use plain loops with wrapping
 // arithmetic, accumulating over k in order.
 //
@@ -338,6 +344,21 @@ void runIntProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
   });
 }
 
+/// The f32/f64 kernel running \p plan's products: Y = A B.
+Kernel productKernel(ProductPlan plan, DType dtype) {
+  useSingleThreadedBlas();
+  auto shared = std::make_shared<const ProductPlan>(std::move(plan));
+  return dispatchFloat(dtype, [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    return [shared](const KernelContext &ctx) -> Error {
+      runProducts<T>(*shared, T(1), ctx.inputs[0].getData<T>(),
+                     ctx.inputs[1].getData<T>(), T(0),
+                     ctx.outputs[0].getData<T>(), ctx.parallel);
+      return Error::success();
+    };
+  });
+}
+
 Error checkBlasDims(const ir::Node &node, ArrayRef<int64_t> values) {
   for (int64_t value : values)
     if (value > std::numeric_limits<int>::max())
@@ -437,17 +458,85 @@ Expected<Kernel> selectMatMul(const ir::Node &node) {
 
   if (auto err = checkBlasDims(node, {plan.m, plan.n, plan.k}))
     return std::move(err);
-  useSingleThreadedBlas();
-  auto shared = std::make_shared<const ProductPlan>(std::move(plan));
-  return dispatchFloat(dtype, [&](auto tag) -> Kernel {
-    using T = decltype(tag);
-    return [shared](const KernelContext &ctx) -> Error {
-      runProducts<T>(*shared, T(1), ctx.inputs[0].getData<T>(),
-                     ctx.inputs[1].getData<T>(), T(0),
-                     ctx.outputs[0].getData<T>(), ctx.parallel);
-      return Error::success();
-    };
-  });
+  return productKernel(std::move(plan), dtype);
+}
+
+//===----------------------------------------------------------------------===//
+// remat.PermutedMatMul
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The 'perm_*' attribute \p name of \p node, identity when absent.
+Dims permOf(const ir::Node &node, llvm::StringRef name, size_t rank) {
+  if (auto perm = node.getAttrs().getInts(name))
+    return Dims(perm->begin(), perm->end());
+  Dims identity(rank);
+  for (size_t d = 0; d < rank; ++d)
+    identity[d] = int64_t(d);
+  return identity;
+}
+
+} // namespace
+
+Expected<Kernel> selectPermutedMatMul(const ir::Node &node) {
+  const ir::TensorType &aType = node.getOperand(0)->getType();
+  const ir::TensorType &bType = node.getOperand(1)->getType();
+  const ir::TensorType &yType = node.getResult(0)->getType();
+  DType dtype = aType.getDType();
+  if (!isF32OrF64(dtype))
+    return unsupportedDType(node, "operands", dtype, "f32, f64");
+  // Shape inference checked the perms: each operand's unit-stride dim is
+  // one of its matrix dims, the result's columns stay innermost.
+  size_t rank = aType.getRank();
+  Dims permA = permOf(node, "perm_a", rank),
+       permB = permOf(node, "perm_b", rank);
+  Dims permY = permOf(node, "perm_y", rank);
+  Dims aStrides = rowMajorStrides(aType.getDims());
+  Dims bStrides = rowMajorStrides(bType.getDims());
+  Dims yStrides = rowMajorStrides(yType.getDims());
+  // Stride in Y of each dim of the product [batch..., M, N].
+  Dims productStrides(rank);
+  for (size_t j = 0; j < rank; ++j)
+    productStrides[permY[j]] = yStrides[j];
+
+  ProductPlan plan;
+  plan.m = aType.getDim(permA[rank - 2]);
+  plan.k = aType.getDim(permA[rank - 1]);
+  plan.n = bType.getDim(permB[rank - 1]);
+  // A matrix whose columns are the stored unit-stride dim is row-major with
+  // its rows' stride as leading dim; otherwise it is stored transposed.
+  plan.transA = permA[rank - 1] != int64_t(rank) - 1;
+  plan.lda = aStrides[permA[plan.transA ? rank - 1 : rank - 2]];
+  plan.transB = permB[rank - 1] != int64_t(rank) - 1;
+  plan.ldb = bStrides[permB[plan.transB ? rank - 1 : rank - 2]];
+  plan.ldc = productStrides[rank - 2];
+  Dims batch;
+  for (size_t d = 0; d + 2 < rank; ++d)
+    batch.push_back(aType.getDim(permA[d]));
+  int64_t count = product(batch);
+  Dims index(batch.size(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t aOffset = 0, bOffset = 0, cOffset = 0;
+    for (size_t d = 0; d < batch.size(); ++d) {
+      aOffset += index[d] * aStrides[permA[d]];
+      bOffset += index[d] * bStrides[permB[d]];
+      cOffset += index[d] * productStrides[d];
+    }
+    plan.aOffsets.push_back(aOffset);
+    plan.bOffsets.push_back(bOffset);
+    plan.cOffsets.push_back(cOffset);
+    for (size_t d = batch.size(); d > 0; --d) {
+      if (++index[d - 1] < batch[d - 1])
+        break;
+      index[d - 1] = 0;
+    }
+  }
+  finishPlan(plan);
+  if (auto err = checkBlasDims(
+          node, {plan.m, plan.n, plan.k, plan.lda, plan.ldb, plan.ldc}))
+    return std::move(err);
+  return productKernel(std::move(plan), dtype);
 }
 
 //===----------------------------------------------------------------------===//

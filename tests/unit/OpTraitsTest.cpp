@@ -139,6 +139,9 @@ const Sample kSamples[] = {
    "    %m = Constant() {value = dense<f64[2,1]: [0.5, -1.0]>} : f64[2,1]\n"
    "    %y = remat.LayerNormalizationGrad(%w, %w, %s, %m, %m) : f64[2,3]",
    "op remat.LayerNormalizationGrad has no gradient rule"},
+  {OpKind::PermutedMatMul, "f64[2,3]",
+   "%y = remat.PermutedMatMul(%w, %w) {perm_b = [1, 0]} : f64[2,2]",
+   "op remat.PermutedMatMul has no gradient rule"},
   {OpKind::Sin, "f64[2,3]", "%y = Sin(%w) : f64[2,3]"},
   {OpKind::Cos, "f64[2,3]", "%y = Cos(%w) : f64[2,3]"},
   {OpKind::Abs, "f64[2,3]", "%y = Abs(%w) : f64[2,3]"},

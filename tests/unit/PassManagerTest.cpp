@@ -76,9 +76,10 @@ Graph *makeChain(Graph &graph) {
 TEST_CASE("every pass of Passes.def is registered, in order") {
   PassRegistry registry = makeRegistry();
   CHECK(registry.getNames() ==
-        std::vector<std::string>{"dce", "cse", "fold-constants",
-                                 "canonicalize", "disable-dropout", "autodiff", "optimizer",
-                                 "schedule", "remat", "plan-memory"});
+        std::vector<std::string>{"dce", "cse", "fold-constants", "canonicalize",
+                                 "disable-dropout", "autodiff", "optimizer",
+                                 "schedule", "fold-transpose", "remat",
+                                 "plan-memory"});
   std::string listing;
   llvm::raw_string_ostream os(listing);
   registry.printPasses(os);
@@ -96,7 +97,9 @@ TEST_CASE("pipelines parse, with options") {
 
 TEST_CASE("bad pipelines say what exists") {
   CHECK(parseMessage("dce,frobnicate") ==
-        "unknown pass 'frobnicate' (available: dce, cse, fold-constants, canonicalize, disable-dropout, autodiff, optimizer, schedule, remat, plan-memory)");
+        "unknown pass 'frobnicate' (available: dce, cse, fold-constants, "
+        "canonicalize, disable-dropout, autodiff, optimizer, schedule, "
+        "fold-transpose, remat, plan-memory)");
   CHECK(parseMessage("fold-constants{limit=3}") ==
         "unknown option 'limit' for pass 'fold-constants' (its options: "
         "max-elements)");

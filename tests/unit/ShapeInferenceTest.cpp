@@ -364,6 +364,39 @@ TEST_CASE_FIXTURE(Fixture,
         "remat.LayerNormalizationGrad");
 }
 
+TEST_CASE_FIXTURE(Fixture, "remat.PermutedMatMul permutes, multiplies and "
+                           "permutes back") {
+  auto mm = [&](TensorType a, TensorType b, AttrList attrs) {
+    return infer(node(OpKind::PermutedMatMul, {in(a), in(b)}, attrs));
+  };
+  using Ints = std::vector<int64_t>;
+  CHECK(mm(f32({2, 5, 3, 4}), f32({2, 6, 3, 4}),
+           attrs({{"perm_a", Ints{0, 2, 1, 3}},
+                  {"perm_b", Ints{0, 2, 3, 1}}})) == "f32[2,3,5,6]");
+  CHECK(mm(f32({2, 3, 5, 6}), f32({2, 6, 3, 4}),
+           attrs({{"perm_b", Ints{0, 2, 1, 3}},
+                  {"perm_y", Ints{0, 2, 1, 3}}})) == "f32[2,5,3,4]");
+  CHECK(mm(f64({5, 9}), f64({6, 9}), attrs({{"perm_b", Ints{1, 0}}})) ==
+        "f64[5,6]");
+  CHECK_ERROR(mm(i64({2, 2}), i64({2, 2}), {}),
+              "must have a float dtype, got i64[2,2]");
+  CHECK_ERROR(mm(f32({2, 3, 4}), f32({4, 5}), {}), "must have one rank");
+  CHECK_ERROR(mm(f32({3, 4}), f32({4, 5}), attrs({{"perm_a", Ints{0, 0}}})),
+              "attribute 'perm_a' [0,0] is not a permutation of the 2 dims");
+  CHECK_ERROR(
+      mm(f32({3, 5, 4}), f32({4, 4, 5}), attrs({{"perm_a", Ints{2, 0, 1}}})),
+      "attribute 'perm_a' [2,0,1] moves the operand's last dim out "
+      "of the matrix dims");
+  CHECK_ERROR(
+      mm(f32({1, 5, 6}), f32({1, 6, 4}), attrs({{"perm_y", Ints{0, 2, 1}}})),
+      "moves the result's last dim");
+  CHECK_ERROR(mm(f32({2, 3, 4}), f32({2, 5, 6}), {}),
+              "contraction dims 4 and 5 differ");
+  CHECK_ERROR(mm(f32({2, 3, 4}), f32({1, 4, 6}), {}),
+              "must have the same batch dims");
+  CHECK(getOpSpelling(OpKind::PermutedMatMul) == "remat.PermutedMatMul");
+}
+
 TEST_CASE_FIXTURE(Fixture, "Relu and Neg take signed types, Identity any") {
   CHECK(infer(node(OpKind::Relu, {in(i32({3}))})) == "i32[3]");
   CHECK(infer(node(OpKind::Neg, {in(f64({}))})) == "f64[]");
