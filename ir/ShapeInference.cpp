@@ -2112,6 +2112,26 @@ Expected<Results> inferLayerNormalizationGrad(const Node &node) {
   return Results{known(x)};
 }
 
+/// remat.DropoutGrad(dy, mask, scale): dy of a float dtype, mask bool of its
+/// dims, scale a scalar of its dtype. The result has dy's type.
+Expected<Results> inferDropoutGrad(const Node &node) {
+  if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
+    return std::move(err);
+  const TensorType &dy = operandType(node, 0);
+  auto expect = [&](unsigned i, const TensorType &wanted) -> Error {
+    if (operandType(node, i) == wanted)
+      return Error::success();
+    return nodeError(node, operandName(node, i) + " of type " +
+                               operandType(node, i).str() + " must be " +
+                               wanted.str());
+  };
+  if (auto err = expect(1, dy.withDType(DType::Bool)))
+    return std::move(err);
+  if (auto err = expect(2, TensorType(dy.getDType(), {})))
+    return std::move(err);
+  return Results{known(dy)};
+}
+
 /// remat.PermutedMatMul(A, B) {perm_a, perm_b, perm_y}: A and B of one
 /// float dtype and one rank r >= 2; each perm (identity when absent) a
 /// permutation of [0, r). Transpose(A, perm_a) is [batch..., M, K] and

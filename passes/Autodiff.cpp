@@ -18,7 +18,8 @@
 // (as remat.SoftmaxGrad) LogSoftmax LayerNormalization (through its Mean and
 // InvStdDev results, added when absent; X's gradient as
 // remat.LayerNormalizationGrad when Scale has the normalized shape and the
-// statistics X's dtype) Dropout (through its mask, added when absent)
+// statistics X's dtype) Dropout (through its mask, added when absent; as
+// remat.DropoutGrad)
 // ReduceMean ReduceSum ReduceMax Reshape Transpose Unsqueeze Squeeze Concat
 // Slice Split Expand Gather (data) SoftmaxCrossEntropyLoss (scores; log_prob
 // added when absent), remat.Gelu (derivative as remat.GeluGrad; export
@@ -684,9 +685,15 @@ Error grad<OpKind::Dropout>(Differentiator &d, const GradArgs &args) {
   Value *scale =
       d.emit(OpKind::Div,
              {d.scalar(dt, 1), d.emit(OpKind::Sub, {d.scalar(dt, 1), ratio})});
-  Value *masked = d.emit(
-      OpKind::Mul,
-      {d.emit(OpKind::Mul, {g, d.castTo(node.getResult(1), dt)}), scale});
+  // (g * Cast(mask)) * scale as remat.DropoutGrad, one pass instead of
+  // three (its kernels compute those operations in that order: the bits of
+  // the Cast, Mul and Mul this rule emitted before; export writes them).
+  Value *masked =
+      g->getType() == y->getType() && scale->getType().getRank() == 0
+          ? d.emit(OpKind::DropoutGrad, {g, node.getResult(1), scale})
+          : d.emit(OpKind::Mul,
+                   {d.emit(OpKind::Mul, {g, d.castTo(node.getResult(1), dt)}),
+                    scale});
   if (!training)
     masked = d.emit(OpKind::Where, {args.in(2), masked, g});
   d.contribute(args.in(0), masked);

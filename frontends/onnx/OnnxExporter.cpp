@@ -241,11 +241,37 @@ private:
   /// Decomposes remat.LayerNormalizationGrad into the Sub, Mul and
   /// ReduceMean nodes whose operations its kernels compute.
   Error lowerLayerNormalizationGrad(const ir::Node &node);
+  /// Decomposes remat.DropoutGrad into Cast, Mul and Mul.
+  Error lowerDropoutGrad(const ir::Node &node);
   /// Decomposes remat.PermutedMatMul into Transpose, MatMul, Transpose.
   Error lowerPermutedMatMul(const ir::Node &node);
   /// \returns a checked axis attribute of \p node for a rank-\p rank
   /// tensor, in [0, rank), or an error naming the node.
   Expected<int64_t> exportAxis(const ir::Node &node, unsigned rank) const;
+
+  /// The nodes that replace one remat-domain node \p node: each result is
+  /// named \p base + "." + part (made fresh) and declared in value_info; the
+  /// last node (empty part) writes the node's result itself (declared unless
+  /// it is a graph output). The first checkNode error is kept for finish().
+  class Decomposition {
+  public:
+    Decomposition(ModelBuilder &builder, const ir::Node &node, StringRef base)
+        : builder_(builder), node_(node), base_(base.str()) {}
+    /// Appends one node; \returns its result's name.
+    std::string add(StringRef opType, StringRef part,
+                    ArrayRef<std::string> inputs, const TensorType &type,
+                    const ir::AttrList &attrs = {});
+    /// The first error of the added nodes, if any.
+    Error finish() {
+      return failure_.empty() ? Error::success() : makeError(failure_);
+    }
+
+  private:
+    ModelBuilder &builder_;
+    const ir::Node &node_;
+    std::string base_;
+    std::string failure_;
+  };
 
   /// Appends a node of \p opType with \p inputs and one result \p output,
   /// named after the result and tagged with \p origin's stage.
@@ -387,6 +413,8 @@ Error ModelBuilder::emitNode(const ir::Node &node) {
       return lowerLayerNormalizationGrad(node);
     case ir::OpKind::PermutedMatMul:
       return lowerPermutedMatMul(node);
+    case ir::OpKind::DropoutGrad:
+      return lowerDropoutGrad(node);
     default:
       return makeError("cannot export " + node.describe() +
                        ": no decomposition of " + node.getOpSpelling() +
@@ -633,17 +661,7 @@ Error ModelBuilder::lowerSoftmaxCrossEntropyGrad(const ir::Node &node) {
   // shape have its type (the comparison is bool); the last node writes the
   // gradient.
   std::string base = (grad->getName() + ".xent_grad").str();
-  std::string failure; // the first checkNode error
-  auto op = [&](StringRef opType, StringRef part, ArrayRef<std::string> inputs,
-                const TensorType &resultType) -> std::string {
-    bool isFinal = part.empty();
-    std::string output =
-        isFinal ? grad->getName().str() : freshName((base + "." + part).str());
-    addCheckedNode(node, opType, inputs, output, failure);
-    if (!isFinal || !grad->isGraphOutput())
-      addValueInfo(output, resultType);
-    return output;
-  };
+  Decomposition d(*this, node, base);
   int64_t classes = type.getDim(1);
   std::vector<int64_t> classDims(type.getRank(), 1);
   classDims[1] = classes;
@@ -658,24 +676,22 @@ Error ModelBuilder::lowerSoftmaxCrossEntropyGrad(const ir::Node &node) {
   std::vector<int64_t> columnDims(type.getDims().begin(), type.getDims().end());
   columnDims[1] = 1;
   std::string column =
-      op("Unsqueeze", "labels", {labels->getName().str(), axis},
-         TensorType(labelType, columnDims));
-  std::string isLabel = op("Equal", "is_label", {column, classConstant},
-                           TensorType(DType::Bool, type.getDims()));
+      d.add("Unsqueeze", "labels", {labels->getName().str(), axis},
+            TensorType(labelType, columnDims));
+  std::string isLabel = d.add("Equal", "is_label", {column, classConstant},
+                              TensorType(DType::Bool, type.getDims()));
   std::string onehot =
-      op("Where", "onehot",
-         {isLabel, addScalarConstant(node, base + ".one", dtype, 1.0),
-          addScalarConstant(node, base + ".zero", dtype, 0.0)},
-         type);
-  std::string prob = op("Exp", "prob", {logProb->getName().str()}, type);
-  std::string diff = op("Sub", "diff", {prob, onehot}, type);
+      d.add("Where", "onehot",
+            {isLabel, addScalarConstant(node, base + ".one", dtype, 1.0),
+             addScalarConstant(node, base + ".zero", dtype, 0.0)},
+            type);
+  std::string prob = d.add("Exp", "prob", {logProb->getName().str()}, type);
+  std::string diff = d.add("Sub", "diff", {prob, onehot}, type);
   std::string scaleColumn =
-      op("Unsqueeze", "scale", {scale->getName().str(), axis},
-         TensorType(dtype, columnDims));
-  op("Mul", "", {diff, scaleColumn}, grad->getType());
-  if (!failure.empty())
-    return makeError(failure);
-  return Error::success();
+      d.add("Unsqueeze", "scale", {scale->getName().str(), axis},
+            TensorType(dtype, columnDims));
+  d.add("Mul", "", {diff, scaleColumn}, grad->getType());
+  return d.finish();
 }
 
 Expected<int64_t> ModelBuilder::exportAxis(const ir::Node &node,
@@ -708,30 +724,18 @@ Error ModelBuilder::lowerSoftmaxGrad(const ir::Node &node) {
   // The graph autodiff emitted before the op existed: dx = y * (dy -
   // ReduceSum(dy * y, axis)), the sum keeping the axis as size 1.
   std::string base = (dx->getName() + ".softmax_grad").str();
-  std::string failure; // the first checkNode error
-  auto op = [&](StringRef opType, StringRef part, ArrayRef<std::string> inputs,
-                const TensorType &resultType) -> std::string {
-    bool isFinal = part.empty();
-    std::string output =
-        isFinal ? dx->getName().str() : freshName((base + "." + part).str());
-    addCheckedNode(node, opType, inputs, output, failure);
-    if (!isFinal || !dx->isGraphOutput())
-      addValueInfo(output, resultType);
-    return output;
-  };
+  Decomposition d(*this, node, base);
   std::vector<int64_t> sumDims(type.getDims().begin(), type.getDims().end());
   sumDims[*axis] = 1;
   std::string axes = addConstant(node, base + ".axes",
                                  TensorType(DType::I64, {1}), {double(*axis)});
   std::string product =
-      op("Mul", "product", {dy->getName().str(), y->getName().str()}, type);
-  std::string sum = op("ReduceSum", "sum", {product, axes},
-                       TensorType(type.getDType(), sumDims));
-  std::string diff = op("Sub", "diff", {dy->getName().str(), sum}, type);
-  op("Mul", "", {y->getName().str(), diff}, type);
-  if (!failure.empty())
-    return makeError(failure);
-  return Error::success();
+      d.add("Mul", "product", {dy->getName().str(), y->getName().str()}, type);
+  std::string sum = d.add("ReduceSum", "sum", {product, axes},
+                          TensorType(type.getDType(), sumDims));
+  std::string diff = d.add("Sub", "diff", {dy->getName().str(), sum}, type);
+  d.add("Mul", "", {y->getName().str(), diff}, type);
+  return d.finish();
 }
 
 Error ModelBuilder::lowerLayerNormalizationGrad(const ir::Node &node) {
@@ -750,7 +754,7 @@ Error ModelBuilder::lowerLayerNormalizationGrad(const ir::Node &node) {
   // * ReduceMean(dxhat * xhat)) * InvStdDev, the means over the normalized
   // dims, keeping them as size 1.
   std::string base = (dx->getName() + ".layer_norm_grad").str();
-  std::string failure; // the first checkNode error
+  Decomposition d(*this, node, base);
   auto operand = [&](unsigned i) {
     return node.getOperand(i)->getName().str();
   };
@@ -761,36 +765,47 @@ Error ModelBuilder::lowerLayerNormalizationGrad(const ir::Node &node) {
     axes.push_back(d);
   }
   TensorType meanType(type.getDType(), meanDims);
-  auto op = [&](StringRef opType, StringRef part, ArrayRef<std::string> inputs,
-                const TensorType &resultType,
-                const ir::AttrList &attrs = {}) -> std::string {
-    bool isFinal = part.empty();
-    std::string output =
-        isFinal ? dx->getName().str() : freshName((base + "." + part).str());
-    addCheckedNode(node, opType, inputs, output, failure, attrs);
-    if (!isFinal || !dx->isGraphOutput())
-      addValueInfo(output, resultType);
-    return output;
-  };
   ir::AttrList meanAttrs;
   meanAttrs.set("axes", axes);
-  std::string xhat =
-      op("Mul", "xhat",
-         {op("Sub", "centered", {operand(1), operand(3)}, type), operand(4)},
-         type);
-  std::string dxhat = op("Mul", "dxhat", {operand(0), operand(2)}, type);
-  std::string m1 = op("ReduceMean", "mean", {dxhat}, meanType, meanAttrs);
-  std::string m2 =
-      op("ReduceMean", "mean_xhat",
-         {op("Mul", "dxhat_xhat", {dxhat, xhat}, type)}, meanType, meanAttrs);
-  std::string inner = op("Sub", "inner",
-                         {op("Sub", "centered_grad", {dxhat, m1}, type),
-                          op("Mul", "xhat_mean", {xhat, m2}, type)},
-                         type);
-  op("Mul", "", {inner, operand(4)}, type);
-  if (!failure.empty())
-    return makeError(failure);
-  return Error::success();
+  std::string xhat = d.add(
+      "Mul", "xhat",
+      {d.add("Sub", "centered", {operand(1), operand(3)}, type), operand(4)},
+      type);
+  std::string dxhat = d.add("Mul", "dxhat", {operand(0), operand(2)}, type);
+  std::string m1 = d.add("ReduceMean", "mean", {dxhat}, meanType, meanAttrs);
+  std::string m2 = d.add("ReduceMean", "mean_xhat",
+                         {d.add("Mul", "dxhat_xhat", {dxhat, xhat}, type)},
+                         meanType, meanAttrs);
+  std::string inner = d.add("Sub", "inner",
+                            {d.add("Sub", "centered_grad", {dxhat, m1}, type),
+                             d.add("Mul", "xhat_mean", {xhat, m2}, type)},
+                            type);
+  d.add("Mul", "", {inner, operand(4)}, type);
+  return d.finish();
+}
+
+Error ModelBuilder::lowerDropoutGrad(const ir::Node &node) {
+  const ir::Value *dx = node.getResult(0);
+  const TensorType &type = dx->getType();
+  if (!ir::isFloat(type.getDType()))
+    return makeError("cannot export " + node.describe() +
+                     ": DropoutGrad needs a float dtype, got " + type.str());
+  if (!node.getAttrs().entries().empty())
+    return makeError("cannot export " + node.describe() +
+                     ": DropoutGrad takes no attributes");
+
+  // The graph autodiff emitted before the op existed: (dy * Cast(mask)) *
+  // scale.
+  std::string base = (dx->getName() + ".dropout_grad").str();
+  Decomposition d(*this, node, base);
+  ir::AttrList to;
+  to.set("to", int64_t(ir::onnxCode(type.getDType())));
+  std::string mask =
+      d.add("Cast", "mask", {node.getOperand(1)->getName().str()}, type, to);
+  std::string masked =
+      d.add("Mul", "masked", {node.getOperand(0)->getName().str(), mask}, type);
+  d.add("Mul", "", {masked, node.getOperand(2)->getName().str()}, type);
+  return d.finish();
 }
 
 Error ModelBuilder::lowerPermutedMatMul(const ir::Node &node) {
@@ -822,18 +837,7 @@ Error ModelBuilder::lowerPermutedMatMul(const ir::Node &node) {
   // Transpose(MatMul(Transpose(A, perm_a), Transpose(B, perm_b)), perm_y),
   // leaving out the identity transposes.
   std::string base = (y->getName() + ".matmul").str();
-  std::string failure; // the first checkNode error
-  auto op = [&](StringRef opType, StringRef part, ArrayRef<std::string> inputs,
-                const TensorType &resultType,
-                const ir::AttrList &attrs = {}) -> std::string {
-    bool isFinal = part.empty();
-    std::string output =
-        isFinal ? y->getName().str() : freshName((base + "." + part).str());
-    addCheckedNode(node, opType, inputs, output, failure, attrs);
-    if (!isFinal || !y->isGraphOutput())
-      addValueInfo(output, resultType);
-    return output;
-  };
+  Decomposition d(*this, node, base);
   auto operand = [&](unsigned i, StringRef name, StringRef part) {
     const ir::Value *value = node.getOperand(i);
     std::vector<int64_t> p = perm(name);
@@ -841,28 +845,26 @@ Error ModelBuilder::lowerPermutedMatMul(const ir::Node &node) {
       return value->getName().str();
     ir::AttrList attrs;
     attrs.set("perm", p);
-    return op("Transpose", part, {value->getName().str()},
-              permuted(value->getType(), p), attrs);
+    return d.add("Transpose", part, {value->getName().str()},
+                 permuted(value->getType(), p), attrs);
   };
   std::string a = operand(0, "perm_a", "a");
   std::string b = operand(1, "perm_b", "b");
   std::vector<int64_t> permY = perm("perm_y");
   if (isIdentity(permY)) {
-    op("MatMul", "", {a, b}, y->getType());
+    d.add("MatMul", "", {a, b}, y->getType());
   } else {
     // The product's dims, from the result's: product[permY[j]] = y[j].
     std::vector<int64_t> dims(rank);
     for (unsigned j = 0; j < rank; ++j)
       dims[permY[j]] = y->getType().getDim(j);
     std::string product =
-        op("MatMul", "product", {a, b}, y->getType().withDims(dims));
+        d.add("MatMul", "product", {a, b}, y->getType().withDims(dims));
     ir::AttrList attrs;
     attrs.set("perm", permY);
-    op("Transpose", "", {product}, y->getType(), attrs);
+    d.add("Transpose", "", {product}, y->getType(), attrs);
   }
-  if (!failure.empty())
-    return makeError(failure);
-  return Error::success();
+  return d.finish();
 }
 
 pb::NodeProto &ModelBuilder::addNode(const ir::Node &origin, StringRef opType,
@@ -893,6 +895,20 @@ void ModelBuilder::addCheckedNode(const ir::Node &origin, StringRef opType,
     else
       llvm::consumeError(std::move(err));
   }
+}
+
+std::string ModelBuilder::Decomposition::add(StringRef opType, StringRef part,
+                                             ArrayRef<std::string> inputs,
+                                             const TensorType &type,
+                                             const ir::AttrList &attrs) {
+  const ir::Value *result = node_.getResult(0);
+  bool isFinal = part.empty();
+  std::string output = isFinal ? result->getName().str()
+                               : builder_.freshName(base_ + "." + part.str());
+  builder_.addCheckedNode(node_, opType, inputs, output, failure_, attrs);
+  if (!isFinal || !result->isGraphOutput())
+    builder_.addValueInfo(output, type);
+  return output;
 }
 
 std::string ModelBuilder::addScalarConstant(const ir::Node &origin,

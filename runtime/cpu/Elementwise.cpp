@@ -1,9 +1,9 @@
 //===- runtime/cpu/Elementwise.cpp - Elementwise CPU kernels --------------===//
 //
-// Unary and binary arithmetic, comparisons, Where, Max, Mod, Pow, Cast, Gelu
-// and Dropout. Every op is a small functor inlined into a loop that is
-// specialized on the element types and on the broadcast pattern of the
-// innermost dim (contiguous or scalar), so the loops vectorize. Ops whose
+// Unary and binary arithmetic, comparisons, Where, Max, Mod, Pow, Cast, Gelu,
+// Dropout and remat.DropoutGrad. Every op is a small functor inlined into a
+// loop that is specialized on the element types and on the broadcast pattern of
+// the innermost dim (contiguous or scalar), so the loops vectorize. Ops whose
 // f32 math the compiler cannot vectorize (Exp, Erf, Gelu, GeluGrad, Dropout's
 // stream) have array forms in runtime/cpu/VectorMath.h with the scalar
 // functor's bits, used on contiguous runs. Elements are independent, so the
@@ -881,6 +881,30 @@ Expected<Kernel> selectDropout(const ir::Node &node) {
               mask[i] = keep;
             }
           });
+      return Error::success();
+    };
+  });
+}
+
+/// remat.DropoutGrad: cuda::body::dropoutGrad per element, split over
+/// threads in blocks whose bounds do not change a value.
+Expected<Kernel> selectDropoutGrad(const ir::Node &node) {
+  DType dtype = node.getOperand(0)->getType().getDType();
+  if (!isF32OrF64(dtype))
+    return unsupportedDType(node, "dy", dtype, "f32, f64");
+  return dispatchFloat(dtype, [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    return [](const KernelContext &ctx) -> Error {
+      const T *dy = ctx.inputs[0].getData<T>();
+      const BoolByte *mask = ctx.inputs[1].getData<BoolByte>();
+      const T scale = *ctx.inputs[2].getData<T>();
+      T *dx = ctx.outputs[0].getData<T>();
+      ctx.parallel.run(ctx.outputs[0].getNumElements(), kElementwiseGrain,
+                       [&](int64_t begin, int64_t end) {
+                         for (int64_t i = begin; i < end; ++i)
+                           dx[i] = cuda::body::dropoutGrad(dy[i], mask[i] != 0,
+                                                           scale);
+                       });
       return Error::success();
     };
   });

@@ -321,6 +321,7 @@ llvm::Expected<Kernel> selectMatMul(const ir::Node &node);
 llvm::Expected<Kernel> selectGemm(const ir::Node &node);
 
 llvm::Expected<Kernel> selectPermutedMatMul(const ir::Node &node);
+llvm::Expected<Kernel> selectDropoutGrad(const ir::Node &node);
 llvm::Expected<Kernel> selectSoftmax(const ir::Node &node);
 llvm::Expected<Kernel> selectLayerNormalization(const ir::Node &node);
 llvm::Expected<Kernel> selectSoftmaxGrad(const ir::Node &node);

@@ -6,7 +6,7 @@
 // and the dtype or attribute, and hands the node to its family:
 //
 //   Elementwise.cpp    unary and binary arithmetic, comparisons, Where, Max,
-//                      Mod, Pow, Cast, Gelu, Dropout
+//                      Mod, Pow, Cast, Gelu, Dropout, remat.DropoutGrad
 //   Linalg.cpp         MatMul, Gemm, remat.PermutedMatMul (OpenBLAS)
 //   Normalization.cpp  Softmax, LogSoftmax, LayerNormalization,
 //                      SoftmaxCrossEntropyLoss, remat.SoftmaxGrad,
@@ -243,6 +243,8 @@ Expected<Kernel> selectKernel(const ir::Node &node) {
     return selectCast(node);
   case OpKind::Dropout:
     return selectDropout(node);
+  case OpKind::DropoutGrad:
+    return selectDropoutGrad(node);
   case OpKind::MatMul:
     return selectMatMul(node);
   case OpKind::Gemm:

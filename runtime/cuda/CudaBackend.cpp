@@ -878,6 +878,22 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
     return selectMatMul(node, options.allowTF32);
   case OpKind::Gemm:
     return selectGemm(node, options.allowTF32);
+  case OpKind::DropoutGrad: {
+    ir::DType dtype = outType.getDType();
+    if (!isFloatType(dtype))
+      return std::nullopt;
+    ElemType type = *elemType(dtype);
+    int64_t count = outType.getNumElements();
+    return Runner([&node, type, count](const RunContext &ctx,
+                                       ArrayRef<Tensor> in,
+                                       ArrayRef<Tensor> out) {
+      return launched(
+          launchDropoutGrad(ctx.device.getStream(), type, in[0].getData(),
+                            static_cast<const uint8_t *>(in[1].getData()),
+                            in[2].getData(), out[0].getData(), count),
+          node);
+    });
+  }
   case OpKind::Softmax:
   case OpKind::LogSoftmax:
   case OpKind::SoftmaxGrad: {

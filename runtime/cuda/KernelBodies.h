@@ -371,6 +371,15 @@ layerNormRow(const T *x, const T *scale, const T *bias, T *y, int64_t n,
   }
 }
 
+/// remat.DropoutGrad at one element: (dy * (keep ? 1 : 0)) * scale, the
+/// Cast, Mul and Mul nodes autodiff emitted before the op existed, in their
+/// order, so the bits are those of that graph (a dropped element is dy * 0,
+/// signed zero or NaN as the Mul gave).
+template <typename T>
+REMAT_HOST_DEVICE inline T dropoutGrad(T dy, bool keep, T scale) {
+  return (dy * (keep ? T(1) : T(0))) * scale;
+}
+
 /// remat.SoftmaxGrad of the column of \p n elements at \p dy and \p y,
 /// \p stride apart, into \p dx (same layout; may alias either): dx = y *
 /// (dy - s) with s the sum of dy * y from 0 in index order. These are the

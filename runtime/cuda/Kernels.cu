@@ -160,6 +160,14 @@ __global__ void softmaxKernel(const T *x, T *y, int64_t outer, int64_t n,
 }
 
 template <typename T>
+__global__ void dropoutGradKernel(const T *dy, const uint8_t *mask,
+                                  const T *scale, T *dx, int64_t count) {
+  REMAT_GRID_LOOP(i, count) {
+    dx[i] = body::dropoutGrad(dy[i], mask[i] != 0, *scale);
+  }
+}
+
+template <typename T>
 __global__ void softmaxGradKernel(const T *dy, const T *y, T *dx,
                                   int64_t outer, int64_t n, int64_t inner) {
   REMAT_GRID_LOOP(c, outer * inner) {
@@ -392,6 +400,20 @@ int launchSoftmax(StreamHandle stream, ElemType type, bool isLog,
                        asStream(stream)>>>(static_cast<const T *>(x),
                                            static_cast<T *>(y), outer, n,
                                            inner, isLog);
+    return lastError();
+  });
+}
+
+int launchDropoutGrad(StreamHandle stream, ElemType type, const void *dy,
+                      const uint8_t *mask, const void *scale, void *dx,
+                      int64_t count) {
+  if (count == 0)
+    return 0;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    dropoutGradKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(dy), mask, static_cast<const T *>(scale),
+        static_cast<T *>(dx), count);
     return lastError();
   });
 }

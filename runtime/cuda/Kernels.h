@@ -64,6 +64,12 @@ int launchSoftmax(StreamHandle stream, ElemType type, bool isLog,
                   const void *x, void *y, int64_t outer, int64_t n,
                   int64_t inner);
 
+/// remat.DropoutGrad over \p count elements (f32 or f64); \p scale is one
+/// element in device memory.
+int launchDropoutGrad(StreamHandle stream, ElemType type, const void *dy,
+                      const uint8_t *mask, const void *scale, void *dx,
+                      int64_t count);
+
 /// remat.SoftmaxGrad of dy and y viewed as [outer, n, inner] along n.
 int launchSoftmaxGrad(StreamHandle stream, ElemType type, const void *dy,
                       const void *y, void *dx, int64_t outer, int64_t n,

@@ -325,6 +325,25 @@ TEST_CASE("cuda bodies: LayerNormalization rows give the CPU's bits") {
   }
 }
 
+TEST_CASE("cuda bodies: DropoutGrad gives the CPU kernel's bits") {
+  // dy with signed zeros, infinities and NaN: a dropped element is dy * 0.
+  auto dy = randomFloats({4, 9}, 31);
+  float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
+  for (int i = 0; i < 5; ++i)
+    dy->setDouble(i * 7, specials[i]);
+  std::vector<int64_t> keep(36);
+  for (int i = 0; i < 36; ++i)
+    keep[i] = (i * 5) % 3 != 0;
+  auto mask = ints(DType::Bool, {4, 9}, keep);
+  auto scale = std::make_shared<TensorData>(TensorType(DType::F32, {}));
+  scale->setDouble(0, 1.0 / 0.9);
+  auto dx = runCpu(OpKind::DropoutGrad, {dy, mask, scale}, 1);
+  for (int64_t i = 0; i < 36; ++i)
+    REQUIRE(sameBits(body::dropoutGrad(elems<float>(dy)[i], keep[i] != 0,
+                                       elems<float>(scale)[0]),
+                     elems<float>(dx[0])[i]));
+}
+
 TEST_CASE("cuda bodies: SoftmaxGrad columns give the CPU kernel's bits") {
   // Along the last axis with 7 rows (the CPU sums a group of four rows
   // together, then three one by one) and along an inner axis (columns).

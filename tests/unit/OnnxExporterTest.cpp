@@ -833,6 +833,43 @@ TEST_CASE("the SoftmaxGrad and LayerNormalizationGrad decompositions compute "
   }
 }
 
+TEST_CASE("the DropoutGrad decomposition computes its bits") {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    std::string f = dtypeName(dtype).str();
+    std::string text = "graph @g(%dy: " + f + "[3,7], %m: bool[3,7], %s: " + f +
+                       "[]) {\n  %dx = remat.DropoutGrad(%dy, %m, %s) : " + f +
+                       "[3,7]\n  return %dx\n}\n";
+    INFO(text);
+    auto graph = parse(text);
+    std::vector<double> dys = sampleValues(21, 3, -2.0, 2.0);
+    dys[0] = 0.0;
+    dys[1] = -0.0;
+    dys[2] = INFINITY;
+    dys[3] = -INFINITY;
+    dys[4] = NAN;
+    std::vector<int64_t> keep(21);
+    for (int i = 0; i < 21; ++i)
+      keep[i] = i % 4 != 1;
+    TensorDataPtr dy = TensorData::fromDoubles(TensorType(dtype, {3, 7}), dys);
+    TensorDataPtr m =
+        TensorData::fromInts(TensorType(DType::Bool, {3, 7}), keep);
+    TensorDataPtr s = TensorData::fromDoubles(TensorType(dtype, {}), {1 / 0.9});
+    pb::ModelProto model = exportModel(*graph);
+    for (const auto &node : model.graph().node())
+      CHECK(node.domain().empty());
+    auto values = evaluateModel(model, {{"dy", dy}, {"m", m}, {"s", s}});
+    REQUIRE(values.count("dx"));
+    const TensorData &exported = *values["dx"];
+    auto original = runtime::cpu::evaluateNode(graph->getNodes().front(),
+                                               {dy.get(), m.get(), s.get()});
+    REQUIRE(original);
+    const TensorData &fused = *(*original)[0];
+    REQUIRE(exported.getType() == fused.getType());
+    CHECK(std::memcmp(exported.getBytes().data(), fused.getBytes().data(),
+                      fused.getBytes().size()) == 0);
+  }
+}
+
 TEST_CASE("the PermutedMatMul decomposition computes its bits") {
   // Attention's layouts (Q, K transposed, V, the context written back) and
   // a plain row-major one, with matrices over one GEMM tile (M = 300 rows

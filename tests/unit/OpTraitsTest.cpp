@@ -139,6 +139,11 @@ const Sample kSamples[] = {
    "    %m = Constant() {value = dense<f64[2,1]: [0.5, -1.0]>} : f64[2,1]\n"
    "    %y = remat.LayerNormalizationGrad(%w, %w, %s, %m, %m) : f64[2,3]",
    "op remat.LayerNormalizationGrad has no gradient rule"},
+  {OpKind::DropoutGrad, "f64[2,3]",
+   "%m = Constant() {value = dense<bool[2,3]: [true, false, true, true, false, true]>} : bool[2,3]\n"
+   "    %s = Constant() {value = dense<f64[]: 2.0>} : f64[]\n"
+   "    %y = remat.DropoutGrad(%w, %m, %s) : f64[2,3]",
+   "op remat.DropoutGrad has no gradient rule"},
   {OpKind::PermutedMatMul, "f64[2,3]",
    "%y = remat.PermutedMatMul(%w, %w) {perm_b = [1, 0]} : f64[2,2]",
    "op remat.PermutedMatMul has no gradient rule"},
@@ -227,7 +232,8 @@ TEST_CASE("op traits: in place and shape-only sets") {
   // remat.SoftmaxCrossEntropyGrad its Exp, Equal, Cast, Sub and Mul nodes
   // (Exp, Sub and Mul were in place) for the loss. remat.SoftmaxGrad and
   // remat.LayerNormalizationGrad replaced in-place Mul and Sub chains for
-  // Softmax and LayerNormalization.
+  // Softmax and LayerNormalization, remat.DropoutGrad Dropout's Cast, Mul
+  // and Mul.
   std::set<OpKind> inPlace = {
       OpKind::Add,     OpKind::Sub,     OpKind::Mul,  OpKind::Div,
       OpKind::Sqrt,    OpKind::Erf,     OpKind::Tanh, OpKind::Relu,
@@ -235,7 +241,7 @@ TEST_CASE("op traits: in place and shape-only sets") {
       OpKind::Sin,     OpKind::Cos,     OpKind::Abs,  OpKind::Reciprocal,
       OpKind::Not,     OpKind::GeluGrad};
   inPlace.insert({OpKind::SoftmaxCrossEntropyGrad, OpKind::SoftmaxGrad,
-                  OpKind::LayerNormalizationGrad});
+                  OpKind::LayerNormalizationGrad, OpKind::DropoutGrad});
   CHECK(opsWith(kInPlace) == inPlace);
   // Overwriting operand element i with result element i is only safe when
   // nothing else reads operand element i: elementwise ops; the loss

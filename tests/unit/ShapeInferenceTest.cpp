@@ -364,6 +364,26 @@ TEST_CASE_FIXTURE(Fixture,
         "remat.LayerNormalizationGrad");
 }
 
+TEST_CASE_FIXTURE(Fixture, "remat.DropoutGrad has dy's type") {
+  auto grad = [&](TensorType dy, TensorType mask, TensorType scale) {
+    return infer(node(OpKind::DropoutGrad, {in(dy), in(mask), in(scale)}));
+  };
+  CHECK(grad(f32({2, 5}), TensorType(DType::Bool, {2, 5}), f32({})) ==
+        "f32[2,5]");
+  CHECK(grad(f64({3}), TensorType(DType::Bool, {3}), f64({})) == "f64[3]");
+  CHECK_ERROR(grad(i64({3}), TensorType(DType::Bool, {3}), i64({})),
+              "must have a float dtype, got i64[3]");
+  CHECK_ERROR(grad(f32({2, 5}), TensorType(DType::Bool, {5}), f32({})),
+              "of type bool[5] must be bool[2,5]");
+  CHECK_ERROR(grad(f32({2, 5}), f32({2, 5}), f32({})),
+              "of type f32[2,5] must be bool[2,5]");
+  CHECK_ERROR(grad(f32({2, 5}), TensorType(DType::Bool, {2, 5}), f32({1})),
+              "of type f32[1] must be f32[]");
+  CHECK_ERROR(grad(f32({2, 5}), TensorType(DType::Bool, {2, 5}), f64({})),
+              "of type f64[] must be f32[]");
+  CHECK(getOpSpelling(OpKind::DropoutGrad) == "remat.DropoutGrad");
+}
+
 TEST_CASE_FIXTURE(Fixture, "remat.PermutedMatMul permutes, multiplies and "
                            "permutes back") {
   auto mm = [&](TensorType a, TensorType b, AttrList attrs) {
