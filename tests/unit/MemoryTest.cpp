@@ -17,9 +17,11 @@
 
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <random>
 
 using namespace remat;
@@ -708,6 +710,169 @@ TEST_CASE("fold-transpose: the peak does not grow and the arena run matches "
         copied->getMemoryPlan()->peakLiveBytes);
   checkPlan(**graph, /*allPairs=*/false);
   checkArenaRun(std::move(unplanned));
+}
+
+namespace {
+
+/// A random graph of batched MatMuls whose operands come from inputs
+/// stored in a random layout through one or two Transposes, some of them
+/// shared by a second MatMul or read by a Relu (which keeps them), and whose
+/// results go out directly or through a random Transpose: every case
+/// fold-transpose folds or must leave alone.
+std::string randomTransposeGraphText(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t n) { return size_t(rng() % n); };
+  using Dims = std::vector<int64_t>;
+  auto typeOf = [](const Dims &dims) {
+    std::string text = "f32[";
+    for (size_t i = 0; i < dims.size(); ++i)
+      text += (i ? "," : "") + std::to_string(dims[i]);
+    return text + "]";
+  };
+  auto permText = [](const Dims &perm) {
+    std::string text = "[";
+    for (size_t i = 0; i < perm.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(perm[i]);
+    return text + "]";
+  };
+  auto randomPerm = [&](size_t rank) {
+    Dims perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    return perm;
+  };
+  std::string inputs, body;
+  std::vector<std::string> outputs;
+  int counter = 0;
+  auto fresh = [&](const char *prefix) {
+    return std::string(prefix) + std::to_string(counter++);
+  };
+  auto transpose = [&](const std::string &x, const Dims &dims, const Dims &perm,
+                       Dims &out) {
+    out.clear();
+    for (int64_t d : perm)
+      out.push_back(dims[d]);
+    std::string name = fresh("t");
+    body += "  %" + name + " = Transpose(%" + x +
+            ") {perm = " + permText(perm) + "} : " + typeOf(out) + "\n";
+    return name;
+  };
+  // A value of dims \p target: an input holding it in a random layout,
+  // transposed back in one or two steps (none when the layout is the
+  // target's).
+  auto operand = [&](const Dims &target) {
+    size_t rank = target.size();
+    Dims perm = randomPerm(rank), stored(rank);
+    for (size_t i = 0; i < rank; ++i)
+      stored[perm[i]] = target[i];
+    std::string name = fresh("in");
+    inputs += std::string(inputs.empty() ? "%" : ", %") + name + ": " +
+              typeOf(stored);
+    // target[i] = stored[perm[i]]: Transpose(stored, perm).
+    bool identity = std::is_sorted(perm.begin(), perm.end());
+    if (identity)
+      return name;
+    Dims out;
+    if (pick(3) == 0) {
+      // Two steps: perm = first[second[i]].
+      Dims first = randomPerm(rank), mid, second(rank);
+      for (size_t i = 0; i < rank; ++i)
+        second[i] =
+            std::find(first.begin(), first.end(), perm[i]) - first.begin();
+      std::string t = transpose(name, stored, first, mid);
+      return transpose(t, mid, second, out);
+    }
+    return transpose(name, stored, perm, out);
+  };
+  size_t rank = 2 + pick(3);
+  size_t numMatMuls = 1 + pick(3);
+  for (size_t m = 0; m < numMatMuls; ++m) {
+    Dims batch;
+    for (size_t d = 0; d + 2 < rank; ++d)
+      batch.push_back(1 + int64_t(pick(3)));
+    int64_t rows = 1 + int64_t(pick(9)), inner = 1 + int64_t(pick(9)),
+            cols = 1 + int64_t(pick(9));
+    Dims aDims = batch, bDims = batch, yDims = batch;
+    aDims.insert(aDims.end(), {rows, inner});
+    bDims.insert(bDims.end(), {inner, cols});
+    yDims.insert(yDims.end(), {rows, cols});
+    std::string a = operand(aDims), b = operand(bDims);
+    std::vector<std::pair<std::string, Dims>> products;
+    std::string y = fresh("y");
+    body += "  %" + y + " = MatMul(%" + a + ", %" + b + ") : " + typeOf(yDims) +
+            "\n";
+    products.push_back({y, yDims});
+    if (pick(3) == 0) {
+      // A's view read by a second MatMul.
+      Dims b2Dims = batch, y2Dims = batch;
+      int64_t cols2 = 1 + int64_t(pick(9));
+      b2Dims.insert(b2Dims.end(), {inner, cols2});
+      y2Dims.insert(y2Dims.end(), {rows, cols2});
+      std::string b2 = operand(b2Dims), y2 = fresh("y");
+      body += "  %" + y2 + " = MatMul(%" + a + ", %" + b2 +
+              ") : " + typeOf(y2Dims) + "\n";
+      products.push_back({y2, y2Dims});
+    }
+    if (pick(4) == 0) {
+      // A use that does not fold.
+      std::string r = fresh("r");
+      body += "  %" + r + " = Relu(%" + b + ") : " + typeOf(bDims) + "\n";
+      outputs.push_back(r);
+    }
+    for (auto &[product, dims] : products) {
+      if (pick(2) == 0) {
+        outputs.push_back(product);
+        continue;
+      }
+      Dims out;
+      outputs.push_back(transpose(product, dims, randomPerm(rank), out));
+    }
+  }
+  std::string text = "graph @transposes(" + inputs + ") {\n" + body;
+  text += "  return";
+  for (size_t i = 0; i < outputs.size(); ++i)
+    text += (i ? ", %" : " %") + outputs[i];
+  return text + "\n}\n";
+}
+
+} // namespace
+
+TEST_CASE("fold-transpose: 300 random graphs keep their bits and peak") {
+  size_t folded = 0, kept = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    CAPTURE(seed);
+    std::string text = randomTransposeGraphText(seed);
+    CAPTURE(text);
+    auto parsed = parseGraph(text, "random");
+    REQUIRE_MESSAGE(bool(parsed), errorToString(parsed.takeError()));
+    std::unique_ptr<Graph> graph = std::move(*parsed);
+    std::unique_ptr<Graph> original = graph->clone();
+    llvm::Error err = runPipeline(*graph, "fold-transpose");
+    REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+    CHECK(!verify(*graph));
+    CHECK(Liveness(*graph).getPeakBytes() <=
+          Liveness(*original).getPeakBytes());
+    for (const Node &node : graph->getNodes()) {
+      folded += node.getOp() == OpKind::PermutedMatMul;
+      kept += node.getOp() == OpKind::Transpose;
+    }
+    auto inputs = driver::makeInputs(*original, {}, seed);
+    REQUIRE(bool(inputs));
+    runtime::RunResult a = runCpu(*original, *inputs);
+    runtime::RunResult b = runCpu(*graph, *inputs);
+    REQUIRE(a.outputs.size() == b.outputs.size());
+    for (size_t i = 0; i < a.outputs.size(); ++i) {
+      REQUIRE(a.outputs[i].getType() == b.outputs[i].getType());
+      size_t bytes = size_t(a.outputs[i].getType().getByteSize());
+      CHECK_MESSAGE(std::memcmp(a.outputs[i].getData(), b.outputs[i].getData(),
+                                bytes) == 0,
+                    "output " << i << " differs");
+    }
+  }
+  // Both sides of the rules were exercised.
+  MESSAGE(folded << " PermutedMatMuls made, " << kept << " Transposes kept");
+  CHECK(folded > 100);
+  CHECK(kept > 50);
 }
 
 TEST_CASE("plan-memory: bert-base and bert-large, batch 8 seq 512") {
