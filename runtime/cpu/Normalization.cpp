@@ -595,7 +595,14 @@ template <typename T, typename L> struct SoftmaxCrossEntropyKernel {
         columnStats(x, classes, spatial, mx, lse);
         for (int64_t d = 0; d < spatial; ++d)
           lse[d] = std::log(lse[d]);
-        if (logProb) {
+        if (logProb && spatial == 1) {
+          // One contiguous row (scores [N, C]): a loop that vectorises,
+          // the same operations.
+          T *lp = logProb + b * slab;
+          const T m = mx[0], l = lse[0];
+          for (int64_t c = 0; c < classes; ++c)
+            lp[c] = (x[c] - m) - l;
+        } else if (logProb) {
           T *lp = logProb + b * slab;
           for (int64_t c = 0; c < classes; ++c)
             for (int64_t d = 0; d < spatial; ++d)

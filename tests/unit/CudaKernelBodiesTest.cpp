@@ -427,6 +427,27 @@ TEST_CASE("cuda bodies: SoftmaxCrossEntropyLoss with ignore_index gives the "
   }
 }
 
+TEST_CASE("cuda bodies: SoftmaxCrossEntropyLoss over contiguous rows gives "
+          "the CPU's bits") {
+  // scores [6, 37] (no spatial dims: the CPU's contiguous-row loops), one
+  // label ignored.
+  auto scores = randomFloats({6, 37}, 12, -4, 4);
+  auto labels = ints(DType::I64, {6}, {3, 36, -100, 0, 17, 9});
+  AttrList attrs;
+  attrs.set("reduction", std::string("none"));
+  attrs.set("ignore_index", int64_t(-100));
+  auto y = runCpu(OpKind::SoftmaxCrossEntropyLoss, {scores, labels}, 2, attrs);
+  std::vector<float> logProb(6 * 37);
+  for (int64_t b = 0; b < 6; ++b) {
+    float loss = body::crossEntropyColumn<float, int64_t>(
+        elems<float>(scores) + b * 37, 37, 1, elems<int64_t>(labels)[b], true,
+        -100, nullptr, logProb.data() + b * 37);
+    REQUIRE(sameBits(loss, elems<float>(y[0])[b]));
+  }
+  for (int64_t i = 0; i < 6 * 37; ++i)
+    REQUIRE(sameBits(logProb[i], elems<float>(y[1])[i]));
+}
+
 TEST_CASE("cuda bodies: SoftmaxCrossEntropyGrad gives the CPU kernel's bits") {
   // log_prob [3, 5, 2] (spatial 2), labels and scale [3, 2]; label 7 is
   // outside the classes and matches none.
