@@ -2138,8 +2138,8 @@ Expected<Results> inferDropoutGrad(const Node &node) {
 /// Transpose(B, perm_b) [batch..., K, N] with the same batch dims (no
 /// broadcasting); the result is Transpose([batch..., M, N], perm_y). The
 /// layout a strided GEMM can read and write: A's and B's innermost dim stays
-/// one of the matrix dims (perm[r - 1] or perm[r - 2] is r - 1) and perm_y
-/// keeps the result's columns innermost (perm_y[r - 1] is r - 1).
+/// one of the matrix dims (perm[r - 1] or perm[r - 2] is r - 1), and so does
+/// the result's (perm_y[r - 1] is r - 1 or r - 2).
 Expected<Results> inferPermutedMatMul(const Node &node) {
   if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
     return std::move(err);
@@ -2177,13 +2177,14 @@ Expected<Results> inferPermutedMatMul(const Node &node) {
       return nodeError(
           node, "attribute '" + Twine(names[p]) + "' " + formatDims(perms[p]) +
                     " is not a permutation of the " + Twine(rank) + " dims");
-    bool strided = p == 2 ? perms[p][rank - 1] == rank - 1
+    bool strided = p == 2 ? perms[p][rank - 1] >= rank - 2
                           : perms[p][rank - 1] == rank - 1 ||
                                 perms[p][rank - 2] == rank - 1;
     if (!strided)
       return nodeError(node, "attribute '" + Twine(names[p]) + "' " +
                                  formatDims(perms[p]) +
-                                 (p == 2 ? " moves the result's last dim"
+                                 (p == 2 ? " makes a batch dim of the "
+                                           "product the result's last"
                                          : " moves the operand's last dim "
                                            "out of the matrix dims"));
   }

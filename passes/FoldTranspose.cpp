@@ -11,8 +11,8 @@
 // become per-product offsets) and writes a transposed result when the
 // result's columns stay innermost. This pass rewrites such MatMuls into
 // remat.PermutedMatMul, reading the Transposes' sources, and erases the
-// Transposes. A result Transpose that puts the product's rows innermost is
-// written as the transposed product, B^T A^T, whose columns they are.
+// Transposes, including a result Transpose that puts the product's rows
+// innermost.
 //
 // It never raises the live peak: a Transpose is folded only when every use
 // of its result folds (into a MatMul operand, or into another such
@@ -27,11 +27,12 @@
 //
 // remat-run adds the pass for the CPU backend (driver withCpuFusions); the
 // CUDA backend runs remat.PermutedMatMul on the host, so it is not added
-// there. The CPU kernel's tiles are the MatMul's (same M, N, K and batch),
-// and with OpenBLAS 0.3.21 a transposed or strided operand gives the bits of
-// a copied one (tests/tools/fold-transpose.test compares the dumps of a
-// remat'ed BERT step, OnnxExporterTest the kernel with the decomposition;
-// MemoryTest checks the peaks).
+// there. The CPU kernel makes the GEMM calls of the MatMul over copied
+// operands (same tiles; a column-major operand gathered per tile, a result
+// with unit-stride rows scattered, never BLAS's trans kernels or B^T A^T,
+// which round differently), so the bits are the same (MemoryTest's random
+// graphs and tests/tools/fold-transpose.test compare them; OnnxExporterTest
+// the kernel with the decomposition).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -194,20 +195,6 @@ bool Folder::run() {
     unsigned rank = matmul->getResult(0)->getType().getRank();
     Perm permY =
         outTranspose ? transposePerm(*outTranspose) : identityPerm(rank);
-    if (permY[rank - 1] == rank - 2) {
-      // The result wants the product's rows innermost: compute the
-      // transposed product B^T A^T, whose columns they are.
-      auto swapLast = [&](Perm &perm) {
-        std::swap(perm[rank - 2], perm[rank - 1]);
-      };
-      std::swap(a, b);
-      std::swap(permA, permB);
-      swapLast(permA);
-      swapLast(permB);
-      for (int64_t &d : permY)
-        if (d >= int64_t(rank) - 2)
-          d = 2 * (int64_t(rank) - 1) - 1 - d;
-    }
     ir::Value *replaced =
         outTranspose ? outTranspose->getResult(0) : matmul->getResult(0);
     ir::AttrList attrs;

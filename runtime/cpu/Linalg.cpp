@@ -23,9 +23,14 @@
 //
 // remat.PermutedMatMul (fold-transpose) is a batched MatMul whose operands
 // and result are read and written through their transposes: each matrix
-// keeps a unit-stride dim, so a transposed layout is BLAS's trans flag plus
-// a leading dim, and the batch dims are per-product offsets. The tiles are
-// those of the MatMul over copied operands (the same M, N, K and batch).
+// keeps a unit-stride dim, the batch dims are per-product offsets, and a
+// row-major matrix is passed with its stride as leading dim. A column-major
+// operand is not passed with BLAS's trans flag, whose kernels round
+// differently (OpenBLAS 0.3.21, SkylakeX and Haswell cores): each tile
+// gathers it into row-major scratch, and a result with unit-stride rows is
+// computed in scratch and scattered. The GEMM calls are then those of the
+// MatMul over copied operands (same tiles, same layouts up to the leading
+// dim), and so are the bits.
 //
 // Integer MatMul and Gemm (i32, i64) use plain loops with wrapping
 // arithmetic, accumulating over k in order.
@@ -198,6 +203,14 @@ struct ProductPlan {
   /// Leading dims of the stored A, B and C.
   int64_t lda = 0, ldb = 0, ldc = 0;
   std::vector<int64_t> aOffsets, bOffsets, cOffsets;
+  /// remat.PermutedMatMul: op(A) (op(B)) stored column-major with leading
+  /// dim lda (ldb) is gathered per tile into row-major scratch, and with
+  /// scatterC a tile of C is computed in scratch and scattered (row stride
+  /// ldc, column stride cColStride). BLAS's transposed kernels round
+  /// differently from its plain ones, so the GEMM always gets the layout a
+  /// MatMul over copied operands gets, and its bits.
+  bool gatherA = false, gatherB = false, scatterC = false;
+  int64_t cColStride = 1;
   Tile tile = kMaxTile;
   int64_t rowTiles = 0, colTiles = 0;
 
@@ -265,6 +278,22 @@ template <typename T> struct BiasTile {
   }
 };
 
+/// dst[i * dstStride + j] = src[j * srcStride + i] for i < rows, j < cols:
+/// a transposing copy, in 16 x 16 blocks so that both sides stay in cache.
+template <typename T>
+void transposeCopy(const T *src, int64_t srcStride, T *dst, int64_t dstStride,
+                   int64_t rows, int64_t cols) {
+  constexpr int64_t kBlock = 16;
+  for (int64_t i0 = 0; i0 < rows; i0 += kBlock)
+    for (int64_t j0 = 0; j0 < cols; j0 += kBlock) {
+      int64_t i1 = std::min(rows, i0 + kBlock),
+              j1 = std::min(cols, j0 + kBlock);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j)
+          dst[i * dstStride + j] = src[j * srcStride + i];
+    }
+}
+
 /// Runs every tile of \p plan; \p beta applies to the existing C. With
 /// \p bias, each tile first fills its block of C from the bias (the product
 /// then adds to it, \p beta being 1): the fill runs on the thread and in the
@@ -282,6 +311,7 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
                                                   std::max<int64_t>(plan.k, 1));
   int64_t grain = std::max<int64_t>(1, kFlopsPerChunk / flopsPerTask);
   parallel.run(plan.numTasks(), grain, [&](int64_t begin, int64_t end) {
+    std::vector<T> aScratch, bScratch, cScratch;
     for (int64_t task = begin; task < end; ++task) {
       int64_t product = task / tilesPerProduct;
       int64_t index = task % tilesPerProduct;
@@ -296,19 +326,55 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
       const T *bTile =
           b + plan.bOffsets[product] + (plan.transB ? col0 * plan.ldb : col0);
       T *cTile = c + plan.cOffsets[product] + row0 * plan.ldc + col0;
+      int64_t lda = plan.lda, ldb = plan.ldb, ldc = plan.ldc;
+      if (plan.gatherA) {
+        // Element (i, p) of op(A) is at (row0 + i) + p * lda.
+        const T *source = a + plan.aOffsets[product] + row0;
+        aScratch.resize(rows * plan.k);
+        transposeCopy(source, plan.lda, aScratch.data(), plan.k, rows, plan.k);
+        aTile = aScratch.data();
+        lda = plan.k;
+      }
+      if (plan.gatherB) {
+        // Element (p, j) of op(B) is at p + (col0 + j) * ldb.
+        const T *source = b + plan.bOffsets[product] + col0 * plan.ldb;
+        bScratch.resize(plan.k * cols);
+        transposeCopy(source, plan.ldb, bScratch.data(), cols, plan.k, cols);
+        bTile = bScratch.data();
+        ldb = cols;
+      }
+      T *cOut = cTile;
+      if (plan.scatterC) {
+        assert(!bias && beta == T(0) && "a scattered C is written, not read");
+        cOut = c + plan.cOffsets[product] + row0 * plan.ldc +
+               col0 * plan.cColStride;
+        cScratch.resize(rows * cols);
+        cTile = cScratch.data();
+        ldc = cols;
+      }
       if (bias)
         bias->fill(row0, rows, col0, cols, cTile, plan.ldc);
       if (plan.k == 0) {
         // BLAS may leave C untouched for k = 0; the product is 0.
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = 0; j < cols; ++j) {
-            T &value = cTile[r * plan.ldc + j];
+            T &value = cTile[r * ldc + j];
             value = beta == T(0) ? T(0) : beta * value;
           }
-        continue;
+      } else {
+        gemm<T>(plan.transA, plan.transB, rows, cols, plan.k, alpha, aTile, lda,
+                bTile, ldb, beta, cTile, ldc);
       }
-      gemm<T>(plan.transA, plan.transB, rows, cols, plan.k, alpha, aTile,
-              plan.lda, bTile, plan.ldb, beta, cTile, plan.ldc);
+      if (plan.scatterC) {
+        // Element (r, j) goes to r * ldc + j * cColStride. With unit-stride
+        // rows (fold-transpose's case) that is a transposing copy.
+        if (plan.ldc == 1)
+          transposeCopy(cTile, ldc, cOut, plan.cColStride, cols, rows);
+        else
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < cols; ++j)
+              cOut[r * plan.ldc + j * plan.cColStride] = cTile[r * ldc + j];
+      }
     }
   });
 }
@@ -505,12 +571,16 @@ Expected<Kernel> selectPermutedMatMul(const ir::Node &node) {
   plan.k = aType.getDim(permA[rank - 1]);
   plan.n = bType.getDim(permB[rank - 1]);
   // A matrix whose columns are the stored unit-stride dim is row-major with
-  // its rows' stride as leading dim; otherwise it is stored transposed.
-  plan.transA = permA[rank - 1] != int64_t(rank) - 1;
-  plan.lda = aStrides[permA[plan.transA ? rank - 1 : rank - 2]];
-  plan.transB = permB[rank - 1] != int64_t(rank) - 1;
-  plan.ldb = bStrides[permB[plan.transB ? rank - 1 : rank - 2]];
+  // its rows' stride as leading dim; otherwise it is column-major, with its
+  // columns' stride as leading dim, and is gathered tile by tile.
+  plan.gatherA = permA[rank - 1] != int64_t(rank) - 1;
+  plan.lda = aStrides[permA[plan.gatherA ? rank - 1 : rank - 2]];
+  plan.gatherB = permB[rank - 1] != int64_t(rank) - 1;
+  plan.ldb = bStrides[permB[plan.gatherB ? rank - 1 : rank - 2]];
+  // A result whose columns are not the unit-stride dim is scattered.
   plan.ldc = productStrides[rank - 2];
+  plan.scatterC = permY[rank - 1] != int64_t(rank) - 1;
+  plan.cColStride = productStrides[rank - 1];
   Dims batch;
   for (size_t d = 0; d + 2 < rank; ++d)
     batch.push_back(aType.getDim(permA[d]));

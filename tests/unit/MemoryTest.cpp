@@ -790,8 +790,11 @@ std::string randomTransposeGraphText(uint64_t seed) {
     Dims batch;
     for (size_t d = 0; d + 2 < rank; ++d)
       batch.push_back(1 + int64_t(pick(3)));
-    int64_t rows = 1 + int64_t(pick(9)), inner = 1 + int64_t(pick(9)),
-            cols = 1 + int64_t(pick(9));
+    // Sizes where BLAS's transposed kernels would round differently from
+    // its plain ones (K >= 64 with a small M or N), and small ones.
+    const int64_t sizes[] = {1, 2, 5, 9, 17, 64, 65};
+    int64_t rows = sizes[pick(7)], inner = sizes[pick(7)],
+            cols = sizes[pick(7)];
     Dims aDims = batch, bDims = batch, yDims = batch;
     aDims.insert(aDims.end(), {rows, inner});
     bDims.insert(bDims.end(), {inner, cols});
@@ -805,7 +808,7 @@ std::string randomTransposeGraphText(uint64_t seed) {
     if (pick(3) == 0) {
       // A's view read by a second MatMul.
       Dims b2Dims = batch, y2Dims = batch;
-      int64_t cols2 = 1 + int64_t(pick(9));
+      int64_t cols2 = sizes[pick(7)];
       b2Dims.insert(b2Dims.end(), {inner, cols2});
       y2Dims.insert(y2Dims.end(), {rows, cols2});
       std::string b2 = operand(b2Dims), y2 = fresh("y");

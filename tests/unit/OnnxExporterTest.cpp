@@ -887,6 +887,10 @@ TEST_CASE("the PermutedMatMul decomposition computes its bits") {
        "  %y = remat.PermutedMatMul(%p, %v) {perm_b = [0, 2, 1, 3], perm_y = "
        "[0, 2, 1, 3]} : f32[2,7,3,8]\n  return %y\n}\n",
        {{"p", {2, 3, 7, 20}}, {"v", {2, 20, 3, 8}}}},
+      {"graph @g(%a: f32[64,17], %b: f32[64,64]) {\n"
+       "  %y = remat.PermutedMatMul(%a, %b) {perm_a = [1, 0], perm_b = [1, "
+       "0], perm_y = [1, 0]} : f32[64,17]\n  return %y\n}\n",
+       {{"a", {64, 17}}, {"b", {64, 64}}}},
       {"graph @g(%a: f64[5,9], %b: f64[6,9]) {\n"
        "  %y = remat.PermutedMatMul(%a, %b) {perm_b = [1, 0]} : f64[5,6]\n"
        "  return %y\n}\n",

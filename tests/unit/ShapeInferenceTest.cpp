@@ -407,9 +407,11 @@ TEST_CASE_FIXTURE(Fixture, "remat.PermutedMatMul permutes, multiplies and "
       mm(f32({3, 5, 4}), f32({4, 4, 5}), attrs({{"perm_a", Ints{2, 0, 1}}})),
       "attribute 'perm_a' [2,0,1] moves the operand's last dim out "
       "of the matrix dims");
+  CHECK(mm(f32({1, 5, 6}), f32({1, 6, 4}),
+           attrs({{"perm_y", Ints{0, 2, 1}}})) == "f32[1,4,5]");
   CHECK_ERROR(
-      mm(f32({1, 5, 6}), f32({1, 6, 4}), attrs({{"perm_y", Ints{0, 2, 1}}})),
-      "moves the result's last dim");
+      mm(f32({2, 5, 6}), f32({2, 6, 4}), attrs({{"perm_y", Ints{1, 2, 0}}})),
+      "makes a batch dim of the product the result's last");
   CHECK_ERROR(mm(f32({2, 3, 4}), f32({2, 5, 6}), {}),
               "contraction dims 4 and 5 differ");
   CHECK_ERROR(mm(f32({2, 3, 4}), f32({1, 4, 6}), {}),
