@@ -29,7 +29,10 @@ enum OpTrait : uint32_t {
   /// The result may overwrite a same-typed operand that dies here: result
   /// element i reads element i of such operands and no other element of
   /// them (every kElementwise op with it, and remat.SoftmaxCrossEntropyGrad,
-  /// whose only operand of the result's type is log_prob).
+  /// whose only operand of the result's type is log_prob), or, for the
+  /// row-wise remat.SoftmaxGrad and remat.LayerNormalizationGrad, a result
+  /// row reads only the same row of such operands and the kernels read the
+  /// whole row before writing any of it.
   kInPlace = 1u << 1,
   /// The result is operand 0's data unchanged, only its shape differs
   /// (Reshape, Squeeze, Unsqueeze, Identity, Flatten-like).
