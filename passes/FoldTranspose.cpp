@@ -5,14 +5,14 @@
 // Attention copies its activations between [batch, seq, heads, dim] and
 // [batch, heads, seq, dim] around each batched MatMul, and autodiff adds
 // more Transposes (of K, of the probabilities, of Q) for the gradients:
-// thirteen copies per layer of a BERT training step. A strided GEMM reads a
-// transposed operand in place when the operand keeps a unit-stride dim among
-// its two matrix dims (BLAS's trans flag and leading dim; the batch dims
-// become per-product offsets) and writes a transposed result when the
-// result's columns stay innermost. This pass rewrites such MatMuls into
+// twelve copies per layer of a BERT training step. A strided GEMM reads a
+// transposed operand where it is when the operand keeps a unit-stride dim
+// among its two matrix dims (a leading dim for a row-major matrix, a
+// per-tile gather for a column-major one; the batch dims become
+// per-product offsets), and writes a transposed result whose columns or
+// rows are its unit-stride dim. This pass rewrites such MatMuls into
 // remat.PermutedMatMul, reading the Transposes' sources, and erases the
-// Transposes, including a result Transpose that puts the product's rows
-// innermost.
+// Transposes.
 //
 // It never raises the live peak: a Transpose is folded only when every use
 // of its result folds (into a MatMul operand, or into another such
