@@ -88,14 +88,13 @@ std::string withoutRemat(llvm::StringRef pipeline) {
 }
 
 std::string withCpuFusions(llvm::StringRef pipeline) {
-  std::vector<llvm::StringRef> names;
-  for (llvm::StringRef entry : splitPipeline(pipeline))
+  std::vector<llvm::StringRef> entries = splitPipeline(pipeline), names;
+  for (llvm::StringRef entry : entries)
     names.push_back(entry.take_until([](char c) { return c == '{'; }).trim());
   if (llvm::is_contained(names, "fold-transpose"))
     return pipeline.str();
   // Before remat, which then plans (and meets its budget) with the folded
   // graph, else before plan-memory, else at the end.
-  std::vector<llvm::StringRef> entries = splitPipeline(pipeline);
   size_t at = entries.size();
   for (llvm::StringRef name : {"plan-memory", "remat"}) {
     auto first = std::find(names.begin(), names.end(), name);

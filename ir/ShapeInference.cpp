@@ -957,6 +957,19 @@ Expected<Results> inferReshape(const Node &node) {
   return Results{known(data.withDims(dims))};
 }
 
+/// \returns true if \p perm holds each of 0 .. rank - 1 once.
+bool isPermutation(ArrayRef<int64_t> perm, int64_t rank) {
+  if (int64_t(perm.size()) != rank)
+    return false;
+  SmallVector<bool, 8> seen(rank, false);
+  for (int64_t d : perm) {
+    if (d < 0 || d >= rank || seen[d])
+      return false;
+    seen[d] = true;
+  }
+  return true;
+}
+
 Expected<Results> inferTranspose(const Node &node) {
   const TensorType &data = operandType(node, 0);
   unsigned rank = data.getRank();
@@ -970,14 +983,7 @@ Expected<Results> inferTranspose(const Node &node) {
     for (unsigned i = 0; i < rank; ++i)
       perm.push_back(rank - 1 - i);
   }
-  SmallVector<bool, 8> seen(rank, false);
-  bool valid = perm.size() == rank;
-  for (size_t i = 0; valid && i < perm.size(); ++i) {
-    valid = perm[i] >= 0 && perm[i] < rank && !seen[perm[i]];
-    if (valid)
-      seen[perm[i]] = true;
-  }
-  if (!valid)
+  if (!isPermutation(perm, rank))
     return nodeError(node, "attribute 'perm' " + formatDims(perm) +
                                " is not a permutation of the " + Twine(rank) +
                                " dims of " + data.str());
@@ -2064,6 +2070,16 @@ Expected<Results> inferSoftmaxCrossEntropyGrad(const Node &node) {
   return Results{known(operandType(node, 0))};
 }
 
+/// \returns an error naming operand \p i of \p node unless its type is
+/// \p wanted.
+Error checkOperandType(const Node &node, unsigned i, const TensorType &wanted) {
+  if (operandType(node, i) == wanted)
+    return Error::success();
+  return nodeError(node, operandName(node, i) + " of type " +
+                             operandType(node, i).str() + " must be " +
+                             wanted.str());
+}
+
 /// remat.SoftmaxGrad(dy, y): float operands of one type; 'axis' as
 /// Softmax's. The result has their type.
 Expected<Results> inferSoftmaxGrad(const Node &node) {
@@ -2094,13 +2110,8 @@ Expected<Results> inferLayerNormalizationGrad(const Node &node) {
   Dims statsDims = toDims(x.getDims());
   for (size_t i = *axis; i < statsDims.size(); ++i)
     statsDims[i] = 1;
-  auto expect = [&](unsigned i, ArrayRef<int64_t> dims) -> Error {
-    TensorType wanted(x.getDType(), dims);
-    if (operandType(node, i) == wanted)
-      return Error::success();
-    return nodeError(node, operandName(node, i) + " of type " +
-                               operandType(node, i).str() + " must be " +
-                               wanted.str());
+  auto expect = [&](unsigned i, ArrayRef<int64_t> dims) {
+    return checkOperandType(node, i, TensorType(x.getDType(), dims));
   };
   if (auto err = expect(0, x.getDims()))
     return std::move(err);
@@ -2118,16 +2129,9 @@ Expected<Results> inferDropoutGrad(const Node &node) {
   if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
     return std::move(err);
   const TensorType &dy = operandType(node, 0);
-  auto expect = [&](unsigned i, const TensorType &wanted) -> Error {
-    if (operandType(node, i) == wanted)
-      return Error::success();
-    return nodeError(node, operandName(node, i) + " of type " +
-                               operandType(node, i).str() + " must be " +
-                               wanted.str());
-  };
-  if (auto err = expect(1, dy.withDType(DType::Bool)))
+  if (auto err = checkOperandType(node, 1, dy.withDType(DType::Bool)))
     return std::move(err);
-  if (auto err = expect(2, TensorType(dy.getDType(), {})))
+  if (auto err = checkOperandType(node, 2, TensorType(dy.getDType(), {})))
     return std::move(err);
   return Results{known(dy)};
 }
@@ -2165,15 +2169,7 @@ Expected<Results> inferPermutedMatMul(const Node &node) {
       perms[p].resize(rank);
       std::iota(perms[p].begin(), perms[p].end(), 0);
     }
-    std::vector<bool> seen(rank, false);
-    bool valid = int64_t(perms[p].size()) == rank;
-    for (size_t i = 0; valid && i < perms[p].size(); ++i) {
-      int64_t d = perms[p][i];
-      valid = d >= 0 && d < rank && !seen[d];
-      if (valid)
-        seen[d] = true;
-    }
-    if (!valid)
+    if (!isPermutation(perms[p], rank))
       return nodeError(
           node, "attribute '" + Twine(names[p]) + "' " + formatDims(perms[p]) +
                     " is not a permutation of the " + Twine(rank) + " dims");

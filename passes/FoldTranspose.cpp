@@ -156,7 +156,7 @@ ir::Node *Folder::resultTranspose(const ir::Node &matmul) const {
     return nullptr;
   Perm perm = transposePerm(*user);
   int64_t last = int64_t(perm.size()) - 1;
-  // The product's columns or (computing it transposed) its rows innermost.
+  // The product's columns or its rows innermost (the kernel scatters rows).
   return perm[last] == last || perm[last] == last - 1 ? user : nullptr;
 }
 

@@ -760,9 +760,9 @@ Error ModelBuilder::lowerLayerNormalizationGrad(const ir::Node &node) {
   };
   std::vector<int64_t> meanDims(type.getDims().begin(), type.getDims().end());
   std::vector<int64_t> axes;
-  for (int64_t d = *axis; d < int64_t(type.getRank()); ++d) {
-    meanDims[d] = 1;
-    axes.push_back(d);
+  for (int64_t dim = *axis; dim < int64_t(type.getRank()); ++dim) {
+    meanDims[dim] = 1;
+    axes.push_back(dim);
   }
   TensorType meanType(type.getDType(), meanDims);
   ir::AttrList meanAttrs;

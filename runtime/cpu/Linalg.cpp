@@ -205,10 +205,10 @@ struct ProductPlan {
   std::vector<int64_t> aOffsets, bOffsets, cOffsets;
   /// remat.PermutedMatMul: op(A) (op(B)) stored column-major with leading
   /// dim lda (ldb) is gathered per tile into row-major scratch, and with
-  /// scatterC a tile of C is computed in scratch and scattered (row stride
-  /// ldc, column stride cColStride). BLAS's transposed kernels round
-  /// differently from its plain ones, so the GEMM always gets the layout a
-  /// MatMul over copied operands gets, and its bits.
+  /// scatterC (C's rows are its unit-stride dim: ldc is 1) a tile of C is
+  /// computed in scratch and scattered with column stride cColStride. BLAS's
+  /// transposed kernels round differently from its plain ones, so the GEMM
+  /// always gets the layout a MatMul over copied operands gets, and its bits.
   bool gatherA = false, gatherB = false, scatterC = false;
   int64_t cColStride = 1;
   Tile tile = kMaxTile;
@@ -365,16 +365,9 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
         gemm<T>(plan.transA, plan.transB, rows, cols, plan.k, alpha, aTile, lda,
                 bTile, ldb, beta, cTile, ldc);
       }
-      if (plan.scatterC) {
-        // Element (r, j) goes to r * ldc + j * cColStride. With unit-stride
-        // rows (fold-transpose's case) that is a transposing copy.
-        if (plan.ldc == 1)
-          transposeCopy(cTile, ldc, cOut, plan.cColStride, cols, rows);
-        else
-          for (int64_t r = 0; r < rows; ++r)
-            for (int64_t j = 0; j < cols; ++j)
-              cOut[r * plan.ldc + j * plan.cColStride] = cTile[r * ldc + j];
-      }
+      // Element (r, j) goes to r + j * cColStride: a transposing copy.
+      if (plan.scatterC)
+        transposeCopy(cTile, ldc, cOut, plan.cColStride, cols, rows);
     }
   });
 }
@@ -552,8 +545,8 @@ Expected<Kernel> selectPermutedMatMul(const ir::Node &node) {
   DType dtype = aType.getDType();
   if (!isF32OrF64(dtype))
     return unsupportedDType(node, "operands", dtype, "f32, f64");
-  // Shape inference checked the perms: each operand's unit-stride dim is
-  // one of its matrix dims, the result's columns stay innermost.
+  // Shape inference checked the perms: each operand's and the result's
+  // unit-stride dim is one of its matrix dims.
   size_t rank = aType.getRank();
   Dims permA = permOf(node, "perm_a", rank),
        permB = permOf(node, "perm_b", rank);
@@ -577,9 +570,11 @@ Expected<Kernel> selectPermutedMatMul(const ir::Node &node) {
   plan.lda = aStrides[permA[plan.gatherA ? rank - 1 : rank - 2]];
   plan.gatherB = permB[rank - 1] != int64_t(rank) - 1;
   plan.ldb = bStrides[permB[plan.gatherB ? rank - 1 : rank - 2]];
-  // A result whose columns are not the unit-stride dim is scattered.
+  // A result whose columns are not the unit-stride dim (its rows are:
+  // ldc is 1) is scattered.
   plan.ldc = productStrides[rank - 2];
   plan.scatterC = permY[rank - 1] != int64_t(rank) - 1;
+  assert((!plan.scatterC || plan.ldc == 1) && "perm_y puts M innermost");
   plan.cColStride = productStrides[rank - 1];
   Dims batch;
   for (size_t d = 0; d + 2 < rank; ++d)
