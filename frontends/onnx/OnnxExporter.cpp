@@ -815,7 +815,8 @@ Error ModelBuilder::lowerPermutedMatMul(const ir::Node &node) {
     if (entry.first != "perm_a" && entry.first != "perm_b" &&
         entry.first != "perm_y")
       return makeError("cannot export " + node.describe() + ": attribute '" +
-                       entry.first + "' is not one of PermutedMatMul's");
+                       entry.first + "' is not one of " + node.getOpSpelling() +
+                       "'s");
   auto perm = [&](StringRef name) {
     std::vector<int64_t> identity(rank);
     std::iota(identity.begin(), identity.end(), 0);
