@@ -16,6 +16,14 @@
 // 7x13x1000 split 3+4 rows; that is fine: the tiling is a fixed function of the
 // shapes, so a recomputed MatMul reproduces the original exactly.)
 //
+// On a CPU with AVX-512F, f32 tiles run remat's own kernel instead
+// (packedSgemm512, Note [Packed AVX-512 sgemm] in runtime/cpu/PackedSgemm.cpp),
+// on the same tiles: it was faster in the step than OpenBLAS's SkylakeX
+// kernels (docs/benchmarks.md), and an element's bits depend on K alone.
+// REMAT_GEMM=openblas in the environment keeps OpenBLAS (for comparisons;
+// unit.openblas_path runs the kernel tests that way). f64 always runs
+// OpenBLAS.
+//
 // Batched MatMul whose right operand has no batch dims (activations times a
 // weight, the common case) folds the batch into M: one product of
 // (batch * M) x K by K x N. Otherwise every batch is its own product (tiled
@@ -24,13 +32,16 @@
 // remat.PermutedMatMul (fold-transpose) is a batched MatMul whose operands
 // and result are read and written through their transposes: each matrix
 // keeps a unit-stride dim, the batch dims are per-product offsets, and a
-// row-major matrix is passed with its stride as leading dim. A column-major
-// operand is not passed with BLAS's trans flag, whose kernels round
-// differently (OpenBLAS 0.3.21, SkylakeX and Haswell cores): each tile
+// row-major matrix is passed with its stride as leading dim. With OpenBLAS,
+// a column-major operand is not passed with BLAS's trans flag, whose kernels
+// round differently (OpenBLAS 0.3.21, SkylakeX and Haswell cores): each tile
 // gathers it into row-major scratch, and a result with unit-stride rows is
 // computed in scratch and scattered. The GEMM calls are then those of the
 // MatMul over copied operands (same tiles, same layouts up to the leading
-// dim), and so are the bits.
+// dim), and so are the bits. remat's AVX-512 kernel packs any layout with
+// the same bits, so there a column-major operand is passed with the trans
+// flag, and a column-major result is computed as C^T = op(B)^T op(A)^T
+// straight into place: no copies.
 //
 // Integer MatMul and Gemm (i32, i64) use plain loops with wrapping
 // arithmetic, accumulating over k in order.
@@ -38,6 +49,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/KernelImpl.h"
+#include "runtime/cpu/PackedSgemm.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -185,6 +197,12 @@ template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
           const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
           int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    if (packedSgemm512Available()) {
+      packedSgemm512(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                     ldc);
+      return;
+    }
   CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
@@ -310,6 +328,12 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
                                                   std::min(plan.n, tile.cols) *
                                                   std::max<int64_t>(plan.k, 1));
   int64_t grain = std::max<int64_t>(1, kFlopsPerChunk / flopsPerTask);
+  // remat's own f32 kernel packs any layout, with the same bits
+  // (Note [Packed AVX-512 sgemm]): strided operands and results go to it as
+  // they are stored, without the gathers and scatters BLAS needs.
+  bool packsStrided = false;
+  if constexpr (std::is_same_v<T, float>)
+    packsStrided = packedSgemm512Available() && plan.k > 0;
   parallel.run(plan.numTasks(), grain, [&](int64_t begin, int64_t end) {
     std::vector<T> aScratch, bScratch, cScratch;
     for (int64_t task = begin; task < end; ++task) {
@@ -327,6 +351,34 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
           b + plan.bOffsets[product] + (plan.transB ? col0 * plan.ldb : col0);
       T *cTile = c + plan.cOffsets[product] + row0 * plan.ldc + col0;
       int64_t lda = plan.lda, ldb = plan.ldb, ldc = plan.ldc;
+      if (packsStrided && (plan.gatherA || plan.gatherB || plan.scatterC)) {
+        // op(A) and op(B) stored column-major are what BLAS's trans flags
+        // describe: element (i, p) of op(A) at (row0 + i) + p * lda.
+        bool transA = plan.transA, transB = plan.transB;
+        if (plan.gatherA) {
+          aTile = a + plan.aOffsets[product] + row0;
+          transA = true;
+        }
+        if (plan.gatherB) {
+          bTile = b + plan.bOffsets[product] + col0 * plan.ldb;
+          transB = true;
+        }
+        if (bias)
+          bias->fill(row0, rows, col0, cols, cTile, plan.ldc);
+        if (!plan.scatterC) {
+          gemm<T>(transA, transB, rows, cols, plan.k, alpha, aTile, lda, bTile,
+                  ldb, beta, cTile, ldc);
+          continue;
+        }
+        // C stored column-major is C^T = op(B)^T op(A)^T row-major, and the
+        // kernel's products commute exactly (fma(a, b, c) = fma(b, a, c)).
+        assert(!bias && beta == T(0) && "a scattered C is written, not read");
+        T *cOut = c + plan.cOffsets[product] + row0 * plan.ldc +
+                  col0 * plan.cColStride;
+        gemm<T>(!transB, !transA, cols, rows, plan.k, alpha, bTile, ldb, aTile,
+                lda, beta, cOut, plan.cColStride);
+        continue;
+      }
       if (plan.gatherA) {
         // Element (i, p) of op(A) is at (row0 + i) + p * lda.
         const T *source = a + plan.aOffsets[product] + row0;

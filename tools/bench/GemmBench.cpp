@@ -5,27 +5,30 @@
 // way runtime/cpu/Linalg.cpp calls them: the product cut into fixed tiles
 // (128 x 256 outputs unless --tile says otherwise; the runtime's own cut,
 // finishPlan, is at most 256 x 1024), each tile one single-threaded call
-// over the whole K (see Note [OpenBLAS threads]). One thread, best of N alternating
-// rounds (every round runs every candidate on every shape), GFLOP/s of the
-// thread's CPU time (not wall time: the machine may be shared).
+// over the whole K (see Note [OpenBLAS threads]). One thread, best of N
+// alternating rounds (every round runs every candidate on every shape), GFLOP/s
+// of the thread's CPU time (not wall time: the machine may be shared).
 //
 //   remat-bench-gemm [--rounds N] [--reps R] [--seq S] [--tile ROWSxCOLS]
 //
-// Candidates: remat's own packed kernel (tools/bench/PackedGemm.cpp, where
-// the CPU has AVX2 and FMA; checked first against a double-precision loop
-// on odd shapes, edges, transposes, alpha and beta); OpenBLAS with the core
-// type it picks itself; OpenBLAS re-initialised with the core type remat
-// picks from cpuid (runtime/cpu/Linalg.cpp, selectOpenBlasCore); and, where the build found them, BLIS
-// (bli_sgemm, one thread), oneDNN (dnnl_sgemm, OpenMP at one thread) and
-// Eigen (compiled for the build machine's ISA: no run-time dispatch, listed
-// for reference). Each candidate's result is compared with OpenBLAS's (max
-// relative difference) so that a wrong call cannot look fast.
+// Candidates: remat's own AVX-512 kernel, the one the runtime runs
+// (runtime/cpu/PackedSgemm.cpp, remat-avx512, where the CPU has AVX-512F;
+// checked first against a double-precision loop on odd shapes, edges,
+// transposes, alpha and beta; an earlier AVX2 kernel of remat's was 6-27%
+// behind OpenBLAS on a Zen 3 and is gone, docs/benchmarks.md); OpenBLAS with
+// the core type it picks itself; OpenBLAS re-initialised with the core type
+// remat picks from cpuid (runtime/cpu/Linalg.cpp, selectOpenBlasCore); and,
+// where the build found them, BLIS (bli_sgemm, one thread), oneDNN (dnnl_sgemm,
+// OpenMP at one thread) and Eigen (compiled for the build machine's ISA: no
+// run-time dispatch, listed for reference). Each candidate's result is compared
+// with OpenBLAS's (max relative difference) so that a wrong call cannot look
+// fast.
 //
 // Not part of the test suite: timings belong in benchmarks, not tests.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Kernels.h"
-#include "tools/bench/PackedGemm.h"
+#include "runtime/cpu/PackedSgemm.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -89,11 +92,12 @@ void openblasTile(bool transA, bool transB, int m, int n, int k,
               ldb, 0.0f, c, ldc);
 }
 
-/// remat's own packed kernel (tools/bench/PackedGemm.cpp).
-void rematTile(bool transA, bool transB, int m, int n, int k, const float *a,
-               int lda, const float *b, int ldb, float *c, int ldc) {
-  remat::bench::packedSgemm(transA, transB, m, n, k, 1.0f, a, lda, b,
-                                   ldb, 0.0f, c, ldc);
+/// remat's AVX-512 kernel, the runtime's (runtime/cpu/PackedSgemm.cpp).
+void rematAvx512Tile(bool transA, bool transB, int m, int n, int k,
+                     const float *a, int lda, const float *b, int ldb, float *c,
+                     int ldc) {
+  remat::runtime::cpu::packedSgemm512(transA, transB, m, n, k, 1.0f, a, lda, b,
+                                      ldb, 0.0f, c, ldc);
 }
 
 #ifdef REMAT_BENCH_BLIS
@@ -187,17 +191,24 @@ double seconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-/// Checks remat::bench::packedSgemm against a double-precision loop on
-/// random shapes that cross its panel and block edges. \returns false, after
-/// printing the case, on a mismatch.
-bool checkPackedSgemm() {
+/// A single-threaded sgemm with alpha and beta, as cblas_sgemm takes it.
+using FullSgemm = void (*)(bool transA, bool transB, int64_t m, int64_t n,
+                           int64_t k, float alpha, const float *a, int64_t lda,
+                           const float *b, int64_t ldb, float beta, float *c,
+                           int64_t ldc);
+
+/// Checks \p sgemm (remat's kernel named \p name) against a
+/// double-precision loop on random shapes that cross its panel and block
+/// edges. \returns false, after printing the case, on a mismatch.
+bool checkPackedSgemm(const char *name, FullSgemm sgemm) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   auto dim = [&](int64_t hi) {
     return int64_t(std::uniform_int_distribution<int64_t>(1, hi)(rng));
   };
   for (int trial = 0; trial < 60; ++trial) {
-    int64_t m = dim(40), n = dim(70), k = dim(trial % 3 ? 40 : 600);
+    int64_t m = dim(trial % 7 ? 40 : 300), n = dim(trial % 5 ? 70 : 1100);
+    int64_t k = dim(trial % 3 ? 40 : 600);
     bool transA = trial & 1, transB = trial & 2;
     float alpha = trial % 5 ? 1.0f : 0.5f;
     float beta = trial % 4 == 0 ? 0.0f : trial % 4 == 1 ? 1.0f : -2.0f;
@@ -218,18 +229,18 @@ bool checkPackedSgemm() {
         double old = beta == 0.0f ? 0.0 : double(beta) * c[i * ldc + j];
         expected[i * ldc + j] = float(alpha * sum + old);
       }
-    remat::bench::packedSgemm(transA, transB, m, n, k, alpha, a.data(), lda,
-                              b.data(), ldb, beta, c.data(), ldc);
+    sgemm(transA, transB, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta,
+          c.data(), ldc);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         float got = c[i * ldc + j], want = expected[i * ldc + j];
         if (!(std::fabs(got - want) <= 1e-5f * float(k) + 1e-5f)) {
           std::fprintf(stderr,
-                       "remat-bench-gemm: remat-packed is wrong at (%ld, %ld) "
+                       "remat-bench-gemm: %s is wrong at (%ld, %ld) "
                        "of m=%ld n=%ld k=%ld transA=%d transB=%d alpha=%g "
                        "beta=%g: %g, expected %g\n",
-                       long(i), long(j), long(m), long(n), long(k), transA,
-                       transB, alpha, beta, got, want);
+                       name, long(i), long(j), long(m), long(n), long(k),
+                       transA, transB, alpha, beta, got, want);
           return false;
         }
       }
@@ -284,10 +295,10 @@ int main(int argc, char **argv) {
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     candidates.push_back({"openblas-Haswell", openblasTile,
                           [=] { setCore("Haswell"); }});
-  if (remat::bench::packedSgemmAvailable()) {
-    if (!checkPackedSgemm())
+  if (remat::runtime::cpu::packedSgemm512Available()) {
+    if (!checkPackedSgemm("remat-avx512", remat::runtime::cpu::packedSgemm512))
       return 1;
-    candidates.push_back({"remat-packed", rematTile, nullptr});
+    candidates.push_back({"remat-avx512", rematAvx512Tile, nullptr});
   }
 #ifdef REMAT_BENCH_BLIS
   candidates.push_back(

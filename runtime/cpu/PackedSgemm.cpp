@@ -1,0 +1,305 @@
+//===- runtime/cpu/PackedSgemm.cpp - remat's AVX-512 f32 GEMM -------------===//
+//
+// Note [Packed AVX-512 sgemm]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The classic packed product (Goto's layout, as BLIS and OpenBLAS build
+// theirs), single-threaded: remat's threads each run whole tiles of a
+// product (Note [OpenBLAS threads] in runtime/cpu/Linalg.cpp).
+//
+// For each block of kNC columns of C and each block of kKC values of k, the
+// columns of op(B) are copied into panels of kNR = 32 columns (kNR values per
+// k, zero past the last column); then for each block of kMC rows, the rows
+// of op(A) into panels of kMR = 8 rows (kMR values per k). A register
+// kernel keeps an 8 x 32 block of C in 16 zmm accumulators: per k, two
+// loads of B and eight broadcasts of A feed 16 FMAs. The loops run the B
+// panels outside the A panels, so a B panel (kKC x 32 floats, 32 KiB) stays
+// in L1 while the A block (kMC x kKC, 256 KiB) streams from L2.
+//
+// Bits: element (i, j) of C is, for each K block in order, one FMA chain
+// from 0 over the block's k in order, then C = alpha * sum + beta * C (the
+// first block; beta 0 writes alpha * sum without reading C, as BLAS does)
+// or C = alpha * sum + C (the later ones). A panel or a block of C at an
+// edge runs the same kernel on zero-padded copies. So the bits depend on K
+// alone: not on where the element sits, on the tiling, on the transposes or
+// on the leading dims, and remat's results stay the same for every thread
+// count.
+//
+// Why not OpenBLAS: on the AVX-512 Xeon this was written on (Sapphire
+// Rapids class, 160-167 GFLOP/s per thread in an FMA loop), OpenBLAS
+// 0.3.21's SkylakeX kernels and this one run bert-base's tiles at about the
+// same rate with their operands in cache (remat-bench-gemm --tile 256x1024:
+// 0.96-1.02x), but in a training step this one took about 10% less time
+// (alternated profiles, docs/benchmarks.md), and it lets remat.PermutedMatMul
+// pass strided operands as they are instead of copying them. Its packing
+// buffers (1.3 MiB per thread, like OpenBLAS's own) are outside the arena.
+//
+// The cache sizes behind the blocks: a B panel in a 48 KiB L1, the A block
+// and a B block (1 MiB) in a 2 MiB L2. kMC x kNC is the runtime's largest
+// tile (runtime/cpu/Linalg.cpp, kMaxTile), so a tile packs its A and B once
+// per K block.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/PackedSgemm.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define REMAT_PACKED_SGEMM512 1
+#endif
+
+namespace remat::runtime::cpu {
+
+#ifdef REMAT_PACKED_SGEMM512
+namespace {
+
+constexpr int64_t kMR = 8;
+constexpr int64_t kNR = 32;
+constexpr int64_t kKC = 256;
+constexpr int64_t kMC = 256;  // a multiple of kMR
+constexpr int64_t kNC = 1024; // a multiple of kNR
+static_assert(kMR % 8 == 0 && kNR % 8 == 0,
+              "packPanel copies and transposes 8 floats at a time");
+
+/// Floats from one packed B panel to the next: one cache line more than the
+/// panel, so that packing, which writes the panels side by side, does not
+/// keep hitting one set of the L1 cache.
+constexpr int64_t bPanelStride(int64_t kc) { return kc * kNR + 16; }
+
+/// One thread's packing buffers, 64-byte aligned, allocated on first use and
+/// kept until the thread exits.
+struct PackBuffers {
+  float *a = nullptr;
+  float *b = nullptr;
+
+  PackBuffers() {
+    a = static_cast<float *>(std::aligned_alloc(64, sizeof(float) * kMC * kKC));
+    b = static_cast<float *>(std::aligned_alloc(
+        64, sizeof(float) * bPanelStride(kKC) * (kNC / kNR)));
+    if (!a || !b)
+      throw std::bad_alloc();
+  }
+  ~PackBuffers() {
+    std::free(b);
+    std::free(a);
+  }
+  PackBuffers(const PackBuffers &) = delete;
+  PackBuffers &operator=(const PackBuffers &) = delete;
+};
+
+#define REMAT_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+/// Transposes the 8 x 8 block at \p in (rows \p ldIn apart) into \p out
+/// (rows \p ldOut apart).
+REMAT_TARGET_AVX512 __attribute__((always_inline)) inline void
+transpose8x8(const float *in, int64_t ldIn, float *out, int64_t ldOut) {
+  __m256 r0 = _mm256_loadu_ps(in), r1 = _mm256_loadu_ps(in + ldIn);
+  __m256 r2 = _mm256_loadu_ps(in + 2 * ldIn);
+  __m256 r3 = _mm256_loadu_ps(in + 3 * ldIn);
+  __m256 r4 = _mm256_loadu_ps(in + 4 * ldIn);
+  __m256 r5 = _mm256_loadu_ps(in + 5 * ldIn);
+  __m256 r6 = _mm256_loadu_ps(in + 6 * ldIn);
+  __m256 r7 = _mm256_loadu_ps(in + 7 * ldIn);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
+  __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
+  __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
+  __m256 u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
+  __m256 u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_store_ps(out, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_store_ps(out + ldOut, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_store_ps(out + 2 * ldOut, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_store_ps(out + 3 * ldOut, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_store_ps(out + 4 * ldOut, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_store_ps(out + 5 * ldOut, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_store_ps(out + 6 * ldOut, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_store_ps(out + 7 * ldOut, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/// A matrix view: element (r, c) at data[r * rs + c * cs], one of rs and cs
+/// being 1.
+struct View {
+  const float *data;
+  int64_t rs, cs;
+  float at(int64_t r, int64_t c) const { return data[r * rs + c * cs]; }
+};
+
+/// Copies rows [0, rows) (rows <= width) and k [0, kc) of \p src into one
+/// panel: element (i, p) at out[p * width + i], rows past \p rows zero.
+/// width is kMR for A panels (src = op(A)) and kNR for B panels (src =
+/// op(B)^T), so one routine packs both sides.
+REMAT_TARGET_AVX512 void packPanel(View src, int64_t rows, int64_t kc,
+                                   int64_t width, float *out) {
+  int64_t p = 0;
+  if (src.rs == 1 && rows == width) {
+    // Unit stride along the panel's width: straight copies of width floats.
+    for (; p < kc; ++p) {
+      const float *in = src.data + p * src.cs;
+      for (int64_t i = 0; i < width; i += 8)
+        _mm256_store_ps(out + p * width + i, _mm256_loadu_ps(in + i));
+    }
+    return;
+  }
+  if (src.cs == 1 && rows == width) {
+    // Unit stride along k: 8 x 8 transposes.
+    for (; p + 8 <= kc; p += 8)
+      for (int64_t i = 0; i < width; i += 8)
+        transpose8x8(src.data + i * src.rs + p, src.rs, out + p * width + i,
+                     width);
+  }
+  for (; p < kc; ++p)
+    for (int64_t i = 0; i < width; ++i)
+      out[p * width + i] = i < rows ? src.at(i, p) : 0.0f;
+}
+
+/// c (8 x 32, leading dim ldc) = alpha * sum_p A[p] B[p] + (overwrite ? 0 :
+/// beta * c), with A and B packed panels of depth kc.
+REMAT_TARGET_AVX512 void kernel8x32(int64_t kc, const float *ap,
+                                    const float *bp, float *c, int64_t ldc,
+                                    float alpha, float beta, bool overwrite) {
+  __m512 acc[kMR][2];
+#pragma GCC unroll 8
+  for (int64_t i = 0; i < kMR; ++i) {
+    acc[i][0] = _mm512_setzero_ps();
+    acc[i][1] = _mm512_setzero_ps();
+    _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc + 16), _MM_HINT_T0);
+  }
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; ++p) {
+    __m512 b0 = _mm512_load_ps(bp);
+    __m512 b1 = _mm512_load_ps(bp + 16);
+#pragma GCC unroll 8
+    for (int64_t i = 0; i < kMR; ++i) {
+      __m512 a = _mm512_set1_ps(ap[i]);
+      acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
+    }
+    ap += kMR;
+    bp += kNR;
+  }
+  __m512 vAlpha = _mm512_set1_ps(alpha);
+  __m512 vBeta = _mm512_set1_ps(beta);
+#pragma GCC unroll 8
+  for (int64_t i = 0; i < kMR; ++i) {
+    float *row = c + i * ldc;
+    if (overwrite) {
+      _mm512_storeu_ps(row, _mm512_mul_ps(vAlpha, acc[i][0]));
+      _mm512_storeu_ps(row + 16, _mm512_mul_ps(vAlpha, acc[i][1]));
+      continue;
+    }
+    __m512 old0 = _mm512_mul_ps(vBeta, _mm512_loadu_ps(row));
+    __m512 old1 = _mm512_mul_ps(vBeta, _mm512_loadu_ps(row + 16));
+    _mm512_storeu_ps(row, _mm512_fmadd_ps(vAlpha, acc[i][0], old0));
+    _mm512_storeu_ps(row + 16, _mm512_fmadd_ps(vAlpha, acc[i][1], old1));
+  }
+}
+
+/// Runs the kernel over an mc x nc block of C with its A and B packed. A
+/// block of C at an edge runs on an 8 x 32 copy, so that every element gets
+/// the same operations wherever it sits.
+REMAT_TARGET_AVX512 void multiplyBlock(int64_t mc, int64_t nc, int64_t kc,
+                                       const float *ap, const float *bp,
+                                       float *c, int64_t ldc, float alpha,
+                                       float beta, bool overwrite) {
+  for (int64_t c0 = 0; c0 < nc; c0 += kNR) {
+    int64_t cols = std::min(kNR, nc - c0);
+    const float *bPanel = bp + (c0 / kNR) * bPanelStride(kc);
+    for (int64_t r0 = 0; r0 < mc; r0 += kMR) {
+      int64_t rows = std::min(kMR, mc - r0);
+      const float *aPanel = ap + r0 * kc;
+      float *cBlock = c + r0 * ldc + c0;
+      if (rows == kMR && cols == kNR) {
+        kernel8x32(kc, aPanel, bPanel, cBlock, ldc, alpha, beta, overwrite);
+        continue;
+      }
+      alignas(64) float edge[kMR * kNR] = {};
+      if (!overwrite)
+        for (int64_t i = 0; i < rows; ++i)
+          std::memcpy(edge + i * kNR, cBlock + i * ldc, sizeof(float) * cols);
+      kernel8x32(kc, aPanel, bPanel, edge, kNR, alpha, beta, overwrite);
+      for (int64_t i = 0; i < rows; ++i)
+        std::memcpy(cBlock + i * ldc, edge + i * kNR, sizeof(float) * cols);
+    }
+  }
+}
+
+} // namespace
+
+bool packedSgemm512Available() {
+  static const bool available = [] {
+    const char *choice = std::getenv("REMAT_GEMM");
+    if (choice && std::strcmp(choice, "openblas") == 0)
+      return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return available;
+}
+
+void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, const float *b,
+                    int64_t ldb, float beta, float *c, int64_t ldc) {
+  assert(packedSgemm512Available() && "packedSgemm512 needs AVX-512F");
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float &value = c[i * ldc + j];
+        value = beta == 0.0f ? 0.0f : beta * value;
+      }
+    return;
+  }
+  static thread_local PackBuffers buffers;
+  // op(A)(i, p) and op(B)^T(j, p) as views.
+  View opA = transA ? View{a, 1, lda} : View{a, lda, 1};
+  View opBT = transB ? View{b, ldb, 1} : View{b, 1, ldb};
+  for (int64_t j0 = 0; j0 < n; j0 += kNC) {
+    int64_t nc = std::min(kNC, n - j0);
+    for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+      int64_t kc = std::min(kKC, k - p0);
+      bool first = p0 == 0;
+      bool overwrite = first && beta == 0.0f;
+      float blockBeta = first ? beta : 1.0f;
+      for (int64_t c0 = 0; c0 < nc; c0 += kNR)
+        packPanel(View{opBT.data + (j0 + c0) * opBT.rs + p0 * opBT.cs, opBT.rs,
+                       opBT.cs},
+                  std::min(kNR, nc - c0), kc, kNR,
+                  buffers.b + (c0 / kNR) * bPanelStride(kc));
+      for (int64_t i0 = 0; i0 < m; i0 += kMC) {
+        int64_t mc = std::min(kMC, m - i0);
+        for (int64_t r0 = 0; r0 < mc; r0 += kMR)
+          packPanel(
+              View{opA.data + (i0 + r0) * opA.rs + p0 * opA.cs, opA.rs, opA.cs},
+              std::min(kMR, mc - r0), kc, kMR, buffers.a + r0 * kc);
+        multiplyBlock(mc, nc, kc, buffers.a, buffers.b, c + i0 * ldc + j0, ldc,
+                      alpha, blockBeta, overwrite);
+      }
+    }
+  }
+}
+
+#else // !REMAT_PACKED_SGEMM512
+
+bool packedSgemm512Available() { return false; }
+
+void packedSgemm512(bool, bool, int64_t, int64_t, int64_t, float, const float *,
+                    int64_t, const float *, int64_t, float, float *, int64_t) {
+  assert(false && "packedSgemm512 needs x86-64 with AVX-512F");
+}
+
+#endif // REMAT_PACKED_SGEMM512
+
+} // namespace remat::runtime::cpu
