@@ -32,6 +32,9 @@
 
 #include <cblas.h>
 #include <dlfcn.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #ifdef REMAT_BENCH_BLIS
 #include <blis.h>
@@ -191,6 +194,39 @@ double seconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
+#if defined(__x86_64__)
+/// The f32 FMA rate of one thread, GFLOP/s of its CPU time: 16 independent
+/// chains of 16-lane FMAs (enough to cover the latency of two FMA ports),
+/// best of 3 runs. The ceiling any GEMM here can reach.
+__attribute__((target("avx512f"))) double fmaPeakGflops() {
+  double best = 0;
+  for (int run = 0; run < 3; ++run) {
+    __m512 acc[16];
+    for (int j = 0; j < 16; ++j)
+      acc[j] = _mm512_set1_ps(0.001f * float(j));
+    __m512 a = _mm512_set1_ps(0.9999f), b = _mm512_set1_ps(1e-6f);
+    const int64_t iterations = 50 * 1000 * 1000;
+    double start = seconds();
+    for (int64_t i = 0; i < iterations; ++i)
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j)
+        acc[j] = _mm512_fmadd_ps(acc[j], a, b);
+    double elapsed = seconds() - start;
+    // Keep the chains alive.
+    alignas(64) float lanes[16];
+    float sink = 0;
+    for (int j = 0; j < 16; ++j) {
+      _mm512_store_ps(lanes, acc[j]);
+      sink += lanes[j];
+    }
+    if (sink == 42.0f)
+      std::printf(" ");
+    best = std::max(best, double(iterations) * 16 * 16 * 2 / elapsed * 1e-9);
+  }
+  return best;
+}
+#endif
+
 /// A single-threaded sgemm with alpha and beta, as cblas_sgemm takes it.
 using FullSgemm = void (*)(bool transA, bool transB, int64_t m, int64_t n,
                            int64_t k, float alpha, const float *a, int64_t lda,
@@ -345,6 +381,11 @@ int main(int argc, char **argv) {
   for (float &v : b)
     v = dist(rng);
 
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f"))
+    std::printf("# AVX-512 FMA loop: %.1f GFLOP/s per thread (the ceiling)\n",
+                fmaPeakGflops());
+#endif
   std::printf("# openblas %s picks core %s; remat picks %s; blas threads 1; "
               "tiles %ldx%ld\n",
               openblas_get_config(), defaultCore.c_str(), pickedCore.c_str(),
