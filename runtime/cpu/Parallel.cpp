@@ -9,6 +9,13 @@ namespace remat::runtime::cpu {
 ParallelFor::~ParallelFor() = default;
 
 namespace {
+/// Tells the core that this thread is spinning (x86's pause).
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 /// True on pool workers and on a thread inside run(): a nested run() then
 /// executes inline.
 thread_local bool insideParallelRegion = false;
@@ -47,6 +54,19 @@ ThreadPoolParallelFor::~ThreadPoolParallelFor() {
     worker.join();
 }
 
+/// Polls \p waiting (a cheap read, no lock) until it is false or kSpin has
+/// passed; the caller then waits on its condition variable as before, so
+/// spinning only saves the wake-up, it never decides anything.
+template <typename Pred> void ThreadPoolParallelFor::spinWhile(Pred &&waiting) {
+  auto deadline = std::chrono::steady_clock::now() + kSpin;
+  while (waiting()) {
+    for (int i = 0; i < 16; ++i)
+      cpuRelax();
+    if (std::chrono::steady_clock::now() > deadline)
+      return;
+  }
+}
+
 void ThreadPoolParallelFor::runChunks(Job &job) {
   while (true) {
     int64_t chunk = job.nextChunk.fetch_add(1, std::memory_order_relaxed);
@@ -61,6 +81,9 @@ void ThreadPoolParallelFor::workerLoop() {
   insideParallelRegion = true;
   uint64_t seenGeneration = 0;
   while (true) {
+    spinWhile([&] {
+      return generation_.load(std::memory_order_acquire) == seenGeneration;
+    });
     Job *job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -110,6 +133,8 @@ void ThreadPoolParallelFor::run(
   runChunks(job);
   insideParallelRegion = false;
   // Every chunk is claimed; wait for the workers still running theirs.
+  spinWhile(
+      [&] { return activeWorkers_.load(std::memory_order_acquire) != 0; });
   std::unique_lock<std::mutex> lock(mutex_);
   jobDone_.wait(lock, [&] { return activeWorkers_ == 0; });
   job_ = nullptr;

@@ -12,6 +12,7 @@
 #include "runtime/cpu/Kernels.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -48,6 +49,12 @@ private:
   /// Chunks per thread: enough that a late or slow thread leaves little to
   /// wait for, few enough that a chunk stays worth its claim.
   static constexpr int64_t kChunksPerThread = 4;
+  /// How long a worker waiting for the next job, and a caller waiting for
+  /// the workers' last chunks, poll before they sleep on a condition
+  /// variable: waking a sleeping thread costs tens of microseconds on a VM
+  /// (remat-bench-parallel, docs/benchmarks.md), and a training step's
+  /// kernels follow each other closer than that.
+  static constexpr std::chrono::microseconds kSpin{100};
 
   /// One run(): its body and the counter its chunks are claimed from. Lives
   /// on the stack of run(), which returns only when no worker uses it.
@@ -58,6 +65,7 @@ private:
   };
 
   void workerLoop();
+  template <typename Pred> static void spinWhile(Pred &&waiting);
   /// Claims and runs chunks of \p job until none is left.
   static void runChunks(Job &job);
 
@@ -74,9 +82,12 @@ private:
   /// Null once the job's caller has seen all its chunks done.
   Job *job_ = nullptr;
   /// Incremented for every job so that workers tell a new job from the last.
-  uint64_t generation_ = 0;
-  /// Workers that took job_ and may still run its chunks.
-  unsigned activeWorkers_ = 0;
+  /// Written under mutex_; atomic so that a spinning worker may read it
+  /// without.
+  std::atomic<uint64_t> generation_{0};
+  /// Workers that took job_ and may still run its chunks. Written under
+  /// mutex_; atomic so that a spinning caller may read it without.
+  std::atomic<unsigned> activeWorkers_{0};
   bool stopping_ = false;
 };
 
