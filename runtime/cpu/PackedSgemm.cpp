@@ -163,6 +163,30 @@ REMAT_TARGET_AVX512 void packPanel(View src, int64_t rows, int64_t kc,
       out[p * width + i] = i < rows ? src.at(i, p) : 0.0f;
 }
 
+/// Packs rows [0, count) and k [0, kc) of \p src into panels of \p width
+/// rows (packPanel), panel q at out + q * panelStride. When the rows are
+/// the unit-stride dim (op(B) as stored, op(A) stored transposed), source
+/// line p is read once from end to end for all the panels, instead of a
+/// panel's width of it per panel: a stream the hardware prefetches, where
+/// the operand comes from memory.
+REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
+                                   int64_t width, float *out,
+                                   int64_t panelStride) {
+  int64_t full = src.rs == 1 ? count / width * width : 0;
+  for (int64_t p = 0; full > 0 && p < kc; ++p) {
+    const float *in = src.data + p * src.cs;
+    for (int64_t r0 = 0; r0 < full; r0 += width) {
+      float *panel = out + (r0 / width) * panelStride + p * width;
+      for (int64_t i = 0; i < width; i += 8)
+        _mm256_store_ps(panel + i, _mm256_loadu_ps(in + r0 + i));
+    }
+  }
+  for (int64_t r0 = full; r0 < count; r0 += width)
+    packPanel(View{src.data + r0 * src.rs, src.rs, src.cs},
+              std::min(width, count - r0), kc, width,
+              out + (r0 / width) * panelStride);
+}
+
 /// c (8 x 32, leading dim ldc) = alpha * sum_p A[p] B[p] + (overwrite ? 0 :
 /// beta * c), with A and B packed panels of depth kc.
 REMAT_TARGET_AVX512 void kernel8x32(int64_t kc, const float *ap,
@@ -273,17 +297,12 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       bool first = p0 == 0;
       bool overwrite = first && beta == 0.0f;
       float blockBeta = first ? beta : 1.0f;
-      for (int64_t c0 = 0; c0 < nc; c0 += kNR)
-        packPanel(View{opBT.data + (j0 + c0) * opBT.rs + p0 * opBT.cs, opBT.rs,
-                       opBT.cs},
-                  std::min(kNR, nc - c0), kc, kNR,
-                  buffers.b + (c0 / kNR) * bPanelStride(kc));
+      packBlock(View{opBT.data + j0 * opBT.rs + p0 * opBT.cs, opBT.rs, opBT.cs},
+                nc, kc, kNR, buffers.b, bPanelStride(kc));
       for (int64_t i0 = 0; i0 < m; i0 += kMC) {
         int64_t mc = std::min(kMC, m - i0);
-        for (int64_t r0 = 0; r0 < mc; r0 += kMR)
-          packPanel(
-              View{opA.data + (i0 + r0) * opA.rs + p0 * opA.cs, opA.rs, opA.cs},
-              std::min(kMR, mc - r0), kc, kMR, buffers.a + r0 * kc);
+        packBlock(View{opA.data + i0 * opA.rs + p0 * opA.cs, opA.rs, opA.cs},
+                  mc, kc, kMR, buffers.a, kMR * kc);
         multiplyBlock(mc, nc, kc, buffers.a, buffers.b, c + i0 * ldc + j0, ldc,
                       alpha, blockBeta, overwrite);
       }
