@@ -18,8 +18,9 @@
 //
 // On a CPU with AVX-512F, f32 tiles run remat's own kernel instead
 // (packedSgemm512, Note [Packed AVX-512 sgemm] in runtime/cpu/PackedSgemm.cpp),
-// on the same tiles: it was faster in the step than OpenBLAS's SkylakeX
-// kernels (docs/benchmarks.md), and an element's bits depend on K alone.
+// on tiles of up to 512 x 1024 (kMaxPackedTile): it was faster in the step
+// than OpenBLAS's SkylakeX kernels (docs/benchmarks.md), and an element's
+// bits depend on K alone, so any tiling gives the same results.
 // REMAT_GEMM=openblas in the environment keeps OpenBLAS (for comparisons;
 // unit.openblas_path runs the kernel tests that way). f64 always runs
 // OpenBLAS.
@@ -167,8 +168,16 @@ struct Tile {
 /// products (`remat-bench-gemm --tile`, one thread). So a tile is at most
 /// this large,
 constexpr Tile kMaxTile = {256, 1024};
-/// and is split further (its longer side first, into equal parts) until a
-/// MatMul or Gemm has this many tasks for the threads, unless a side would
+/// remat's AVX-512 kernel (f32 on CPUs with AVX-512F) gives the same bits
+/// whatever the tiling, so its tiles may take all the rows of a 512-row
+/// product: each B block is then packed once, not once per 256 rows (B is
+/// mostly a weight, read from memory). In the step, alternated with 256-row
+/// tiles six rounds at 2 threads, the Gemm nodes' fastest round went from
+/// 1645 to 1542 ms at batch 4 seq 128 and from 1596 to 1435 ms at batch 1
+/// seq 512 (the rounds spread 15-25%).
+constexpr Tile kMaxPackedTile = {512, 1024};
+/// Either tile is split further (its longer side first, into equal parts) until
+/// a MatMul or Gemm has this many tasks for the threads, unless a side would
 /// fall under kMinTileSide. The tiling must not follow the thread count
 /// (Note [OpenBLAS threads]), so this is a fixed trade: on more than four
 /// threads a 512 x 768 product leaves some idle.
@@ -237,9 +246,13 @@ struct ProductPlan {
   }
 };
 
-/// Cuts \p plan's products into tiles (kMaxTile, kMinTasks). Only the
-/// shapes choose, never the thread count: results must not depend on it.
-void finishPlan(ProductPlan &plan) {
+/// Cuts \p plan's products of \p dtype into tiles (kMaxTile or
+/// kMaxPackedTile, kMinTasks). Only the shapes and the kernel choose, never
+/// the thread count: results must not depend on it.
+void finishPlan(ProductPlan &plan, DType dtype) {
+  const Tile maxTile = dtype == DType::F32 && packedSgemm512Available()
+                           ? kMaxPackedTile
+                           : kMaxTile;
   auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   auto side = [&](int64_t extent, int64_t tiles) {
     int64_t even = ceilDiv(std::max<int64_t>(extent, 1), tiles);
@@ -247,8 +260,8 @@ void finishPlan(ProductPlan &plan) {
                     ceilDiv(even, kTileAlign) * kTileAlign);
   };
   int64_t products = std::max<int64_t>(1, plan.aOffsets.size());
-  int64_t rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), kMaxTile.rows);
-  int64_t colTiles = ceilDiv(std::max<int64_t>(plan.n, 1), kMaxTile.cols);
+  int64_t rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), maxTile.rows);
+  int64_t colTiles = ceilDiv(std::max<int64_t>(plan.n, 1), maxTile.cols);
   while (products * rowTiles * colTiles < kMinTasks) {
     int64_t rows = side(plan.m, rowTiles), cols = side(plan.n, colTiles);
     if (cols >= rows && cols >= 2 * kMinTileSide)
@@ -547,7 +560,7 @@ Expected<Kernel> selectMatMul(const ir::Node &node) {
       }
     }
   }
-  finishPlan(plan);
+  finishPlan(plan, dtype);
 
   if (!isF32OrF64(dtype)) {
     auto shared = std::make_shared<const ProductPlan>(std::move(plan));
@@ -649,7 +662,7 @@ Expected<Kernel> selectPermutedMatMul(const ir::Node &node) {
       index[d - 1] = 0;
     }
   }
-  finishPlan(plan);
+  finishPlan(plan, dtype);
   if (auto err = checkBlasDims(
           node, {plan.m, plan.n, plan.k, plan.lda, plan.ldb, plan.ldc}))
     return std::move(err);
@@ -687,7 +700,7 @@ Expected<Kernel> selectGemm(const ir::Node &node) {
   plan.aOffsets = {0};
   plan.bOffsets = {0};
   plan.cOffsets = {0};
-  finishPlan(plan);
+  finishPlan(plan, dtype);
 
   // Y starts as beta * C broadcast to [M, N] (ONNX computes beta * C even
   // when beta is 0, so inf/NaN in C propagate), and the product adds to it.
