@@ -230,12 +230,14 @@ struct ProductPlan {
   /// Leading dims of the stored A, B and C.
   int64_t lda = 0, ldb = 0, ldc = 0;
   std::vector<int64_t> aOffsets, bOffsets, cOffsets;
-  /// remat.PermutedMatMul: op(A) (op(B)) stored column-major with leading
-  /// dim lda (ldb) is gathered per tile into row-major scratch, and with
-  /// scatterC (C's rows are its unit-stride dim: ldc is 1) a tile of C is
-  /// computed in scratch and scattered with column stride cColStride. BLAS's
-  /// transposed kernels round differently from its plain ones, so the GEMM
-  /// always gets the layout a MatMul over copied operands gets, and its bits.
+  /// remat.PermutedMatMul: op(A) (op(B)) is stored column-major with
+  /// leading dim lda (ldb), and with scatterC C's rows are its unit-stride
+  /// dim (ldc is 1, column stride cColStride). For OpenBLAS, whose
+  /// transposed kernels round differently from its plain ones, such an
+  /// operand is gathered per tile into row-major scratch and such a C
+  /// computed in scratch and scattered, so the GEMM gets the layout a MatMul
+  /// over copied operands gets, and its bits; remat's AVX-512 kernel takes
+  /// them as they are (runProducts).
   bool gatherA = false, gatherB = false, scatterC = false;
   int64_t cColStride = 1;
   Tile tile = kMaxTile;

@@ -34,9 +34,12 @@
 // buffers (1.3 MiB per thread, like OpenBLAS's own) are outside the arena.
 //
 // The cache sizes behind the blocks: a B panel in a 48 KiB L1, the A block
-// and a B block (1 MiB) in a 2 MiB L2. kMC x kNC is the runtime's largest
-// tile (runtime/cpu/Linalg.cpp, kMaxTile), so a tile packs its A and B once
-// per K block.
+// and a B block (1 MiB) in a 2 MiB L2. The runtime's largest tile for this
+// kernel is 512 x 1024 (runtime/cpu/Linalg.cpp, kMaxPackedTile): a tile
+// packs its B once per K block and its A in two blocks of kMC rows.
+//
+// alpha 0 (or k 0) computes C = beta * C without reading A and B, as BLAS
+// does, so an Inf or NaN in them does not reach C.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +49,7 @@
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -74,22 +78,23 @@ constexpr int64_t bPanelStride(int64_t kc) { return kc * kNR + 16; }
 /// One thread's packing buffers, 64-byte aligned, allocated on first use and
 /// kept until the thread exits.
 struct PackBuffers {
-  float *a = nullptr;
-  float *b = nullptr;
+  struct Free {
+    void operator()(float *p) const { std::free(p); }
+  };
+  using Buffer = std::unique_ptr<float[], Free>;
 
-  PackBuffers() {
-    a = static_cast<float *>(std::aligned_alloc(64, sizeof(float) * kMC * kKC));
-    b = static_cast<float *>(std::aligned_alloc(
-        64, sizeof(float) * bPanelStride(kKC) * (kNC / kNR)));
-    if (!a || !b)
+  static Buffer allocate(int64_t floats) {
+    Buffer buffer(static_cast<float *>(
+        std::aligned_alloc(64, sizeof(float) * size_t(floats))));
+    if (!buffer)
       throw std::bad_alloc();
+    return buffer;
   }
-  ~PackBuffers() {
-    std::free(b);
-    std::free(a);
-  }
-  PackBuffers(const PackBuffers &) = delete;
-  PackBuffers &operator=(const PackBuffers &) = delete;
+
+  Buffer aBuffer = allocate(kMC * kKC);
+  Buffer bBuffer = allocate(bPanelStride(kKC) * (kNC / kNR));
+  float *a = aBuffer.get();
+  float *b = bBuffer.get();
 };
 
 #define REMAT_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
@@ -141,16 +146,8 @@ struct View {
 /// op(B)^T), so one routine packs both sides.
 REMAT_TARGET_AVX512 void packPanel(View src, int64_t rows, int64_t kc,
                                    int64_t width, float *out) {
+  // (Whole panels with unit stride along the width are packBlock's.)
   int64_t p = 0;
-  if (src.rs == 1 && rows == width) {
-    // Unit stride along the panel's width: straight copies of width floats.
-    for (; p < kc; ++p) {
-      const float *in = src.data + p * src.cs;
-      for (int64_t i = 0; i < width; i += 8)
-        _mm256_store_ps(out + p * width + i, _mm256_loadu_ps(in + i));
-    }
-    return;
-  }
   if (src.cs == 1 && rows == width) {
     // Unit stride along k: 8 x 8 transposes.
     for (; p + 8 <= kc; p += 8)
@@ -278,7 +275,7 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   assert(packedSgemm512Available() && "packedSgemm512 needs AVX-512F");
   if (m <= 0 || n <= 0)
     return;
-  if (k <= 0) {
+  if (k <= 0 || alpha == 0.0f) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         float &value = c[i * ldc + j];

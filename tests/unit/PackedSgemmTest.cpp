@@ -53,12 +53,52 @@ Matrix randomMatrix(int64_t rows, int64_t cols, std::mt19937 &rng,
 
 bool sameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-/// C = A B with neither operand transposed, C's leading dim n + cPad.
-Matrix multiply(const Matrix &a, const Matrix &b, int64_t cPad = 0) {
-  Matrix c(a.rows, b.cols, cPad);
-  packedSgemm512(false, false, a.rows, b.cols, a.cols, 1.0f, a.data.data(),
-                 a.ld, b.data.data(), b.ld, 0.0f, c.data.data(), c.ld);
-  return c;
+/// Checks packedSgemm512 on one case against a double-precision loop, and
+/// that C's padding between rows is left alone.
+void checkAgainstDouble(int64_t m, int64_t n, int64_t k, bool transA,
+                        bool transB, float alpha, float beta,
+                        std::mt19937 &rng) {
+  CAPTURE(m);
+  CAPTURE(n);
+  CAPTURE(k);
+  CAPTURE(transA);
+  CAPTURE(transB);
+  CAPTURE(alpha);
+  CAPTURE(beta);
+  auto pad = [&] { return std::uniform_int_distribution<int64_t>(0, 2)(rng); };
+  Matrix a = randomMatrix(transA ? k : m, transA ? m : k, rng, pad());
+  Matrix b = randomMatrix(transB ? n : k, transB ? k : n, rng, pad());
+  Matrix c = randomMatrix(m, n, rng, 1 + pad());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = n; j < c.ld; ++j)
+      c.at(i, j) = 42.0f; // padding: must stay
+  if (beta == 0.0f)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c.at(i, j) = NAN; // beta 0 must not read C
+  Matrix expected = c;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += double(transA ? a.at(p, i) : a.at(i, p)) *
+               double(transB ? b.at(j, p) : b.at(p, j));
+      double old = beta == 0.0f ? 0.0 : double(beta) * c.at(i, j);
+      expected.at(i, j) = float(alpha * sum + old);
+    }
+  packedSgemm512(transA, transB, m, n, k, alpha, a.data.data(), a.ld,
+                 b.data.data(), b.ld, beta, c.data.data(), c.ld);
+  int wrong = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < c.ld; ++j) {
+      float got = c.at(i, j), want = expected.at(i, j);
+      bool ok = j < n ? std::fabs(got - want) <= 1e-5f * float(k) + 1e-5f
+                      : got == 42.0f;
+      if (!ok && ++wrong <= 3)
+        FAIL_CHECK("(" << i << ", " << j << "): " << got << ", expected "
+                       << want);
+    }
+  CHECK(wrong == 0);
 }
 
 } // namespace
@@ -72,49 +112,52 @@ TEST_CASE("packedSgemm512 matches a double-precision product") {
   auto dim = [&](int64_t hi) {
     return std::uniform_int_distribution<int64_t>(1, hi)(rng);
   };
-  // Shapes cross the 8-row and 32-column panels, the 256-deep K blocks and
-  // the 256-row and 1024-column blocks.
-  for (int trial = 0; trial < 48; ++trial) {
-    int64_t m = dim(trial % 6 ? 40 : 300), n = dim(trial % 5 ? 70 : 1100);
-    int64_t k = dim(trial % 3 ? 40 : 600);
-    bool transA = trial & 1, transB = trial & 2;
+  // Small random shapes cross the 8-row and 32-column panels and the
+  // 256-deep K blocks,
+  for (int trial = 0; trial < 40; ++trial) {
+    int64_t m = dim(40), n = dim(70), k = dim(trial % 3 ? 40 : 600);
     float alpha = trial % 5 ? 1.0f : 0.5f;
     float beta = trial % 4 == 0 ? 0.0f : trial % 4 == 1 ? 1.0f : -2.0f;
-    CAPTURE(m);
-    CAPTURE(n);
-    CAPTURE(k);
-    CAPTURE(transA);
-    CAPTURE(transB);
-    CAPTURE(alpha);
-    CAPTURE(beta);
-    Matrix a = randomMatrix(transA ? k : m, transA ? m : k, rng, dim(3) - 1);
-    Matrix b = randomMatrix(transB ? n : k, transB ? k : n, rng, dim(3) - 1);
-    Matrix c = randomMatrix(m, n, rng, dim(3) - 1);
-    if (beta == 0.0f)
-      for (float &x : c.data)
-        x = NAN; // beta 0 must not read C
-    Matrix expected = c;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double sum = 0;
-        for (int64_t p = 0; p < k; ++p)
-          sum += double(transA ? a.at(p, i) : a.at(i, p)) *
-                 double(transB ? b.at(j, p) : b.at(p, j));
-        double old = beta == 0.0f ? 0.0 : double(beta) * c.at(i, j);
-        expected.at(i, j) = float(alpha * sum + old);
-      }
-    packedSgemm512(transA, transB, m, n, k, alpha, a.data.data(), a.ld,
-                   b.data.data(), b.ld, beta, c.data.data(), c.ld);
-    int wrong = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        if (!(std::fabs(c.at(i, j) - expected.at(i, j)) <=
-              1e-5f * float(k) + 1e-5f) &&
-            ++wrong <= 3)
-          FAIL_CHECK("(" << i << ", " << j << "): " << c.at(i, j)
-                         << ", expected " << expected.at(i, j));
-    CHECK(wrong == 0);
+    checkAgainstDouble(m, n, k, trial & 1, trial & 2, alpha, beta, rng);
   }
+  // and these the 256-row and 1024-column blocks, with every transpose.
+  for (int trans = 0; trans < 4; ++trans) {
+    checkAgainstDouble(300, 1056, 300, trans & 1, trans & 2, 1.0f, -2.0f, rng);
+    checkAgainstDouble(257, 40, 600, trans & 1, trans & 2, 0.5f, 0.0f, rng);
+  }
+}
+
+TEST_CASE("packedSgemm512 with k, alpha, m or n zero") {
+  if (!packedSgemm512Available()) {
+    MESSAGE("skipped: this CPU has no AVX-512F (or REMAT_GEMM=openblas)");
+    return;
+  }
+  std::mt19937 rng(3);
+  Matrix a = randomMatrix(5, 7, rng), b = randomMatrix(7, 9, rng);
+  a.at(1, 2) = INFINITY;
+  b.at(3, 4) = NAN;
+  Matrix c(5, 9);
+  // k 0, beta 0: zeros, C not read.
+  for (float &x : c.data)
+    x = NAN;
+  packedSgemm512(false, false, 5, 9, 0, 1.0f, a.data.data(), a.ld,
+                 b.data.data(), b.ld, 0.0f, c.data.data(), c.ld);
+  for (float x : c.data)
+    CHECK(sameBits(x, 0.0f));
+  // alpha 0: beta * C, A and B (with Inf and NaN) not read.
+  for (float &x : c.data)
+    x = 3.0f;
+  packedSgemm512(false, false, 5, 9, 7, 0.0f, a.data.data(), a.ld,
+                 b.data.data(), b.ld, -2.0f, c.data.data(), c.ld);
+  for (float x : c.data)
+    CHECK(x == -6.0f);
+  // m or n 0: nothing written.
+  packedSgemm512(false, false, 0, 9, 7, 1.0f, a.data.data(), a.ld,
+                 b.data.data(), b.ld, 0.0f, c.data.data(), c.ld);
+  packedSgemm512(false, false, 5, 0, 7, 1.0f, a.data.data(), a.ld,
+                 b.data.data(), b.ld, 0.0f, c.data.data(), c.ld);
+  for (float x : c.data)
+    CHECK(x == -6.0f);
 }
 
 TEST_CASE("packedSgemm512's bits depend on K alone") {
@@ -123,10 +166,17 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
     return;
   }
   std::mt19937 rng(5);
-  // 77 x 70 crosses the 8 x 32 panels' edges; K = 600 makes three K blocks.
-  const int64_t m = 77, n = 70, k = 600;
+  // 300 x 1100 crosses the 8 x 32 panels' edges and the 256-row and
+  // 1024-column blocks; K = 600 makes three K blocks. C starts random and
+  // beta is -2, so that the first K block's beta * C and the later blocks'
+  // additions to C are part of what must match.
+  const int64_t m = 300, n = 1100, k = 600;
+  const float beta = -2.0f;
   Matrix a = randomMatrix(m, k, rng), b = randomMatrix(k, n, rng);
-  Matrix c = multiply(a, b);
+  const Matrix c0 = randomMatrix(m, n, rng);
+  Matrix c = c0;
+  packedSgemm512(false, false, m, n, k, 1.0f, a.data.data(), a.ld,
+                 b.data.data(), b.ld, beta, c.data.data(), c.ld);
   auto checkSame = [&](const Matrix &other, bool transposed) {
     int wrong = 0;
     for (int64_t i = 0; i < m; ++i)
@@ -147,8 +197,11 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
       CAPTURE(transB);
       const Matrix &opA = transA ? aT : a, &opB = transB ? bT : b;
       Matrix other(m, n, 7);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          other.at(i, j) = c0.at(i, j);
       packedSgemm512(transA, transB, m, n, k, 1.0f, opA.data.data(), opA.ld,
-                     opB.data.data(), opB.ld, 0.0f, other.data.data(),
+                     opB.data.data(), opB.ld, beta, other.data.data(),
                      other.ld);
       checkSame(other, false);
     }
@@ -156,34 +209,32 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
 
   SUBCASE("the transposed product, C^T = B^T A^T") {
     Matrix aT = a.transposed(), bT = b.transposed();
-    checkSame(multiply(bT, aT), true);
+    Matrix cT = c0.transposed();
+    packedSgemm512(false, false, n, m, k, 1.0f, bT.data.data(), bT.ld,
+                   aT.data.data(), aT.ld, beta, cT.data.data(), cT.ld);
+    checkSame(cT, true);
   }
 
   SUBCASE("every block of C computed on its own") {
     // A block's elements sit elsewhere in the kernel's panels (or in an
     // edge copy) than in the whole product.
-    for (int64_t row0 : {0, 5, 40})
-      for (int64_t col0 : {0, 3, 33}) {
+    for (int64_t row0 : {0, 5, 250, 290})
+      for (int64_t col0 : {0, 3, 1010, 1090}) {
         CAPTURE(row0);
         CAPTURE(col0);
         int64_t rows = std::min<int64_t>(m - row0, 13);
         int64_t cols = std::min<int64_t>(n - col0, 37);
         std::vector<float> block(rows * cols);
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j)
+            block[i * cols + j] = c0.at(row0 + i, col0 + j);
         packedSgemm512(false, false, rows, cols, k, 1.0f, &a.at(row0, 0), a.ld,
-                       &b.at(0, col0), b.ld, 0.0f, block.data(), cols);
+                       &b.at(0, col0), b.ld, beta, block.data(), cols);
         int wrong = 0;
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t j = 0; j < cols; ++j)
             wrong += !sameBits(block[i * cols + j], c.at(row0 + i, col0 + j));
         CHECK(wrong == 0);
       }
-  }
-
-  SUBCASE("beta 1 adds the product to C, K block by K block") {
-    // C = 0 + AB with beta 1 takes the same path per element as beta 0.
-    Matrix other(m, n);
-    packedSgemm512(false, false, m, n, k, 1.0f, a.data.data(), a.ld,
-                   b.data.data(), b.ld, 1.0f, other.data.data(), other.ld);
-    checkSame(other, false);
   }
 }
