@@ -366,61 +366,52 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
           b + plan.bOffsets[product] + (plan.transB ? col0 * plan.ldb : col0);
       T *cTile = c + plan.cOffsets[product] + row0 * plan.ldc + col0;
       int64_t lda = plan.lda, ldb = plan.ldb, ldc = plan.ldc;
-      if (packsStrided && (plan.gatherA || plan.gatherB || plan.scatterC)) {
-        // op(A) and op(B) stored column-major are what BLAS's trans flags
-        // describe: element (i, p) of op(A) at (row0 + i) + p * lda.
-        bool transA = plan.transA, transB = plan.transB;
-        if (plan.gatherA) {
-          aTile = a + plan.aOffsets[product] + row0;
-          transA = true;
-        }
-        if (plan.gatherB) {
-          bTile = b + plan.bOffsets[product] + col0 * plan.ldb;
-          transB = true;
-        }
-        if (bias)
-          bias->fill(row0, rows, col0, cols, cTile, plan.ldc);
-        if (!plan.scatterC) {
-          gemm<T>(transA, transB, rows, cols, plan.k, alpha, aTile, lda, bTile,
-                  ldb, beta, cTile, ldc);
-          continue;
-        }
-        // C stored column-major is C^T = op(B)^T op(A)^T row-major, and the
-        // kernel's products commute exactly (fma(a, b, c) = fma(b, a, c)).
-        assert(!bias && beta == T(0) && "a scattered C is written, not read");
-        T *cOut = c + plan.cOffsets[product] + row0 * plan.ldc +
-                  col0 * plan.cColStride;
-        gemm<T>(!transB, !transA, cols, rows, plan.k, alpha, bTile, ldb, aTile,
-                lda, beta, cOut, plan.cColStride);
-        continue;
-      }
+      bool transA = plan.transA, transB = plan.transB;
       if (plan.gatherA) {
-        // Element (i, p) of op(A) is at (row0 + i) + p * lda.
-        const T *source = a + plan.aOffsets[product] + row0;
-        aScratch.resize(rows * plan.k);
-        transposeCopy(source, plan.lda, aScratch.data(), plan.k, rows, plan.k);
-        aTile = aScratch.data();
-        lda = plan.k;
+        // Element (i, p) of op(A) is at (row0 + i) + p * lda: BLAS's
+        // transposed A. For OpenBLAS it is copied to row-major scratch.
+        aTile = a + plan.aOffsets[product] + row0;
+        transA = true;
+        if (!packsStrided) {
+          aScratch.resize(rows * plan.k);
+          transposeCopy(aTile, plan.lda, aScratch.data(), plan.k, rows, plan.k);
+          aTile = aScratch.data();
+          lda = plan.k;
+          transA = false;
+        }
       }
       if (plan.gatherB) {
-        // Element (p, j) of op(B) is at p + (col0 + j) * ldb.
-        const T *source = b + plan.bOffsets[product] + col0 * plan.ldb;
-        bScratch.resize(plan.k * cols);
-        transposeCopy(source, plan.ldb, bScratch.data(), cols, plan.k, cols);
-        bTile = bScratch.data();
-        ldb = cols;
+        // Element (p, j) of op(B) is at p + (col0 + j) * ldb: BLAS's
+        // transposed B, likewise.
+        bTile = b + plan.bOffsets[product] + col0 * plan.ldb;
+        transB = true;
+        if (!packsStrided) {
+          bScratch.resize(plan.k * cols);
+          transposeCopy(bTile, plan.ldb, bScratch.data(), cols, plan.k, cols);
+          bTile = bScratch.data();
+          ldb = cols;
+          transB = false;
+        }
       }
       T *cOut = cTile;
       if (plan.scatterC) {
         assert(!bias && beta == T(0) && "a scattered C is written, not read");
         cOut = c + plan.cOffsets[product] + row0 * plan.ldc +
                col0 * plan.cColStride;
+        if (packsStrided) {
+          // C stored column-major is C^T = op(B)^T op(A)^T row-major, and
+          // the kernel's products commute exactly (fma(a, b, c) =
+          // fma(b, a, c)).
+          gemm<T>(!transB, !transA, cols, rows, plan.k, alpha, bTile, ldb,
+                  aTile, lda, beta, cOut, plan.cColStride);
+          continue;
+        }
         cScratch.resize(rows * cols);
         cTile = cScratch.data();
         ldc = cols;
       }
       if (bias)
-        bias->fill(row0, rows, col0, cols, cTile, plan.ldc);
+        bias->fill(row0, rows, col0, cols, cTile, ldc);
       if (plan.k == 0) {
         // BLAS may leave C untouched for k = 0; the product is 0.
         for (int64_t r = 0; r < rows; ++r)
@@ -429,8 +420,8 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
             value = beta == T(0) ? T(0) : beta * value;
           }
       } else {
-        gemm<T>(plan.transA, plan.transB, rows, cols, plan.k, alpha, aTile, lda,
-                bTile, ldb, beta, cTile, ldc);
+        gemm<T>(transA, transB, rows, cols, plan.k, alpha, aTile, lda, bTile,
+                ldb, beta, cTile, ldc);
       }
       // Element (r, j) goes to r + j * cColStride: a transposing copy.
       if (plan.scatterC)

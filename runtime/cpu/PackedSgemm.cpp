@@ -138,6 +138,10 @@ struct View {
   const float *data;
   int64_t rs, cs;
   float at(int64_t r, int64_t c) const { return data[r * rs + c * cs]; }
+  /// The view whose element (0, 0) is this one's (r, c).
+  View from(int64_t r, int64_t c) const {
+    return {data + r * rs + c * cs, rs, cs};
+  }
 };
 
 /// Copies rows [0, rows) (rows <= width) and k [0, kc) of \p src into one
@@ -179,8 +183,7 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
     }
   }
   for (int64_t r0 = full; r0 < count; r0 += width)
-    packPanel(View{src.data + r0 * src.rs, src.rs, src.cs},
-              std::min(width, count - r0), kc, width,
+    packPanel(src.from(r0, 0), std::min(width, count - r0), kc, width,
               out + (r0 / width) * panelStride);
 }
 
@@ -294,12 +297,10 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       bool first = p0 == 0;
       bool overwrite = first && beta == 0.0f;
       float blockBeta = first ? beta : 1.0f;
-      packBlock(View{opBT.data + j0 * opBT.rs + p0 * opBT.cs, opBT.rs, opBT.cs},
-                nc, kc, kNR, buffers.b, bPanelStride(kc));
+      packBlock(opBT.from(j0, p0), nc, kc, kNR, buffers.b, bPanelStride(kc));
       for (int64_t i0 = 0; i0 < m; i0 += kMC) {
         int64_t mc = std::min(kMC, m - i0);
-        packBlock(View{opA.data + i0 * opA.rs + p0 * opA.cs, opA.rs, opA.cs},
-                  mc, kc, kMR, buffers.a, kMR * kc);
+        packBlock(opA.from(i0, p0), mc, kc, kMR, buffers.a, kMR * kc);
         multiplyBlock(mc, nc, kc, buffers.a, buffers.b, c + i0 * ldc + j0, ldc,
                       alpha, blockBeta, overwrite);
       }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 
 namespace remat::runtime::cpu {
 
@@ -14,6 +15,26 @@ inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
+}
+
+/// How long a worker waiting for the next job, and a caller waiting for the
+/// workers' last chunks, poll before they sleep on a condition variable:
+/// waking a sleeping thread costs tens of microseconds on a VM
+/// (remat-bench-parallel, docs/benchmarks.md), and a training step's
+/// kernels follow each other closer than that.
+constexpr std::chrono::microseconds kSpin{100};
+
+/// Polls \p waiting (a cheap read, no lock) until it is false or kSpin has
+/// passed; the caller then waits on its condition variable as before, so
+/// spinning only saves the wake-up, it never decides anything.
+template <typename Pred> void spinWhile(Pred &&waiting) {
+  auto deadline = std::chrono::steady_clock::now() + kSpin;
+  while (waiting()) {
+    for (int i = 0; i < 16; ++i)
+      cpuRelax();
+    if (std::chrono::steady_clock::now() > deadline)
+      return;
+  }
 }
 
 /// True on pool workers and on a thread inside run(): a nested run() then
@@ -52,19 +73,6 @@ ThreadPoolParallelFor::~ThreadPoolParallelFor() {
   jobReady_.notify_all();
   for (std::thread &worker : workers_)
     worker.join();
-}
-
-/// Polls \p waiting (a cheap read, no lock) until it is false or kSpin has
-/// passed; the caller then waits on its condition variable as before, so
-/// spinning only saves the wake-up, it never decides anything.
-template <typename Pred> void ThreadPoolParallelFor::spinWhile(Pred &&waiting) {
-  auto deadline = std::chrono::steady_clock::now() + kSpin;
-  while (waiting()) {
-    for (int i = 0; i < 16; ++i)
-      cpuRelax();
-    if (std::chrono::steady_clock::now() > deadline)
-      return;
-  }
 }
 
 void ThreadPoolParallelFor::runChunks(Job &job) {

@@ -12,7 +12,6 @@
 #include "runtime/cpu/Kernels.h"
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -49,12 +48,6 @@ private:
   /// Chunks per thread: enough that a late or slow thread leaves little to
   /// wait for, few enough that a chunk stays worth its claim.
   static constexpr int64_t kChunksPerThread = 4;
-  /// How long a worker waiting for the next job, and a caller waiting for
-  /// the workers' last chunks, poll before they sleep on a condition
-  /// variable: waking a sleeping thread costs tens of microseconds on a VM
-  /// (remat-bench-parallel, docs/benchmarks.md), and a training step's
-  /// kernels follow each other closer than that.
-  static constexpr std::chrono::microseconds kSpin{100};
 
   /// One run(): its body and the counter its chunks are claimed from. Lives
   /// on the stack of run(), which returns only when no worker uses it.
@@ -65,7 +58,6 @@ private:
   };
 
   void workerLoop();
-  template <typename Pred> static void spinWhile(Pred &&waiting);
   /// Claims and runs chunks of \p job until none is left.
   static void runChunks(Job &job);
 
