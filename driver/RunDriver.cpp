@@ -4,20 +4,21 @@
 #include "driver/CommandLine.h"
 #include "driver/MemoryReport.h"
 #include "driver/ModelLoader.h"
-#include "driver/Pipeline.h"
-#include "ir/OutputFile.h"
 #include "driver/OptDriver.h"
+#include "driver/Pipeline.h"
 #include "frontends/bert/BertBuilder.h"
 #include "frontends/onnx/OnnxExporter.h"
 #include "frontends/onnx/TensorFile.h"
 #include "ir/GradientName.h"
 #include "ir/Hash.h"
 #include "ir/Limits.h"
+#include "ir/OutputFile.h"
 #include "ir/Support.h"
 #include "ir/UpdateName.h"
 #include "passes/Liveness.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
+#include "passes/remat/CostModel.h"
 #include "runtime/Backend.h"
 #if REMAT_HAVE_CUDA
 #include "runtime/cuda/CudaBackend.h"
@@ -320,10 +321,21 @@ llvm::Error writeProfile(const ir::Graph &graph,
   for (const std::string &op : opOrder)
     ops[op] = llvm::json::Object{{"seconds", byOp[op].first},
                                  {"count", int64_t(byOp[op].second)}};
-  llvm::json::Object root{{"version", 1},
-                          {"total_seconds", total},
-                          {"nodes", std::move(nodes)},
-                          {"ops", std::move(ops)}};
+  // What the cost model gives nodes the profile does not name (another
+  // model, shape or pipeline), fitted to these times.
+  passes::recompute::FittedRates rates =
+      passes::recompute::fitRates(graph, best);
+  llvm::json::Object root{
+      {"version", 1},
+      {"total_seconds", total},
+      {"rates",
+       llvm::json::Object{
+           {"gemm_flops_per_second", rates.gemmFlopsPerSecond},
+           {"bytes_per_second", rates.bytesPerSecond},
+           {"gemm_nodes", int64_t(rates.gemmNodes)},
+           {"memory_bound_nodes", int64_t(rates.memoryBoundNodes)}}},
+      {"nodes", std::move(nodes)},
+      {"ops", std::move(ops)}};
   std::string text;
   llvm::raw_string_ostream stream(text);
   stream << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
@@ -336,6 +348,10 @@ llvm::Error writeProfile(const ir::Graph &graph,
   diag << "profile: " << llvm::format("%.1f", total * 1e3)
        << " ms in nodes (fastest of each node over the steps); wrote " << path
        << '\n';
+  diag << llvm::format("profile: fitted rates: GEMM %.1f GFLOP/s (%u nodes), "
+                       "memory-bound %.2f GB/s (%u nodes)\n",
+                       rates.gemmFlopsPerSecond * 1e-9, rates.gemmNodes,
+                       rates.bytesPerSecond * 1e-9, rates.memoryBoundNodes);
   diag << "  op                          nodes         ms   share\n";
   for (size_t k = 0; k < opOrder.size() && k < 15; ++k) {
     const auto &[seconds, count] = byOp[opOrder[k]];

@@ -7,6 +7,10 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cassert>
+#include <cmath>
+#include <utility>
+
 namespace remat::passes::recompute {
 
 CostKind getCostKind(ir::OpKind op) {
@@ -76,6 +80,41 @@ double nodeSeconds(const ir::Node &node, const CostProfile &profile) {
   return 0;
 }
 
+FittedRates fitRates(const ir::Graph &graph, llvm::ArrayRef<double> seconds,
+                     const CostProfile &base) {
+  assert(seconds.size() == graph.getNumNodes() && "one time per node");
+  double flops = 0, gemmSeconds = 0, bytes = 0, memorySeconds = 0;
+  FittedRates fit;
+  size_t i = 0;
+  for (const ir::Node &node : graph.getNodes()) {
+    double beyond = seconds[i++] - base.nodeOverheadSeconds;
+    if (!(beyond > 0) || !std::isfinite(beyond))
+      continue;
+    switch (getCostKind(node.getOp())) {
+    case CostKind::Free:
+      break;
+    case CostKind::Gemm:
+      flops += nodeFlops(node);
+      gemmSeconds += beyond;
+      ++fit.gemmNodes;
+      break;
+    case CostKind::MemoryBound:
+      bytes += nodeBytes(node);
+      memorySeconds += beyond;
+      ++fit.memoryBoundNodes;
+      break;
+    }
+  }
+  fit.gemmFlopsPerSecond =
+      flops > 0 ? flops / gemmSeconds : base.gemmFlopsPerSecond;
+  fit.bytesPerSecond = bytes > 0 ? bytes / memorySeconds : base.bytesPerSecond;
+  if (!(flops > 0))
+    fit.gemmNodes = 0;
+  if (!(bytes > 0))
+    fit.memoryBoundNodes = 0;
+  return fit;
+}
+
 llvm::Expected<CostProfile> loadCostProfile(llvm::StringRef path) {
   auto buffer = ir::readInputFile(path, /*allowStdin=*/false, /*isText=*/true);
   if (!buffer)
@@ -108,11 +147,23 @@ llvm::Expected<CostProfile> loadCostProfile(llvm::StringRef path) {
                        "non-negative \"seconds\"");
     profile.nodeSeconds[*name] = *seconds;
   }
-  if (const llvm::json::Object *rates = root->getObject("rates")) {
-    if (auto gemm = rates->getNumber("gemm_flops_per_second"); gemm && *gemm > 0)
-      profile.gemmFlopsPerSecond = *gemm;
-    if (auto bw = rates->getNumber("bytes_per_second"); bw && *bw > 0)
-      profile.bytesPerSecond = *bw;
+  if (const llvm::json::Value *rates = root->get("rates")) {
+    const llvm::json::Object *object = rates->getAsObject();
+    if (!object)
+      return makeError("cost profile '" + path +
+                       "': \"rates\" must be an object");
+    for (auto [key, rate] :
+         {std::pair{"gemm_flops_per_second", &profile.gemmFlopsPerSecond},
+          std::pair{"bytes_per_second", &profile.bytesPerSecond}}) {
+      const llvm::json::Value *value = object->get(key);
+      if (!value)
+        continue;
+      llvm::Optional<double> number = value->getAsNumber();
+      if (!number || !(*number > 0) || !std::isfinite(*number))
+        return makeError("cost profile '" + path + "': rates." + key +
+                         " must be a positive number");
+      *rate = *number;
+    }
   }
   return profile;
 }

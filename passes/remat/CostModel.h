@@ -23,8 +23,14 @@ enum class CostKind : uint8_t { Free, MemoryBound, Gemm };
 
 /// Rates of a backend, and measured node times when there are any.
 struct CostProfile {
-  /// Sustained f32 GEMM rate. The default was measured on the CPU backend
-  /// with 2 threads on the development machine (docs/remat.md).
+  /// Sustained f32 GEMM rate. The defaults are the CPU backend's at 2
+  /// threads when the cost model was written; it has since become about 3x
+  /// faster at both (remat-run --profile prints the rates fitted to its
+  /// times: 206 GFLOP/s and 18.7 GB/s on bert-base at batch 1, seq 512, on
+  /// the AVX-512 development VM), a ratio close to the defaults'. They stay
+  /// as they are because the candidate plans depend on them (the cheap
+  /// stashed values, the chain DP's picks): a profile (--cost-profile) gives
+  /// times in a machine's own seconds.
   double gemmFlopsPerSecond = 60e9;
   /// Sustained bandwidth of memory-bound kernels (bytes read + written).
   double bytesPerSecond = 6e9;
@@ -36,9 +42,27 @@ struct CostProfile {
   std::string source = "default";
 };
 
-/// \returns the profile in \p path, written by `remat-run --profile`: rates
-/// are fitted from the per-node times, which are also kept per node.
+/// \returns the profile in \p path, written by `remat-run --profile`: its
+/// per-node times, and its "rates" (fitRates, written next to them) for the
+/// nodes it does not name, such as those of another model or shape.
 llvm::Expected<CostProfile> loadCostProfile(llvm::StringRef path);
+
+/// Rates fitted to measured node times.
+struct FittedRates {
+  double gemmFlopsPerSecond = 0, bytesPerSecond = 0;
+  /// How many nodes of each kind had time beyond their launch overhead
+  /// (a rate with none is \p base's).
+  unsigned gemmNodes = 0, memoryBoundNodes = 0;
+};
+
+/// \returns the GEMM rate and the bandwidth under which nodeSeconds' formula
+/// gives \p graph's GEMM nodes, and separately its memory-bound nodes, the
+/// total time they took in \p seconds (one entry per node, in graph order):
+/// FLOPs (bytes) over seconds beyond the launch overhead, summed over the
+/// kind. A GEMM node's time is taken as all compute. A kind with no time
+/// keeps \p base's rate.
+FittedRates fitRates(const ir::Graph &graph, llvm::ArrayRef<double> seconds,
+                     const CostProfile &base = {});
 
 /// \returns the cost kind of \p op.
 CostKind getCostKind(ir::OpKind op);

@@ -76,7 +76,13 @@ void Solver::explain(const PlanResult &plan,
   os << "remat: strategy " << plan.strategy;
   if (budgetBytes)
     os << ", budget " << formatBytes(*budgetBytes);
-  os << ", cost profile " << profile_.source << '\n';
+  os << ", cost profile " << profile_.source
+     << llvm::format(" (GEMM %.1f GFLOP/s, memory-bound %.2f GB/s",
+                     profile_.gemmFlopsPerSecond * 1e-9,
+                     profile_.bytesPerSecond * 1e-9);
+  if (!profile_.nodeSeconds.empty())
+    os << ", " << profile_.nodeSeconds.size() << " nodes measured";
+  os << ")\n";
   os << "  segments: " << chain_.segments.size();
   if (chain_.numLayers)
     os << "; layer block of " << chain_.period << " segment"
@@ -222,6 +228,11 @@ llvm::json::Object Solver::explainJson(const PlanResult &plan,
   llvm::json::Object root{
       {"strategy", plan.strategy},
       {"cost_profile", profile_.source},
+      {"cost_rates",
+       llvm::json::Object{
+           {"gemm_flops_per_second", profile_.gemmFlopsPerSecond},
+           {"bytes_per_second", profile_.bytesPerSecond},
+           {"measured_nodes", int64_t(profile_.nodeSeconds.size())}}},
       {"layer_period", int64_t(chain_.period)},
       {"layers", int64_t(chain_.numLayers)},
       {"first_layer_segment", int64_t(chain_.firstLayerSegment)},

@@ -15,12 +15,16 @@
 #include "passes/Liveness.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
+#include "passes/remat/CostModel.h"
 #include "passes/remat/Segments.h"
 #include "passes/remat/Solver.h"
 #include "runtime/Backend.h"
 #include "runtime/cpu/Evaluator.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
 #include <random>
@@ -366,4 +370,119 @@ TEST_CASE("remat: segments of BERT repeat per layer") {
       CHECK(chain->segments[chain->firstLayerSegment + layer * chain->period + s]
                 .kind ==
             chain->segments[chain->firstLayerSegment + s].kind);
+}
+
+//===----------------------------------------------------------------------===//
+// Cost rates fitted to a profile
+//===----------------------------------------------------------------------===//
+
+namespace {
+constexpr llvm::StringLiteral kMlpText = R"(
+graph @mlp2(%x: f32[8,16], %w0: f32[16,16] weight, %w1: f32[16,16] weight) {
+  %ratio = Constant() {value = dense<f32[]: 0.25>} : f32[]
+  %train = Constant() {value = dense<bool[]: true>} : bool[]
+  %m0 = MatMul(%x, %w0) : f32[8,16]
+  %t0 = Tanh(%m0) : f32[8,16]
+  %d0, %k0 = Dropout(%t0, %ratio, %train) {seed = 11} : f32[8,16], bool[8,16]
+  %h0 = Add(%d0, %x) : f32[8,16]
+  %m1 = MatMul(%h0, %w1) : f32[8,16]
+  %loss = ReduceSum(%m1) {keepdims = 0} : f32[]
+  return %loss
+}
+)";
+} // namespace
+
+TEST_CASE("remat: rates fitted to a profile give its GEMM and memory-bound "
+          "totals back") {
+  std::unique_ptr<Graph> graph = parseText(kMlpText);
+  // Constants, MatMul, Tanh, Dropout, Add, MatMul, ReduceSum; the last below
+  // the launch overhead, so it carries no information and is left out.
+  std::vector<double> seconds = {5e-3, 5e-3, 1e-3, 2e-4,
+                                 3e-4, 1e-4, 3e-3, 1e-6};
+  REQUIRE(seconds.size() == graph->getNumNodes());
+  recompute::FittedRates fit = recompute::fitRates(*graph, seconds);
+  CHECK(fit.gemmNodes == 2);
+  CHECK(fit.memoryBoundNodes == 3);
+  recompute::CostProfile profile;
+  profile.gemmFlopsPerSecond = fit.gemmFlopsPerSecond;
+  profile.bytesPerSecond = fit.bytesPerSecond;
+  double gemmMeasured = 0, gemmPredicted = 0, memMeasured = 0, memPredicted = 0;
+  size_t i = 0;
+  for (const Node &node : graph->getNodes()) {
+    double measured = seconds[i++];
+    if (measured <= profile.nodeOverheadSeconds)
+      continue;
+    double predicted = recompute::nodeSeconds(node, profile);
+    switch (recompute::getCostKind(node.getOp())) {
+    case recompute::CostKind::Gemm:
+      gemmMeasured += measured;
+      gemmPredicted += predicted;
+      break;
+    case recompute::CostKind::MemoryBound:
+      memMeasured += measured;
+      memPredicted += predicted;
+      break;
+    case recompute::CostKind::Free:
+      CHECK(predicted == 0);
+      break;
+    }
+  }
+  CHECK(gemmPredicted == doctest::Approx(gemmMeasured).epsilon(1e-12));
+  CHECK(memPredicted == doctest::Approx(memMeasured).epsilon(1e-12));
+  // Two MatMuls of 2 * 8 * 16 * 16 FLOPs in 4 ms beyond their overheads.
+  CHECK(fit.gemmFlopsPerSecond ==
+        doctest::Approx(2 * 4096 / (4e-3 - 2 * profile.nodeOverheadSeconds))
+            .epsilon(1e-12));
+
+  // A profile without GEMM times keeps the base GEMM rate.
+  std::vector<double> noGemm = seconds;
+  noGemm[2] = noGemm[6] = 0;
+  recompute::CostProfile base;
+  base.gemmFlopsPerSecond = 123e9;
+  recompute::FittedRates partial = recompute::fitRates(*graph, noGemm, base);
+  CHECK(partial.gemmNodes == 0);
+  CHECK(partial.gemmFlopsPerSecond == 123e9);
+  CHECK(partial.bytesPerSecond == fit.bytesPerSecond);
+}
+
+TEST_CASE("remat: a cost profile's rates reach the nodes it does not name") {
+  llvm::SmallString<128> path;
+  REQUIRE(!llvm::sys::fs::createTemporaryFile("rates", "json", path));
+  auto write = [&](llvm::StringRef text) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    REQUIRE(!ec);
+    os << text;
+  };
+  std::unique_ptr<Graph> graph = parseText(kMlpText);
+  const Node *matmul = graph->lookup("m1")->getDefiningNode();
+  const Node *tanh = graph->lookup("t0")->getDefiningNode();
+
+  write(R"({"nodes": [{"name": "m0", "seconds": 0.5}],
+            "rates": {"gemm_flops_per_second": 2048e3,
+                      "bytes_per_second": 4096e3}})");
+  auto profile = recompute::loadCostProfile(path);
+  REQUIRE_MESSAGE(bool(profile), errorToString(profile.takeError()));
+  CHECK(profile->gemmFlopsPerSecond == 2048e3);
+  CHECK(profile->bytesPerSecond == 4096e3);
+  CHECK(recompute::nodeSeconds(*graph->lookup("m0")->getDefiningNode(),
+                               *profile) == 0.5);
+  // m1: 4096 FLOPs at 2048e3 FLOP/s (its 2 KiB at 4096e3 B/s: 0.5 ms).
+  CHECK(recompute::nodeSeconds(*matmul, *profile) ==
+        doctest::Approx(profile->nodeOverheadSeconds + 2e-3));
+  // t0 reads and writes 512 B.
+  CHECK(recompute::nodeSeconds(*tanh, *profile) ==
+        doctest::Approx(profile->nodeOverheadSeconds + 0.25e-3));
+
+  write(R"({"nodes": [], "rates": {"bytes_per_second": -1}})");
+  auto bad = recompute::loadCostProfile(path);
+  REQUIRE(!bad);
+  CHECK(llvm::StringRef(errorToString(bad.takeError()))
+            .contains("rates.bytes_per_second must be a positive number"));
+  write(R"({"nodes": [], "rates": [1]})");
+  auto notObject = recompute::loadCostProfile(path);
+  REQUIRE(!notObject);
+  CHECK(llvm::StringRef(errorToString(notObject.takeError()))
+            .contains("\"rates\" must be an object"));
+  llvm::sys::fs::remove(path);
 }
