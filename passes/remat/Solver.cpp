@@ -221,7 +221,7 @@ llvm::Error Solver::planExactly(PlanResult &plan) {
 }
 
 std::optional<std::vector<SegmentChoice>>
-Solver::runDp(uint64_t arenaBudget, bool allowSelective) const {
+Solver::runDp(uint64_t arenaBudget, bool allowSelective, bool leastHeld) const {
   size_t n = chain_.segments.size();
   uint64_t totalStash = 0;
   for (const Segment &segment : chain_.segments)
@@ -287,8 +287,11 @@ Solver::runDp(uint64_t arenaBudget, bool allowSelective) const {
   size_t bestBucket = limit + 1;
   for (size_t b = 0; b <= limit; ++b)
     if (best[n][b] != kInf &&
-        (bestBucket > limit || best[n][b] < best[n][bestBucket]))
+        (bestBucket > limit || best[n][b] < best[n][bestBucket])) {
       bestBucket = b;
+      if (leastHeld)
+        break;
+    }
   if (bestBucket > limit)
     return std::nullopt;
   std::vector<SegmentChoice> choices(n);
@@ -347,8 +350,10 @@ std::vector<PlanResult> &Solver::getPool() {
   }
 
   // The chain DP on a ladder of budgets from the smallest estimated peak so
-  // far up to no remat, plus each fixed plan's peak. A DP plan over its
-  // level gets one retry with the level lowered by the overshoot.
+  // far up to no remat, plus each fixed plan's peak: at each rung the plan
+  // of least predicted time and the one that holds the least, with and
+  // without selective segments. A DP plan over its level gets one retry
+  // with the level lowered by the overshoot.
   uint64_t low = basePeakBytes_, high = basePeakBytes_;
   std::vector<uint64_t> levels;
   for (const PlanResult &plan : pool_) {
@@ -363,10 +368,12 @@ std::vector<PlanResult> &Solver::getPool() {
   for (uint64_t level : levels) {
     if (level <= persistentBytes_)
       continue;
-    for (bool selective : {false, true}) {
+    for (auto [leastHeld, selective] :
+         {std::pair{false, false}, std::pair{false, true},
+          std::pair{true, false}, std::pair{true, true}}) {
       uint64_t arena = level - persistentBytes_;
       for (unsigned attempt = 0; attempt < 2; ++attempt) {
-        auto choices = runDp(arena, selective);
+        auto choices = runDp(arena, selective, leastHeld);
         if (!choices)
           break;
         // Neighbouring rungs often give the same plan: rewrite it once.

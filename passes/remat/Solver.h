@@ -35,9 +35,16 @@
 // prefixes (the cheap stashed values, cheapest rebuild per byte first), and
 // the chain DP with and without selective segments at a ladder of budgets
 // (12 rungs from the smallest estimated peak to no remat, plus each fixed
-// plan's peak). Every candidate is rewritten on a copy and its peak is
-// bounded below by its live bytes under plan-memory's in-place sharing. The pool is sorted once by (recompute time,
-// estimated peak, build order). A budget B then takes the first member, in
+// plan's peak), taking at each rung both the plan of least predicted time
+// and the plan that holds the fewest bytes. The second keeps the smallest
+// reachable peak from hinging on the rates: the least-time plans at the
+// lowest rungs shift with them, and without the least-held ones
+// bert_dynamo's smallest planned peak at batch 16, seq 32 moved between
+// 4.02 and 4.35 MiB over five rate sets (4.02-4.07 with them;
+// tests/tools/remat-smallest.test). Every candidate is rewritten on a copy
+// and its peak is bounded below by its live bytes under plan-memory's
+// in-place sharing. The pool is sorted once by (recompute time, estimated
+// peak, build order). A budget B then takes the first member, in
 // that order, whose planned peak (plan-memory on the rewritten copy) is at
 // most B. For B' < B the members that fit B' are a subset of those that fit
 // B, so the choice at B' is the choice at B if it still fits, and else a
@@ -157,8 +164,11 @@ private:
   /// rebuilt, every segment rebuilt, every segment selective.
   std::vector<std::pair<std::string, std::vector<SegmentChoice>>>
   compactPlans() const;
-  std::optional<std::vector<SegmentChoice>> runDp(uint64_t arenaBudget,
-                                                  bool allowSelective) const;
+  /// The chain DP's plan under \p arenaBudget: of least predicted time, or
+  /// with \p leastHeld the one holding the fewest bytes at the end of
+  /// forward (least time among those).
+  std::optional<std::vector<SegmentChoice>>
+  runDp(uint64_t arenaBudget, bool allowSelective, bool leastHeld) const;
   /// Seconds to rebuild \p value from what is held if it alone is dropped.
   double chainSeconds(const ir::Value *value) const;
   bool isCheap(const ir::Value *value) const;
