@@ -23,17 +23,14 @@ enum class CostKind : uint8_t { Free, MemoryBound, Gemm };
 
 /// Rates of a backend, and measured node times when there are any.
 struct CostProfile {
-  /// Sustained f32 GEMM rate. The defaults are the CPU backend's at 2
-  /// threads when the cost model was written; it has since become about 3x
-  /// faster at both (remat-run --profile prints the rates fitted to its
-  /// times: 206 GFLOP/s and 18.7 GB/s on bert-base at batch 1, seq 512, on
-  /// the AVX-512 development VM), a ratio close to the defaults'. They stay
-  /// as they are because the candidate plans depend on them (the cheap
-  /// stashed values, the chain DP's picks): a profile (--cost-profile) gives
-  /// times in a machine's own seconds.
-  double gemmFlopsPerSecond = 60e9;
+  /// Sustained f32 GEMM rate. The defaults are the rates remat-run
+  /// --profile fitted to bert-base's step at batch 1, seq 512, 2 threads, on
+  /// the AVX-512 development VM (206 GFLOP/s and 18.7 GB/s; 198 and 17.1 at
+  /// batch 4, seq 128; docs/remat.md), rounded down. A profile
+  /// (--cost-profile) gives another machine's.
+  double gemmFlopsPerSecond = 200e9;
   /// Sustained bandwidth of memory-bound kernels (bytes read + written).
-  double bytesPerSecond = 6e9;
+  double bytesPerSecond = 18e9;
   /// Fixed cost of launching any node.
   double nodeOverheadSeconds = 2e-6;
   /// Measured seconds per node, keyed by the name of its first result.
