@@ -13,7 +13,7 @@
 
 #include <cmath>
 #include <limits>
-#include <set>
+#include <map>
 
 namespace remat::passes::recompute {
 
@@ -364,7 +364,11 @@ std::vector<PlanResult> &Solver::getPool() {
     levels.push_back(low + (high - low) * step / kLadderSteps);
   llvm::sort(levels);
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  std::set<std::vector<std::pair<unsigned, unsigned>>> tried;
+  // Each distinct plan's estimated peak: neighbouring rungs and the four
+  // DP variants often give the same plan, which is rewritten once. A repeat
+  // still takes its retry, so every variant runs as it would alone and the
+  // pool holds at least what the least-time runs give by themselves.
+  std::map<std::vector<std::pair<unsigned, unsigned>>, uint64_t> estimates;
   for (uint64_t level : levels) {
     if (level <= persistentBytes_)
       continue;
@@ -376,16 +380,18 @@ std::vector<PlanResult> &Solver::getPool() {
         auto choices = runDp(arena, selective, leastHeld);
         if (!choices)
           break;
-        // Neighbouring rungs often give the same plan: rewrite it once.
         std::vector<std::pair<unsigned, unsigned>> key;
         for (const SegmentChoice &choice : *choices)
           key.push_back({unsigned(choice.option), choice.groupStart});
-        if (!tried.insert(key).second)
-          break;
-        PlanResult plan = evaluate(
-            selective ? "chain-dp+selective" : "chain-dp", std::move(*choices));
-        uint64_t estimate = plan.estimatedPeakBytes;
-        add(std::move(plan));
+        auto [known, isNew] = estimates.try_emplace(std::move(key), 0);
+        if (isNew) {
+          PlanResult plan =
+              evaluate(selective ? "chain-dp+selective" : "chain-dp",
+                       std::move(*choices));
+          known->second = plan.estimatedPeakBytes;
+          add(std::move(plan));
+        }
+        uint64_t estimate = known->second;
         if (estimate <= level || estimate - level >= arena)
           break;
         arena -= estimate - level;

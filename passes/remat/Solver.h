@@ -20,9 +20,11 @@
 // no-remat peak beyond all stashes, the model checks, for each choice,
 // A + S_s..t (rebuilt during their backward) + T <= budget, and at the end
 // of forward sum(kept) + T <= budget; it minimises the predicted recompute
-// seconds. Bytes are counted in 512 buckets of the budget, so the DP is
-// O(L * G * 512) for groups of up to G segments. Nested recompute (Rotor's
-// recompute-within-recompute) is not modelled.
+// seconds, or (the least-held variant) the kept bytes at the end of forward
+// and then the seconds. Bytes are counted in 512 buckets of the budget, each
+// step's rounded up (so "least held" is least up to that rounding), and the
+// DP is O(L * G * 512) for groups of up to G segments. Nested recompute
+// (Rotor's recompute-within-recompute) is not modelled.
 // The model is an estimate, so the DP is only a generator of candidates:
 // see Note [Monotone budgets].
 //
@@ -37,10 +39,9 @@
 // (12 rungs from the smallest estimated peak to no remat, plus each fixed
 // plan's peak), taking at each rung both the plan of least predicted time
 // and the plan that holds the fewest bytes. The second keeps the smallest
-// reachable peak from hinging on the rates: the least-time plans at the
-// lowest rungs shift with them, and without the least-held ones
-// bert_dynamo's smallest planned peak at batch 16, seq 32 moved between
-// 4.02 and 4.35 MiB over five rate sets (4.02-4.07 with them;
+// reachable peak from hinging on the cost rates: which plans the least-time
+// runs propose at the lowest rungs shifts with the rates, so without the
+// least-held ones the smallest peak did too (figures in docs/remat.md;
 // tests/tools/remat-smallest.test). Every candidate is rewritten on a copy
 // and its peak is bounded below by its live bytes under plan-memory's
 // in-place sharing. The pool is sorted once by (recompute time, estimated
@@ -166,7 +167,7 @@ private:
   compactPlans() const;
   /// The chain DP's plan under \p arenaBudget: of least predicted time, or
   /// with \p leastHeld the one holding the fewest bytes at the end of
-  /// forward (least time among those).
+  /// forward, counted in buckets (least time among those).
   std::optional<std::vector<SegmentChoice>>
   runDp(uint64_t arenaBudget, bool allowSelective, bool leastHeld) const;
   /// Seconds to rebuild \p value from what is held if it alone is dropped.
