@@ -33,10 +33,11 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <sys/resource.h>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sys/resource.h>
 
 namespace remat::driver {
 namespace {
@@ -288,16 +289,20 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
   return llvm::Error::success();
 }
 
-/// Writes per-node times (the fastest of the steps) as JSON for
-/// remat{cost-profile=...}, and prints the 15 slowest op types to \p diag.
+/// Writes per-node times (the fastest of the steps) and the GEMM rate and
+/// bandwidth fitted to them as JSON for remat{cost-profile=...}, and prints
+/// the fitted rates and the 15 slowest op types to \p diag.
 llvm::Error writeProfile(const ir::Graph &graph,
                          llvm::ArrayRef<std::vector<double>> stepTimes,
                          llvm::StringRef path, llvm::raw_ostream &diag) {
   size_t n = graph.getNumNodes();
+  assert(!stepTimes.empty() && "a profile needs a step");
   std::vector<double> best(n, std::numeric_limits<double>::infinity());
-  for (const std::vector<double> &times : stepTimes)
-    for (size_t i = 0; i < n && i < times.size(); ++i)
+  for (const std::vector<double> &times : stepTimes) {
+    assert(times.size() == n && "the executor times every node");
+    for (size_t i = 0; i < n; ++i)
       best[i] = std::min(best[i], times[i]);
+  }
   llvm::json::Array nodes;
   llvm::StringMap<std::pair<double, unsigned>> byOp;
   std::vector<std::string> opOrder;
@@ -322,20 +327,22 @@ llvm::Error writeProfile(const ir::Graph &graph,
     ops[op] = llvm::json::Object{{"seconds", byOp[op].first},
                                  {"count", int64_t(byOp[op].second)}};
   // What the cost model gives nodes the profile does not name (another
-  // model, shape or pipeline), fitted to these times.
+  // model, shape or pipeline), fitted to these times. A kind without a
+  // node to fit on is left out, so that loading keeps the built-in rate.
   passes::recompute::FittedRates rates =
       passes::recompute::fitRates(graph, best);
-  llvm::json::Object root{
-      {"version", 1},
-      {"total_seconds", total},
-      {"rates",
-       llvm::json::Object{
-           {"gemm_flops_per_second", rates.gemmFlopsPerSecond},
-           {"bytes_per_second", rates.bytesPerSecond},
-           {"gemm_nodes", int64_t(rates.gemmNodes)},
-           {"memory_bound_nodes", int64_t(rates.memoryBoundNodes)}}},
-      {"nodes", std::move(nodes)},
-      {"ops", std::move(ops)}};
+  llvm::json::Object fitted{
+      {"gemm_nodes", int64_t(rates.gemmNodes)},
+      {"memory_bound_nodes", int64_t(rates.memoryBoundNodes)}};
+  if (rates.gemmNodes)
+    fitted["gemm_flops_per_second"] = rates.gemmFlopsPerSecond;
+  if (rates.memoryBoundNodes)
+    fitted["bytes_per_second"] = rates.bytesPerSecond;
+  llvm::json::Object root{{"version", 1},
+                          {"total_seconds", total},
+                          {"rates", std::move(fitted)},
+                          {"nodes", std::move(nodes)},
+                          {"ops", std::move(ops)}};
   std::string text;
   llvm::raw_string_ostream stream(text);
   stream << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << '\n';
@@ -348,10 +355,17 @@ llvm::Error writeProfile(const ir::Graph &graph,
   diag << "profile: " << llvm::format("%.1f", total * 1e3)
        << " ms in nodes (fastest of each node over the steps); wrote " << path
        << '\n';
-  diag << llvm::format("profile: fitted rates: GEMM %.1f GFLOP/s (%u nodes), "
-                       "memory-bound %.2f GB/s (%u nodes)\n",
-                       rates.gemmFlopsPerSecond * 1e-9, rates.gemmNodes,
-                       rates.bytesPerSecond * 1e-9, rates.memoryBoundNodes);
+  diag << "profile: fitted rates: ";
+  if (rates.gemmNodes)
+    diag << llvm::format("GEMM %.1f GFLOP/s (%u nodes)",
+                         rates.gemmFlopsPerSecond * 1e-9, rates.gemmNodes);
+  else
+    diag << "GEMM none (no GEMM node over its launch overhead)";
+  if (rates.memoryBoundNodes)
+    diag << llvm::format(", memory-bound %.2f GB/s (%u nodes)\n",
+                         rates.bytesPerSecond * 1e-9, rates.memoryBoundNodes);
+  else
+    diag << ", memory-bound none (no such node over its launch overhead)\n";
   diag << "  op                          nodes         ms   share\n";
   for (size_t k = 0; k < opOrder.size() && k < 15; ++k) {
     const auto &[seconds, count] = byOp[opOrder[k]];
@@ -592,8 +606,9 @@ int runMain(int argc, char **argv) {
       cl::cat(category));
   cl::opt<std::string> profilePath(
       "profile",
-      cl::desc("Write per-node and per-op times as JSON (for "
-               "--cost-profile) and print the 15 slowest ops"),
+      cl::desc("Write per-node and per-op times and the GEMM rate and "
+               "bandwidth fitted to them as JSON (for --cost-profile); print "
+               "the rates and the 15 slowest ops"),
       cl::value_desc("file.json"), cl::cat(category));
   cl::opt<std::string> statsPath(
       "step-json",

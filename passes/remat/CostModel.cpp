@@ -7,9 +7,11 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 namespace remat::passes::recompute {
 
@@ -83,7 +85,11 @@ double nodeSeconds(const ir::Node &node, const CostProfile &profile) {
 FittedRates fitRates(const ir::Graph &graph, llvm::ArrayRef<double> seconds,
                      const CostProfile &base) {
   assert(seconds.size() == graph.getNumNodes() && "one time per node");
-  double flops = 0, gemmSeconds = 0, bytes = 0, memorySeconds = 0;
+  struct Gemm {
+    double flops, bytes, seconds;
+  };
+  std::vector<Gemm> gemms;
+  double bytes = 0, memorySeconds = 0;
   FittedRates fit;
   size_t i = 0;
   for (const ir::Node &node : graph.getNodes()) {
@@ -94,9 +100,7 @@ FittedRates fitRates(const ir::Graph &graph, llvm::ArrayRef<double> seconds,
     case CostKind::Free:
       break;
     case CostKind::Gemm:
-      flops += nodeFlops(node);
-      gemmSeconds += beyond;
-      ++fit.gemmNodes;
+      gemms.push_back({nodeFlops(node), nodeBytes(node), beyond});
       break;
     case CostKind::MemoryBound:
       bytes += nodeBytes(node);
@@ -105,13 +109,45 @@ FittedRates fitRates(const ir::Graph &graph, llvm::ArrayRef<double> seconds,
       break;
     }
   }
-  fit.gemmFlopsPerSecond =
-      flops > 0 ? flops / gemmSeconds : base.gemmFlopsPerSecond;
-  fit.bytesPerSecond = bytes > 0 ? bytes / memorySeconds : base.bytesPerSecond;
-  if (!(flops > 0))
-    fit.gemmNodes = 0;
-  if (!(bytes > 0))
+  if (bytes > 0) {
+    fit.bytesPerSecond = bytes / memorySeconds;
+  } else {
+    fit.bytesPerSecond = base.bytesPerSecond;
     fit.memoryBoundNodes = 0;
+  }
+
+  // The GEMM rate r with sum(max(flops / r, bytes / bandwidth)) equal to the
+  // measured total: the sum falls as r grows, from the total itself at the
+  // FLOP-only rate towards the bytes terms' sum, so bisect between the two.
+  double flops = 0, total = 0, bytesTerms = 0;
+  for (const Gemm &gemm : gemms) {
+    flops += gemm.flops;
+    total += gemm.seconds;
+    bytesTerms += gemm.bytes / fit.bytesPerSecond;
+  }
+  if (!(flops > 0)) {
+    fit.gemmFlopsPerSecond = base.gemmFlopsPerSecond;
+    return fit;
+  }
+  fit.gemmNodes = unsigned(gemms.size());
+  double low = flops / total;
+  fit.gemmFlopsPerSecond = low;
+  if (!(bytesTerms < total))
+    return fit; // The bytes alone take longer: no rate fits; FLOPs only.
+  auto predicted = [&](double rate) {
+    double sum = 0;
+    for (const Gemm &gemm : gemms)
+      sum += std::max(gemm.flops / rate, gemm.bytes / fit.bytesPerSecond);
+    return sum;
+  };
+  double high = 2 * low;
+  while (predicted(high) > total)
+    high *= 2;
+  for (int step = 0; step < 200 && high - low > 1e-15 * low; ++step) {
+    double middle = 0.5 * (low + high);
+    (predicted(middle) > total ? low : high) = middle;
+  }
+  fit.gemmFlopsPerSecond = 0.5 * (low + high);
   return fit;
 }
 
@@ -141,10 +177,10 @@ llvm::Expected<CostProfile> loadCostProfile(llvm::StringRef path) {
       name = node->getString("name");
       seconds = node->getNumber("seconds");
     }
-    if (!name || !seconds || *seconds < 0)
+    if (!name || !seconds || !(*seconds >= 0) || !std::isfinite(*seconds))
       return makeError("cost profile '" + path +
                        "': every entry of \"nodes\" needs a \"name\" and "
-                       "non-negative \"seconds\"");
+                       "finite, non-negative \"seconds\"");
     profile.nodeSeconds[*name] = *seconds;
   }
   if (const llvm::json::Value *rates = root->get("rates")) {

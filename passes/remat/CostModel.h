@@ -1,10 +1,12 @@
-//===- passes/remat/CostModel.h - Predicted node times -----------*- C++ -*-===//
+//===- passes/remat/CostModel.h - Predicted node times -----------*- C++
+//-*-===//
 //
 // Step 6 of remat (DESIGN.md "Rematerialization"): what a node costs to run
 // again. FLOPs and bytes moved come from the op and its types; a backend
-// profile turns them into seconds: a GEMM rate and a memory bandwidth, or
+// profile turns them into seconds: a GEMM rate and a memory bandwidth, and
 // per-node times measured by `remat-run --profile FILE.json`, which override
-// the formula for every node they name.
+// the formula for every node they name (the file also carries the rates
+// fitted to its times, for the nodes it does not name).
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_PASSES_REMAT_COSTMODEL_H
@@ -24,10 +26,11 @@ enum class CostKind : uint8_t { Free, MemoryBound, Gemm };
 /// Rates of a backend, and measured node times when there are any.
 struct CostProfile {
   /// Sustained f32 GEMM rate. The defaults are the rates remat-run
-  /// --profile fitted to bert-base's step at batch 1, seq 512, 2 threads, on
-  /// the AVX-512 development VM (206 GFLOP/s and 18.7 GB/s; 198 and 17.1 at
-  /// batch 4, seq 128; docs/remat.md), rounded down. A profile
-  /// (--cost-profile) gives another machine's.
+  /// --profile fitted to bert-base's step at batch 1, seq 512, on the 2-core
+  /// AVX-512 development VM at 2 threads, remat-run's default there (206
+  /// GFLOP/s and 18.7 GB/s; 198 and 17.1 at batch 4, seq 128; smaller models
+  /// fit lower, bert-mini 173 and 12.3: docs/remat.md), rounded down. A
+  /// profile (--cost-profile) gives another machine's.
   double gemmFlopsPerSecond = 200e9;
   /// Sustained bandwidth of memory-bound kernels (bytes read + written).
   double bytesPerSecond = 18e9;
@@ -44,20 +47,23 @@ struct CostProfile {
 /// nodes it does not name, such as those of another model or shape.
 llvm::Expected<CostProfile> loadCostProfile(llvm::StringRef path);
 
-/// Rates fitted to measured node times.
+/// Rates fitted to measured node times (fitRates).
 struct FittedRates {
+  /// The fitted GEMM rate and bandwidth, or the base profile's where no node
+  /// of the kind took time beyond its launch overhead.
   double gemmFlopsPerSecond = 0, bytesPerSecond = 0;
-  /// How many nodes of each kind had time beyond their launch overhead
-  /// (a rate with none is \p base's).
+  /// How many nodes of each kind the fit used (0: the base profile's rate).
   unsigned gemmNodes = 0, memoryBoundNodes = 0;
 };
 
-/// \returns the GEMM rate and the bandwidth under which nodeSeconds' formula
-/// gives \p graph's GEMM nodes, and separately its memory-bound nodes, the
-/// total time they took in \p seconds (one entry per node, in graph order):
-/// FLOPs (bytes) over seconds beyond the launch overhead, summed over the
-/// kind. A GEMM node's time is taken as all compute. A kind with no time
-/// keeps \p base's rate.
+/// \returns the bandwidth and the GEMM rate under which nodeSeconds' formula
+/// gives \p graph's memory-bound nodes, and separately its GEMM nodes, the
+/// total time they took in \p seconds (one entry per node, in graph order),
+/// counting only nodes with finite time beyond the launch overhead. The
+/// bandwidth is their bytes over that time; the GEMM rate is then solved
+/// for with each GEMM charged max(FLOPs / rate, bytes / bandwidth), as
+/// nodeSeconds does, or is FLOPs over time where the bytes terms alone
+/// exceed the total. A kind with no such node keeps \p base's rate.
 FittedRates fitRates(const ir::Graph &graph, llvm::ArrayRef<double> seconds,
                      const CostProfile &base = {});
 

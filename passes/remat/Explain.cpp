@@ -81,7 +81,7 @@ void Solver::explain(const PlanResult &plan,
                      profile_.gemmFlopsPerSecond * 1e-9,
                      profile_.bytesPerSecond * 1e-9);
   if (!profile_.nodeSeconds.empty())
-    os << ", " << profile_.nodeSeconds.size() << " nodes measured";
+    os << ", " << profile_.nodeSeconds.size() << " node times";
   os << ")\n";
   os << "  segments: " << chain_.segments.size();
   if (chain_.numLayers)

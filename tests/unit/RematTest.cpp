@@ -26,7 +26,9 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 using namespace remat;
@@ -377,8 +379,11 @@ TEST_CASE("remat: segments of BERT repeat per layer") {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// Two compute-bound MatMuls and a small one that its bytes dominate (at a
+/// GEMM rate near the bandwidth in FLOPs per byte), three memory-bound nodes
+/// and a ReduceSum.
 constexpr llvm::StringLiteral kMlpText = R"(
-graph @mlp2(%x: f32[8,16], %w0: f32[16,16] weight, %w1: f32[16,16] weight) {
+graph @mlp2(%x: f32[8,16], %w0: f32[16,16] weight, %w1: f32[16,16] weight, %v: f32[16,1] weight) {
   %ratio = Constant() {value = dense<f32[]: 0.25>} : f32[]
   %train = Constant() {value = dense<bool[]: true>} : bool[]
   %m0 = MatMul(%x, %w0) : f32[8,16]
@@ -386,82 +391,137 @@ graph @mlp2(%x: f32[8,16], %w0: f32[16,16] weight, %w1: f32[16,16] weight) {
   %d0, %k0 = Dropout(%t0, %ratio, %train) {seed = 11} : f32[8,16], bool[8,16]
   %h0 = Add(%d0, %x) : f32[8,16]
   %m1 = MatMul(%h0, %w1) : f32[8,16]
+  %p = MatMul(%x, %v) : f32[8,1]
   %loss = ReduceSum(%m1) {keepdims = 0} : f32[]
-  return %loss
+  return %loss, %p
 }
 )";
+
+/// Removes a file when it goes out of scope.
+struct TempFile {
+  llvm::SmallString<128> path;
+  TempFile() {
+    REQUIRE(!llvm::sys::fs::createTemporaryFile("rates", "json", path));
+  }
+  ~TempFile() { llvm::sys::fs::remove(path); }
+  void write(llvm::StringRef text) const {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    REQUIRE(!ec);
+    os << text;
+  }
+};
 } // namespace
 
 TEST_CASE("remat: rates fitted to a profile give its GEMM and memory-bound "
           "totals back") {
   std::unique_ptr<Graph> graph = parseText(kMlpText);
-  // Constants, MatMul, Tanh, Dropout, Add, MatMul, ReduceSum; the last below
-  // the launch overhead, so it carries no information and is left out.
-  std::vector<double> seconds = {5e-3, 5e-3, 1e-3, 2e-4,
-                                 3e-4, 1e-4, 3e-3, 1e-6};
-  REQUIRE(seconds.size() == graph->getNumNodes());
-  recompute::FittedRates fit = recompute::fitRates(*graph, seconds);
-  CHECK(fit.gemmNodes == 2);
-  CHECK(fit.memoryBoundNodes == 3);
-  recompute::CostProfile profile;
-  profile.gemmFlopsPerSecond = fit.gemmFlopsPerSecond;
-  profile.bytesPerSecond = fit.bytesPerSecond;
-  double gemmMeasured = 0, gemmPredicted = 0, memMeasured = 0, memPredicted = 0;
-  size_t i = 0;
-  for (const Node &node : graph->getNodes()) {
-    double measured = seconds[i++];
-    if (measured <= profile.nodeOverheadSeconds)
-      continue;
-    double predicted = recompute::nodeSeconds(node, profile);
-    switch (recompute::getCostKind(node.getOp())) {
-    case recompute::CostKind::Gemm:
-      gemmMeasured += measured;
-      gemmPredicted += predicted;
-      break;
-    case recompute::CostKind::MemoryBound:
-      memMeasured += measured;
-      memPredicted += predicted;
-      break;
-    case recompute::CostKind::Free:
-      CHECK(predicted == 0);
-      break;
-    }
-  }
-  CHECK(gemmPredicted == doctest::Approx(gemmMeasured).epsilon(1e-12));
-  CHECK(memPredicted == doctest::Approx(memMeasured).epsilon(1e-12));
-  // Two MatMuls of 2 * 8 * 16 * 16 FLOPs in 4 ms beyond their overheads.
-  CHECK(fit.gemmFlopsPerSecond ==
-        doctest::Approx(2 * 4096 / (4e-3 - 2 * profile.nodeOverheadSeconds))
-            .epsilon(1e-12));
-
-  // A profile without GEMM times keeps the base GEMM rate.
-  std::vector<double> noGemm = seconds;
-  noGemm[2] = noGemm[6] = 0;
+  REQUIRE(graph->getNumNodes() == 9);
   recompute::CostProfile base;
+  const double overhead = base.nodeOverheadSeconds;
+  // Times built from a bandwidth of 1e7 B/s and a GEMM rate of 1e7 FLOP/s
+  // under nodeSeconds' formula: Tanh 1024 B, Dropout 1157 B (a bool mask),
+  // Add 1536 B; m0 and m1 4096 FLOPs (their 2 KiB would take less), p 256
+  // FLOPs but 608 B. The ReduceSum is under the launch overhead, so it is
+  // left out.
+  std::vector<double> seconds = {5e-3,                  // %ratio (free)
+                                 5e-3,                  // %train (free)
+                                 overhead + 4096 / 1e7, // %m0
+                                 overhead + 1024 / 1e7, // %t0
+                                 overhead + 1157 / 1e7, // %d0
+                                 overhead + 1536 / 1e7, // %h0
+                                 overhead + 4096 / 1e7, // %m1
+                                 overhead + 608 / 1e7,  // %p
+                                 1e-6};                 // %loss
+  recompute::FittedRates fit = recompute::fitRates(*graph, seconds);
+  CHECK(fit.gemmNodes == 3);
+  CHECK(fit.memoryBoundNodes == 3);
+  CHECK(fit.bytesPerSecond == doctest::Approx(1e7).epsilon(1e-12));
+  // FLOPs over time alone would give (8192 + 256) / 880e-6 = 9.6e6.
+  CHECK(fit.gemmFlopsPerSecond == doctest::Approx(1e7).epsilon(1e-9));
+
+  // Under the fitted rates each kind's predicted total is its measured one.
+  auto totals = [&](const recompute::CostProfile &profile,
+                    llvm::ArrayRef<double> times) {
+    double gemm[2] = {0, 0}, memory[2] = {0, 0};
+    size_t i = 0;
+    for (const Node &node : graph->getNodes()) {
+      double measured = times[i++];
+      if (!(measured > profile.nodeOverheadSeconds) || !std::isfinite(measured))
+        continue;
+      double predicted = recompute::nodeSeconds(node, profile);
+      switch (recompute::getCostKind(node.getOp())) {
+      case recompute::CostKind::Gemm:
+        gemm[0] += measured;
+        gemm[1] += predicted;
+        break;
+      case recompute::CostKind::MemoryBound:
+        memory[0] += measured;
+        memory[1] += predicted;
+        break;
+      case recompute::CostKind::Free:
+        CHECK(predicted == 0);
+        break;
+      }
+    }
+    CHECK(gemm[1] == doctest::Approx(gemm[0]).epsilon(1e-9));
+    CHECK(memory[1] == doctest::Approx(memory[0]).epsilon(1e-9));
+  };
+  auto profileOf = [&](const recompute::FittedRates &rates) {
+    recompute::CostProfile profile;
+    profile.gemmFlopsPerSecond = rates.gemmFlopsPerSecond;
+    profile.bytesPerSecond = rates.bytesPerSecond;
+    return profile;
+  };
+  totals(profileOf(fit), seconds);
+  // p is charged for its bytes.
+  CHECK(recompute::nodeSeconds(*graph->lookup("p")->getDefiningNode(),
+                               profileOf(fit)) ==
+        doctest::Approx(overhead + 608 / 1e7).epsilon(1e-9));
+
+  // Other times: no exact rates behind them, the totals still come back.
+  std::vector<double> other = {0,    0,    2.5e-4, 7e-5, 9e-5,
+                               3e-5, 6e-4, 4e-5,   2e-6};
+  totals(profileOf(recompute::fitRates(*graph, other)), other);
+
+  // A node never timed (+inf) is left out like one under the overhead.
+  std::vector<double> untimed = seconds;
+  untimed[6] = std::numeric_limits<double>::infinity();
+  recompute::FittedRates partial = recompute::fitRates(*graph, untimed);
+  CHECK(partial.gemmNodes == 2);
+  CHECK(std::isfinite(partial.gemmFlopsPerSecond));
+  CHECK(partial.gemmFlopsPerSecond > 0);
+  totals(profileOf(partial), untimed);
+
+  // A kind with no time keeps the base rate, and counts no node.
   base.gemmFlopsPerSecond = 123e9;
-  recompute::FittedRates partial = recompute::fitRates(*graph, noGemm, base);
-  CHECK(partial.gemmNodes == 0);
-  CHECK(partial.gemmFlopsPerSecond == 123e9);
-  CHECK(partial.bytesPerSecond == fit.bytesPerSecond);
+  base.bytesPerSecond = 45e9;
+  std::vector<double> noGemm = seconds;
+  noGemm[2] = noGemm[6] = noGemm[7] = 0;
+  recompute::FittedRates gemmless = recompute::fitRates(*graph, noGemm, base);
+  CHECK(gemmless.gemmNodes == 0);
+  CHECK(gemmless.gemmFlopsPerSecond == 123e9);
+  CHECK(gemmless.bytesPerSecond == fit.bytesPerSecond);
+  std::vector<double> noMemory = seconds;
+  noMemory[3] = noMemory[4] = noMemory[5] = 0;
+  recompute::FittedRates memoryless =
+      recompute::fitRates(*graph, noMemory, base);
+  CHECK(memoryless.memoryBoundNodes == 0);
+  CHECK(memoryless.bytesPerSecond == 45e9);
+  CHECK(memoryless.gemmNodes == 3);
+  CHECK(std::isfinite(memoryless.gemmFlopsPerSecond));
 }
 
 TEST_CASE("remat: a cost profile's rates reach the nodes it does not name") {
-  llvm::SmallString<128> path;
-  REQUIRE(!llvm::sys::fs::createTemporaryFile("rates", "json", path));
-  auto write = [&](llvm::StringRef text) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    REQUIRE(!ec);
-    os << text;
-  };
+  TempFile file;
   std::unique_ptr<Graph> graph = parseText(kMlpText);
   const Node *matmul = graph->lookup("m1")->getDefiningNode();
   const Node *tanh = graph->lookup("t0")->getDefiningNode();
 
-  write(R"({"nodes": [{"name": "m0", "seconds": 0.5}],
-            "rates": {"gemm_flops_per_second": 2048e3,
-                      "bytes_per_second": 4096e3}})");
-  auto profile = recompute::loadCostProfile(path);
+  file.write(R"({"nodes": [{"name": "m0", "seconds": 0.5}],
+                 "rates": {"gemm_flops_per_second": 2048e3,
+                           "bytes_per_second": 4096e3}})");
+  auto profile = recompute::loadCostProfile(file.path);
   REQUIRE_MESSAGE(bool(profile), errorToString(profile.takeError()));
   CHECK(profile->gemmFlopsPerSecond == 2048e3);
   CHECK(profile->bytesPerSecond == 4096e3);
@@ -474,15 +534,46 @@ TEST_CASE("remat: a cost profile's rates reach the nodes it does not name") {
   CHECK(recompute::nodeSeconds(*tanh, *profile) ==
         doctest::Approx(profile->nodeOverheadSeconds + 0.25e-3));
 
-  write(R"({"nodes": [], "rates": {"bytes_per_second": -1}})");
-  auto bad = recompute::loadCostProfile(path);
-  REQUIRE(!bad);
-  CHECK(llvm::StringRef(errorToString(bad.takeError()))
-            .contains("rates.bytes_per_second must be a positive number"));
-  write(R"({"nodes": [], "rates": [1]})");
-  auto notObject = recompute::loadCostProfile(path);
-  REQUIRE(!notObject);
-  CHECK(llvm::StringRef(errorToString(notObject.takeError()))
-            .contains("\"rates\" must be an object"));
-  llvm::sys::fs::remove(path);
+  // A profile without "rates" (or with only one) keeps the built-in ones.
+  recompute::CostProfile builtIn;
+  file.write(R"({"nodes": []})");
+  auto old = recompute::loadCostProfile(file.path);
+  REQUIRE_MESSAGE(bool(old), errorToString(old.takeError()));
+  CHECK(old->gemmFlopsPerSecond == builtIn.gemmFlopsPerSecond);
+  CHECK(old->bytesPerSecond == builtIn.bytesPerSecond);
+  file.write(R"({"nodes": [], "rates": {"bytes_per_second": 7e9,
+                                        "gemm_nodes": 0}})");
+  auto half = recompute::loadCostProfile(file.path);
+  REQUIRE_MESSAGE(bool(half), errorToString(half.takeError()));
+  CHECK(half->gemmFlopsPerSecond == builtIn.gemmFlopsPerSecond);
+  CHECK(half->bytesPerSecond == 7e9);
+
+  // Malformed rates and node times are errors that say what is wrong.
+  struct Bad {
+    const char *json, *message;
+  };
+  for (const Bad &bad : {
+           Bad{R"({"nodes": [], "rates": [1]})", "\"rates\" must be an object"},
+           Bad{R"({"nodes": [], "rates": {"bytes_per_second": -1}})",
+               "rates.bytes_per_second must be a positive number"},
+           Bad{R"({"nodes": [], "rates": {"bytes_per_second": 0}})",
+               "rates.bytes_per_second must be a positive number"},
+           Bad{R"({"nodes": [], "rates": {"gemm_flops_per_second": 0}})",
+               "rates.gemm_flops_per_second must be a positive number"},
+           Bad{R"({"nodes": [], "rates": {"gemm_flops_per_second": "fast"}})",
+               "rates.gemm_flops_per_second must be a positive number"},
+           Bad{R"({"nodes": [], "rates": {"gemm_flops_per_second": 1e999}})",
+               "rates.gemm_flops_per_second must be a positive number"},
+           Bad{R"({"nodes": [{"name": "m0", "seconds": 1e999}]})",
+               "finite, non-negative \"seconds\""},
+           Bad{R"({"nodes": [{"name": "m0", "seconds": -1}]})",
+               "finite, non-negative \"seconds\""},
+       }) {
+    file.write(bad.json);
+    auto loaded = recompute::loadCostProfile(file.path);
+    REQUIRE_MESSAGE(!loaded, bad.json);
+    std::string message = errorToString(loaded.takeError());
+    CHECK_MESSAGE(llvm::StringRef(message).contains(bad.message),
+                  bad.json << " gave: " << message);
+  }
 }
