@@ -26,11 +26,11 @@ enum class CostKind : uint8_t { Free, MemoryBound, Gemm };
 /// Rates of a backend, and measured node times when there are any.
 struct CostProfile {
   /// Sustained f32 GEMM rate. The defaults are the rates remat-run
-  /// --profile fitted to bert-base's step at batch 1, seq 512, on the 2-core
-  /// AVX-512 development VM at 2 threads, remat-run's default there (206
-  /// GFLOP/s and 18.7 GB/s; 198 and 17.1 at batch 4, seq 128; smaller models
-  /// fit lower, bert-mini 173 and 12.3: docs/remat.md), rounded down. A
-  /// profile (--cost-profile) gives another machine's.
+  /// --profile fits to bert-base's step on the 2-core AVX-512 development
+  /// VM at 2 threads, remat-run's default there (186-210 GFLOP/s and
+  /// 16.7-18.7 GB/s over batch 1 seq 512 and batch 4 seq 128; bert-mini
+  /// and bert-tiny fit lower: docs/remat.md), rounded. A profile
+  /// (--cost-profile) gives another machine's.
   double gemmFlopsPerSecond = 200e9;
   /// Sustained bandwidth of memory-bound kernels (bytes read + written).
   double bytesPerSecond = 18e9;
