@@ -147,7 +147,10 @@ FittedRates fitRates(const ir::Graph &graph, llvm::ArrayRef<double> seconds,
     double middle = 0.5 * (low + high);
     (predicted(middle) > total ? low : high) = middle;
   }
+  // The doubling stops at a finite rate: once every bytes term wins, the
+  // sum is bytesTerms exactly (the same additions in the same order).
   fit.gemmFlopsPerSecond = 0.5 * (low + high);
+  assert(std::isfinite(fit.gemmFlopsPerSecond) && "bisection diverged");
   return fit;
 }
 
