@@ -1,5 +1,4 @@
-//===- passes/remat/CostModel.h - Predicted node times -----------*- C++
-//-*-===//
+//===- passes/remat/CostModel.h - Predicted node times ----------*- C++ -*-===//
 //
 // Step 6 of remat (DESIGN.md "Rematerialization"): what a node costs to run
 // again. FLOPs and bytes moved come from the op and its types; a backend

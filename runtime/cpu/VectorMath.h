@@ -1,5 +1,4 @@
-//===- runtime/cpu/VectorMath.h - Vectorised f32 math for the kernels -*- C++
-//-*-===//
+//===- runtime/cpu/VectorMath.h - Vectorised f32 math -----------*- C++ -*-===//
 //
 // Array forms of remat's f32 math (runtime/MathF32.h) for the CPU kernels:
 // sixteen lanes at a time with AVX-512 or eight with AVX2 when the CPU has

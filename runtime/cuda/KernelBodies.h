@@ -1,5 +1,4 @@
-//===- runtime/cuda/KernelBodies.h - The math of the CUDA kernels -*- C++
-//-*-===//
+//===- runtime/cuda/KernelBodies.h - The CUDA kernels' math -----*- C++ -*-===//
 //
 // What one CUDA thread computes, as plain __host__ __device__ functions: the
 // .cu kernels are thin loops over these, and tests/unit/CudaKernelBodiesTest
