@@ -41,6 +41,20 @@
 // alpha 0 (or k 0) computes C = beta * C without reading A and B, as BLAS
 // does, so an Inf or NaN in them does not reach C.
 //
+// Note [A in place for narrow products]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Packing op(A) pays when each A panel then feeds many B panels. In a
+// product of at most 64 columns (two B panels: attention's P V, dS K, P^T dO
+// and dS^T Q, one head at a time) it feeds two, and copying A costs a third
+// of the multiply: in a one-thread harness over 12 heads of 512 x 64 x 512,
+// 104 GFLOP/s with A packed and 119 with it read in place (88 and 98 with A
+// transposed; 128 x 64 x 128: 96 and 108, 82 and 102), while at 128 columns
+// the two were level (108 and 111) and at 768 packing won (109 and 105).
+// So such a product's kernel broadcasts op(A)'s elements from where they
+// lie, through the view's strides. The FMAs, their order and the
+// writes to C are those of the packed path (an edge panel of fewer than
+// kMR rows is still packed, zero-padded): same bits.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/PackedSgemm.h"
@@ -67,6 +81,9 @@ constexpr int64_t kNR = 32;
 constexpr int64_t kKC = 256;
 constexpr int64_t kMC = 256;  // a multiple of kMR
 constexpr int64_t kNC = 1024; // a multiple of kNR
+/// Products of at most this many columns read A in place (Note [A in place
+/// for narrow products]).
+constexpr int64_t kMaxNarrowColumns = 2 * kNR;
 static_assert(kMR % 8 == 0 && kNR % 8 == 0,
               "packPanel copies and transposes 8 floats at a time");
 
@@ -187,11 +204,25 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
               out + (r0 / width) * panelStride);
 }
 
+/// Where the kernel reads op(A): element (i, p) of the 8-row panel at
+/// data[i * rowStride + p * kStride]. A packed panel has the strides 1 and
+/// kMR as constants (PackedPanel); a panel read where it lies in op(A) has
+/// its view's strides (StridedPanel).
+struct PackedPanel {
+  const float *data;
+  static constexpr int64_t rowStride = 1, kStride = kMR;
+};
+struct StridedPanel {
+  const float *data;
+  int64_t rowStride, kStride;
+};
+
 /// c (8 x 32, leading dim ldc) = alpha * sum_p A[p] B[p] + (overwrite ? 0 :
-/// beta * c), with A and B packed panels of depth kc.
-REMAT_TARGET_AVX512 void kernel8x32(int64_t kc, const float *ap,
-                                    const float *bp, float *c, int64_t ldc,
-                                    float alpha, float beta, bool overwrite) {
+/// beta * c), with A's panel at \p a and B a packed panel of depth kc.
+template <typename Panel>
+REMAT_TARGET_AVX512 void kernel8x32(int64_t kc, Panel a, const float *bp,
+                                    float *c, int64_t ldc, float alpha,
+                                    float beta, bool overwrite) {
   __m512 acc[kMR][2];
 #pragma GCC unroll 8
   for (int64_t i = 0; i < kMR; ++i) {
@@ -200,17 +231,18 @@ REMAT_TARGET_AVX512 void kernel8x32(int64_t kc, const float *ap,
     _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc + 16), _MM_HINT_T0);
   }
+  const float *ap = a.data;
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     __m512 b0 = _mm512_load_ps(bp);
     __m512 b1 = _mm512_load_ps(bp + 16);
 #pragma GCC unroll 8
     for (int64_t i = 0; i < kMR; ++i) {
-      __m512 a = _mm512_set1_ps(ap[i]);
-      acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
+      __m512 ai = _mm512_set1_ps(ap[i * a.rowStride]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
-    ap += kMR;
+    ap += a.kStride;
     bp += kNR;
   }
   __m512 vAlpha = _mm512_set1_ps(alpha);
@@ -230,29 +262,47 @@ REMAT_TARGET_AVX512 void kernel8x32(int64_t kc, const float *ap,
   }
 }
 
-/// Runs the kernel over an mc x nc block of C with its A and B packed. A
-/// block of C at an edge runs on an 8 x 32 copy, so that every element gets
-/// the same operations wherever it sits.
+/// Runs the kernel over an mc x nc block of C with B packed and A either
+/// packed (\p aPacked, panels of kMR rows) or read where it lies (\p aView,
+/// when aPacked is null). A block of C at an edge runs on an 8 x 32 copy,
+/// and a panel of fewer than kMR rows read in place is packed first, so that
+/// every element gets the same operations wherever it sits.
 REMAT_TARGET_AVX512 void multiplyBlock(int64_t mc, int64_t nc, int64_t kc,
-                                       const float *ap, const float *bp,
-                                       float *c, int64_t ldc, float alpha,
-                                       float beta, bool overwrite) {
+                                       const float *aPacked, View aView,
+                                       const float *bp, float *c, int64_t ldc,
+                                       float alpha, float beta,
+                                       bool overwrite) {
+  alignas(64) float edgePanel[kMR * kKC];
   for (int64_t c0 = 0; c0 < nc; c0 += kNR) {
     int64_t cols = std::min(kNR, nc - c0);
     const float *bPanel = bp + (c0 / kNR) * bPanelStride(kc);
     for (int64_t r0 = 0; r0 < mc; r0 += kMR) {
       int64_t rows = std::min(kMR, mc - r0);
-      const float *aPanel = ap + r0 * kc;
       float *cBlock = c + r0 * ldc + c0;
+      auto run = [&](auto panel, float *cTarget, int64_t ldTarget) {
+        kernel8x32(kc, panel, bPanel, cTarget, ldTarget, alpha, beta,
+                   overwrite);
+      };
+      auto runOn = [&](float *cTarget, int64_t ldTarget) {
+        if (aPacked) {
+          run(PackedPanel{aPacked + r0 * kc}, cTarget, ldTarget);
+        } else if (rows == kMR) {
+          View panel = aView.from(r0, 0);
+          run(StridedPanel{panel.data, panel.rs, panel.cs}, cTarget, ldTarget);
+        } else {
+          packPanel(aView.from(r0, 0), rows, kc, kMR, edgePanel);
+          run(PackedPanel{edgePanel}, cTarget, ldTarget);
+        }
+      };
       if (rows == kMR && cols == kNR) {
-        kernel8x32(kc, aPanel, bPanel, cBlock, ldc, alpha, beta, overwrite);
+        runOn(cBlock, ldc);
         continue;
       }
       alignas(64) float edge[kMR * kNR] = {};
       if (!overwrite)
         for (int64_t i = 0; i < rows; ++i)
           std::memcpy(edge + i * kNR, cBlock + i * ldc, sizeof(float) * cols);
-      kernel8x32(kc, aPanel, bPanel, edge, kNR, alpha, beta, overwrite);
+      runOn(edge, kNR);
       for (int64_t i = 0; i < rows; ++i)
         std::memcpy(cBlock + i * ldc, edge + i * kNR, sizeof(float) * cols);
     }
@@ -290,6 +340,8 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   // op(A)(i, p) and op(B)^T(j, p) as views.
   View opA = transA ? View{a, 1, lda} : View{a, lda, 1};
   View opBT = transB ? View{b, ldb, 1} : View{b, 1, ldb};
+  // Note [A in place for narrow products].
+  const bool readsAInPlace = n <= kMaxNarrowColumns;
   for (int64_t j0 = 0; j0 < n; j0 += kNC) {
     int64_t nc = std::min(kNC, n - j0);
     for (int64_t p0 = 0; p0 < k; p0 += kKC) {
@@ -300,9 +352,13 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       packBlock(opBT.from(j0, p0), nc, kc, kNR, buffers.b, bPanelStride(kc));
       for (int64_t i0 = 0; i0 < m; i0 += kMC) {
         int64_t mc = std::min(kMC, m - i0);
-        packBlock(opA.from(i0, p0), mc, kc, kMR, buffers.a, kMR * kc);
-        multiplyBlock(mc, nc, kc, buffers.a, buffers.b, c + i0 * ldc + j0, ldc,
-                      alpha, blockBeta, overwrite);
+        const float *aPacked = nullptr;
+        if (!readsAInPlace) {
+          packBlock(opA.from(i0, p0), mc, kc, kMR, buffers.a, kMR * kc);
+          aPacked = buffers.a;
+        }
+        multiplyBlock(mc, nc, kc, aPacked, opA.from(i0, p0), buffers.b,
+                      c + i0 * ldc + j0, ldc, alpha, blockBeta, overwrite);
       }
     }
   }

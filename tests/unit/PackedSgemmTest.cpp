@@ -215,6 +215,37 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
     checkSame(cT, true);
   }
 
+  SUBCASE("narrow products, which read A in place") {
+    // At most 64 columns: A is not packed (Note [A in place for narrow
+    // products]), except the last panel of fewer than 8 rows. All m = 300
+    // rows (two 256-row blocks, a 4-row edge panel), every transpose, other
+    // leading dims: the bits of the packed product above.
+    Matrix aT = a.transposed(3), bT = b.transposed(5);
+    for (int variant = 0; variant < 4; ++variant)
+      for (int64_t col0 : {0, 40, 1036})
+        for (int64_t cols : {64, 33, 8}) {
+          bool transA = variant & 1, transB = variant & 2;
+          CAPTURE(transA);
+          CAPTURE(transB);
+          CAPTURE(col0);
+          CAPTURE(cols);
+          const Matrix &opA = transA ? aT : a;
+          const float *opB = transB ? &bT.at(col0, 0) : &b.at(0, col0);
+          Matrix block(m, cols, 2);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < cols; ++j)
+              block.at(i, j) = c0.at(i, col0 + j);
+          packedSgemm512(transA, transB, m, cols, k, 1.0f, opA.data.data(),
+                         opA.ld, opB, transB ? bT.ld : b.ld, beta,
+                         block.data.data(), block.ld);
+          int wrong = 0;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < cols; ++j)
+              wrong += !sameBits(block.at(i, j), c.at(i, col0 + j));
+          CHECK(wrong == 0);
+        }
+  }
+
   SUBCASE("every block of C computed on its own") {
     // A block's elements sit elsewhere in the kernel's panels (or in an
     // edge copy) than in the whole product.
