@@ -30,6 +30,9 @@
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/PackedSgemm.h"
 
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
 #include <cblas.h>
 #include <dlfcn.h>
 #if defined(__x86_64__)
@@ -287,29 +290,40 @@ bool checkPackedSgemm(const char *name, FullSgemm sgemm) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int rounds = 5, reps = 3;
-  int64_t seq = 512;
-  const char *usage = "usage: remat-bench-gemm [--rounds N] [--reps R] "
-                      "[--seq S] [--tile ROWSxCOLS]\n";
-  for (int i = 1; i < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(usage, stdout);
-      return 0;
-    }
-    bool ok = i + 1 < argc;
-    if (ok && !std::strcmp(argv[i], "--rounds"))
-      rounds = std::atoi(argv[i + 1]);
-    else if (ok && !std::strcmp(argv[i], "--reps"))
-      reps = std::atoi(argv[i + 1]);
-    else if (ok && !std::strcmp(argv[i], "--seq"))
-      seq = std::atoll(argv[i + 1]);
-    else if (ok && !std::strcmp(argv[i], "--tile") &&
-             std::sscanf(argv[i + 1], "%ldx%ld", &kTileRows, &kTileCols) == 2)
-      continue;
-    else {
-      std::fprintf(stderr, "error: bad argument '%s'\n%s", argv[i], usage);
-      return 1;
-    }
+  llvm::InitLLVM initLLVM(argc, argv);
+  llvm::cl::opt<unsigned> rounds(
+      "rounds",
+      llvm::cl::desc("Alternating rounds; each shape and candidate keeps "
+                     "its best (default 5)"),
+      llvm::cl::init(5));
+  llvm::cl::opt<unsigned> reps(
+      "reps", llvm::cl::desc("Timed runs of each shape per round (default 3)"),
+      llvm::cl::init(3));
+  llvm::cl::opt<int64_t> seq(
+      "seq",
+      llvm::cl::desc("Tokens: the rows of the projections and the "
+                     "attention's sequence length (default 512)"),
+      llvm::cl::init(512));
+  llvm::cl::opt<std::string> tile(
+      "tile", llvm::cl::value_desc("ROWSxCOLS"),
+      llvm::cl::desc("Outputs per single-threaded call (default 128x256)"),
+      llvm::cl::init("128x256"));
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv, "remat-bench-gemm: GEMM candidates on bert-base's shapes\n");
+  if (rounds == 0 || reps == 0 || seq <= 0) {
+    std::fprintf(stderr, "error: --rounds, --reps and --seq must be "
+                         "positive\n");
+    return 1;
+  }
+  int consumed = 0;
+  if (std::sscanf(tile.c_str(), "%ldx%ld%n", &kTileRows, &kTileCols,
+                  &consumed) != 2 ||
+      size_t(consumed) != tile.size() || kTileRows <= 0 || kTileCols <= 0) {
+    std::fprintf(stderr,
+                 "error: --tile wants ROWSxCOLS, two positive numbers, "
+                 "not '%s'\n",
+                 tile.c_str());
+    return 1;
   }
   openblas_set_num_threads(1);
   std::string defaultCore = openblas_get_corename();
@@ -349,7 +363,7 @@ int main(int argc, char **argv) {
   candidates.push_back({"eigen(build isa)", eigenTile, nullptr});
 #endif
 
-  int64_t t = seq, h = 768, f = 3072, heads = 12, d = 64;
+  int64_t t = int64_t(seq), h = 768, f = 3072, heads = 12, d = 64;
   std::vector<Shape> shapes = {
       {"qkv/out proj", 1, t, h, h, false, false},
       {"ffn up", 1, t, f, h, false, false},
@@ -394,7 +408,7 @@ int main(int argc, char **argv) {
       shapes.size(), std::vector<double>(candidates.size(), 1e30));
   std::vector<std::vector<double>> diff(
       shapes.size(), std::vector<double>(candidates.size(), 0));
-  for (int round = 0; round < rounds; ++round) {
+  for (unsigned round = 0; round < rounds; ++round) {
     // Alternate the order: odd rounds run the candidates backwards.
     for (size_t ci = 0; ci < candidates.size(); ++ci) {
       size_t cand = round % 2 ? candidates.size() - 1 - ci : ci;
@@ -402,7 +416,7 @@ int main(int argc, char **argv) {
         candidates[cand].prepare();
       for (size_t si = 0; si < shapes.size(); ++si) {
         const Shape &s = shapes[si];
-        for (int rep = 0; rep < reps; ++rep) {
+        for (unsigned rep = 0; rep < reps; ++rep) {
           double start = seconds();
           runTiled(candidates[cand].tile, s, a.data(), b.data(), c.data());
           best[si][cand] = std::min(best[si][cand], seconds() - start);
@@ -434,9 +448,9 @@ int main(int argc, char **argv) {
   std::printf("%-16s %-18s", "shape", "batch x M x N x K");
   for (const Candidate &cand : candidates)
     std::printf(" %18s", cand.name.c_str());
-  std::printf("   (GFLOP/s of thread CPU time, 1 thread, best of %d rounds x "
-              "%d reps)\n",
-              rounds, reps);
+  std::printf("   (GFLOP/s of thread CPU time, 1 thread, best of %u rounds x "
+              "%u reps)\n",
+              unsigned(rounds), unsigned(reps));
   std::vector<double> totalSeconds(candidates.size(), 0);
   for (size_t si = 0; si < shapes.size(); ++si) {
     const Shape &s = shapes[si];

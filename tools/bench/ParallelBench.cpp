@@ -13,6 +13,9 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Parallel.h"
 
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -45,31 +48,29 @@ double percentile(std::vector<double> values, double p) {
 } // namespace
 
 int main(int argc, char **argv) {
-  double gap = 20, chunk = 2000;
-  int runs = 500;
-  const char *usage =
-      "usage: remat-bench-parallel [--gap US] [--chunk US] [--runs N]\n";
-  for (int i = 1; i < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(usage, stdout);
-      return 0;
-    }
-    bool ok = i + 1 < argc;
-    if (ok && !std::strcmp(argv[i], "--gap"))
-      gap = std::atof(argv[i + 1]);
-    else if (ok && !std::strcmp(argv[i], "--chunk"))
-      chunk = std::atof(argv[i + 1]);
-    else if (ok && !std::strcmp(argv[i], "--runs") &&
-             std::atoi(argv[i + 1]) > 0)
-      runs = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "error: bad argument '%s'\n%s", argv[i], usage);
-      return 1;
-    }
+  llvm::InitLLVM initLLVM(argc, argv);
+  llvm::cl::opt<double> gap(
+      "gap",
+      llvm::cl::desc("Microseconds the caller works alone between runs "
+                     "(default 20)"),
+      llvm::cl::init(20));
+  llvm::cl::opt<double> chunk(
+      "chunk",
+      llvm::cl::desc("Microseconds of each of a run's two chunks "
+                     "(default 2000)"),
+      llvm::cl::init(2000));
+  llvm::cl::opt<unsigned> runs(
+      "runs", llvm::cl::desc("Runs timed (default 500)"), llvm::cl::init(500));
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv, "remat-bench-parallel: the thread pool's hand-off cost\n");
+  if (!(gap >= 0) || !(chunk >= 0) || runs == 0) {
+    std::fprintf(stderr, "error: --gap and --chunk must be at least 0 and "
+                         "--runs positive\n");
+    return 1;
   }
   remat::runtime::cpu::ThreadPoolParallelFor pool(2);
   std::vector<double> starts, overheads;
-  for (int r = 0; r < runs; ++r) {
+  for (unsigned r = 0; r < runs; ++r) {
     busyFor(gap);
     std::atomic<double> workerStart{-1};
     std::thread::id caller = std::this_thread::get_id();
@@ -83,9 +84,9 @@ int main(int argc, char **argv) {
     if (workerStart >= 0)
       starts.push_back(workerStart);
   }
-  std::printf("gap %.0f us, chunk %.0f us, %d runs on 2 threads; the worker "
+  std::printf("gap %.0f us, chunk %.0f us, %u runs on 2 threads; the worker "
               "ran a chunk in %zu\n",
-              gap, chunk, runs, starts.size());
+              double(gap), double(chunk), unsigned(runs), starts.size());
   if (!starts.empty())
     std::printf("worker starts after run(): p10 %.1f  p50 %.1f  p90 %.1f us\n",
                 percentile(starts, 0.1), percentile(starts, 0.5),
