@@ -45,15 +45,15 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Packing op(A) pays when each A panel then feeds many B panels. In a
 // product of at most 64 columns (two B panels: attention's P V, dS K, P^T dO
-// and dS^T Q, one head at a time) it feeds two, and copying A costs a third
-// of the multiply: in a one-thread harness over 12 heads of 512 x 64 x 512,
-// 104 GFLOP/s with A packed and 119 with it read in place (88 and 98 with A
-// transposed; 128 x 64 x 128: 96 and 108, 82 and 102), while at 128 columns
-// the two were level (108 and 111) and at 768 packing won (109 and 105).
-// So such a product's kernel broadcasts op(A)'s elements from where they
-// lie, through the view's strides. The FMAs, their order and the
-// writes to C are those of the packed path (an edge panel of fewer than
-// kMR rows is still packed, zero-padded): same bits.
+// and dS^T Q, one head at a time) it feeds two, and the copy took about an
+// eighth of the product's time: in a one-thread harness over 12 heads of
+// 512 x 64 x 512, 104 GFLOP/s with A packed and 119 with it read in place
+// (88 and 98 with A transposed; 128 x 64 x 128: 96 and 108, 82 and 102),
+// while at 128 columns the two were level (108 and 111) and at 768 packing
+// won (109 and 105). So such a product's kernel broadcasts op(A)'s
+// elements from where they lie, through the view's strides. The FMAs,
+// their order and the writes to C are those of the packed path (a last
+// panel of fewer than kMR rows is still packed, zero-padded): same bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -262,49 +262,57 @@ REMAT_TARGET_AVX512 void kernel8x32(int64_t kc, Panel a, const float *bp,
   }
 }
 
+/// Runs the kernel on the 8 x 32 block of C at \p cBlock, of which \p rows
+/// x \p cols lie inside C: a block at an edge runs on a copy, so that every
+/// element gets the same operations wherever it sits.
+template <typename Panel>
+REMAT_TARGET_AVX512 void multiplyPanel(int64_t kc, Panel a, const float *bPanel,
+                                       float *cBlock, int64_t ldc, int64_t rows,
+                                       int64_t cols, float alpha, float beta,
+                                       bool overwrite) {
+  if (rows == kMR && cols == kNR) {
+    kernel8x32(kc, a, bPanel, cBlock, ldc, alpha, beta, overwrite);
+    return;
+  }
+  alignas(64) float cEdge[kMR * kNR] = {};
+  if (!overwrite)
+    for (int64_t i = 0; i < rows; ++i)
+      std::memcpy(cEdge + i * kNR, cBlock + i * ldc, sizeof(float) * cols);
+  kernel8x32(kc, a, bPanel, cEdge, kNR, alpha, beta, overwrite);
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(cBlock + i * ldc, cEdge + i * kNR, sizeof(float) * cols);
+}
+
 /// Runs the kernel over an mc x nc block of C with B packed and A either
-/// packed (\p aPacked, panels of kMR rows) or read where it lies (\p aView,
-/// when aPacked is null). A block of C at an edge runs on an 8 x 32 copy,
-/// and a panel of fewer than kMR rows read in place is packed first, so that
-/// every element gets the same operations wherever it sits.
+/// packed (\p aPacked, panels of kMR rows) or, when aPacked is null, read
+/// where it lies (\p aView; Note [A in place for narrow products]), its last
+/// panel packed when it has fewer than kMR rows.
 REMAT_TARGET_AVX512 void multiplyBlock(int64_t mc, int64_t nc, int64_t kc,
                                        const float *aPacked, View aView,
                                        const float *bp, float *c, int64_t ldc,
                                        float alpha, float beta,
                                        bool overwrite) {
-  alignas(64) float edgePanel[kMR * kKC];
+  int64_t fullRows = aPacked ? mc : mc / kMR * kMR;
+  alignas(64) float aEdge[kMR * kKC];
+  if (fullRows < mc)
+    packPanel(aView.from(fullRows, 0), mc - fullRows, kc, kMR, aEdge);
   for (int64_t c0 = 0; c0 < nc; c0 += kNR) {
     int64_t cols = std::min(kNR, nc - c0);
     const float *bPanel = bp + (c0 / kNR) * bPanelStride(kc);
     for (int64_t r0 = 0; r0 < mc; r0 += kMR) {
       int64_t rows = std::min(kMR, mc - r0);
       float *cBlock = c + r0 * ldc + c0;
-      auto run = [&](auto panel, float *cTarget, int64_t ldTarget) {
-        kernel8x32(kc, panel, bPanel, cTarget, ldTarget, alpha, beta,
-                   overwrite);
-      };
-      auto runOn = [&](float *cTarget, int64_t ldTarget) {
-        if (aPacked) {
-          run(PackedPanel{aPacked + r0 * kc}, cTarget, ldTarget);
-        } else if (rows == kMR) {
-          View panel = aView.from(r0, 0);
-          run(StridedPanel{panel.data, panel.rs, panel.cs}, cTarget, ldTarget);
-        } else {
-          packPanel(aView.from(r0, 0), rows, kc, kMR, edgePanel);
-          run(PackedPanel{edgePanel}, cTarget, ldTarget);
-        }
-      };
-      if (rows == kMR && cols == kNR) {
-        runOn(cBlock, ldc);
-        continue;
+      if (aPacked) {
+        multiplyPanel(kc, PackedPanel{aPacked + r0 * kc}, bPanel, cBlock, ldc,
+                      rows, cols, alpha, beta, overwrite);
+      } else if (r0 < fullRows) {
+        View panel = aView.from(r0, 0);
+        multiplyPanel(kc, StridedPanel{panel.data, panel.rs, panel.cs}, bPanel,
+                      cBlock, ldc, rows, cols, alpha, beta, overwrite);
+      } else {
+        multiplyPanel(kc, PackedPanel{aEdge}, bPanel, cBlock, ldc, rows, cols,
+                      alpha, beta, overwrite);
       }
-      alignas(64) float edge[kMR * kNR] = {};
-      if (!overwrite)
-        for (int64_t i = 0; i < rows; ++i)
-          std::memcpy(edge + i * kNR, cBlock + i * ldc, sizeof(float) * cols);
-      runOn(edge, kNR);
-      for (int64_t i = 0; i < rows; ++i)
-        std::memcpy(cBlock + i * ldc, edge + i * kNR, sizeof(float) * cols);
     }
   }
 }

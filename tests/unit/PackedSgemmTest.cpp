@@ -219,29 +219,42 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
     // At most 64 columns: A is not packed (Note [A in place for narrow
     // products]), except the last panel of fewer than 8 rows. All m = 300
     // rows (two 256-row blocks, a 4-row edge panel), every transpose, other
-    // leading dims: the bits of the packed product above.
+    // leading dims: the bits of the packed product above; and with alpha
+    // 0.5 and beta 0 over a C of NaNs, those of the packed product with
+    // them. C's padding stays as it was.
+    Matrix cHalf(m, n);
+    for (float &x : cHalf.data)
+      x = NAN;
+    packedSgemm512(false, false, m, n, k, 0.5f, a.data.data(), a.ld,
+                   b.data.data(), b.ld, 0.0f, cHalf.data.data(), cHalf.ld);
     Matrix aT = a.transposed(3), bT = b.transposed(5);
-    for (int variant = 0; variant < 4; ++variant)
+    for (int variant = 0; variant < 8; ++variant)
       for (int64_t col0 : {0, 40, 1036})
         for (int64_t cols : {64, 33, 8}) {
-          bool transA = variant & 1, transB = variant & 2;
+          bool transA = variant & 1, transB = variant & 2, half = variant & 4;
           CAPTURE(transA);
           CAPTURE(transB);
+          CAPTURE(half);
           CAPTURE(col0);
           CAPTURE(cols);
           const Matrix &opA = transA ? aT : a;
           const float *opB = transB ? &bT.at(col0, 0) : &b.at(0, col0);
           Matrix block(m, cols, 2);
           for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < cols; ++j)
-              block.at(i, j) = c0.at(i, col0 + j);
-          packedSgemm512(transA, transB, m, cols, k, 1.0f, opA.data.data(),
-                         opA.ld, opB, transB ? bT.ld : b.ld, beta,
-                         block.data.data(), block.ld);
+            for (int64_t j = 0; j < block.ld; ++j)
+              block.at(i, j) = j >= cols ? 42.0f
+                               : half    ? NAN
+                                         : c0.at(i, col0 + j);
+          packedSgemm512(transA, transB, m, cols, k, half ? 0.5f : 1.0f,
+                         opA.data.data(), opA.ld, opB, transB ? bT.ld : b.ld,
+                         half ? 0.0f : beta, block.data.data(), block.ld);
+          const Matrix &want = half ? cHalf : c;
           int wrong = 0;
           for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < cols; ++j)
-              wrong += !sameBits(block.at(i, j), c.at(i, col0 + j));
+            for (int64_t j = 0; j < block.ld; ++j)
+              wrong += j < cols
+                           ? !sameBits(block.at(i, j), want.at(i, col0 + j))
+                           : block.at(i, j) != 42.0f;
           CHECK(wrong == 0);
         }
   }

@@ -24,12 +24,14 @@
 // with OpenBLAS's (max relative difference) so that a wrong call cannot look
 // fast.
 //
-// Not part of the test suite: timings belong in benchmarks, not tests.
+// Timings belong in benchmarks, not tests: tests/tools/bench-args.test
+// checks only the arguments this takes.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/PackedSgemm.h"
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
@@ -51,11 +53,10 @@
 #endif
 
 #include <algorithm>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <ctime>
 #include <functional>
 #include <random>
 #include <string>
@@ -315,10 +316,12 @@ int main(int argc, char **argv) {
                          "positive\n");
     return 1;
   }
-  int consumed = 0;
-  if (std::sscanf(tile.c_str(), "%ldx%ld%n", &kTileRows, &kTileCols,
-                  &consumed) != 2 ||
-      size_t(consumed) != tile.size() || kTileRows <= 0 || kTileCols <= 0) {
+  auto [rowsText, colsText] = llvm::StringRef(tile).split('x');
+  // getAsInteger takes digits only (no sign, no space) and fails on
+  // overflow.
+  if (rowsText.getAsInteger(10, kTileRows) ||
+      colsText.getAsInteger(10, kTileCols) || kTileRows <= 0 ||
+      kTileCols <= 0) {
     std::fprintf(stderr,
                  "error: --tile wants ROWSxCOLS, two positive numbers, "
                  "not '%s'\n",

@@ -8,7 +8,8 @@
 //
 //   remat-bench-parallel [--gap US] [--chunk US] [--runs N]
 //
-// Not part of the test suite: timings belong in benchmarks, not tests.
+// Timings belong in benchmarks, not tests: tests/tools/bench-args.test
+// checks only the arguments this takes.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Parallel.h"
@@ -19,9 +20,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -63,9 +63,14 @@ int main(int argc, char **argv) {
       "runs", llvm::cl::desc("Runs timed (default 500)"), llvm::cl::init(500));
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "remat-bench-parallel: the thread pool's hand-off cost\n");
-  if (!(gap >= 0) || !(chunk >= 0) || runs == 0) {
-    std::fprintf(stderr, "error: --gap and --chunk must be at least 0 and "
-                         "--runs positive\n");
+  // At most a second each: a run busy-waits for them.
+  constexpr double kMaxMicros = 1e6;
+  auto inRange = [&](double micros) {
+    return std::isfinite(micros) && micros >= 0 && micros <= kMaxMicros;
+  };
+  if (!inRange(gap) || !inRange(chunk) || runs == 0) {
+    std::fprintf(stderr, "error: --gap and --chunk must be in [0, 1e6] us "
+                         "and --runs positive\n");
     return 1;
   }
   remat::runtime::cpu::ThreadPoolParallelFor pool(2);
