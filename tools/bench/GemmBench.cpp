@@ -4,7 +4,8 @@
 // training step runs (forward and the transposed forms of the backward), the
 // way runtime/cpu/Linalg.cpp calls them: the product cut into fixed tiles
 // (128 x 256 outputs unless --tile says otherwise; the runtime's own cut,
-// finishPlan, is at most 256 x 1024), each tile one single-threaded call
+// finishPlan, is at most 256 x 1024 for OpenBLAS and 512 x 1024 for remat's
+// kernel), each tile one single-threaded call
 // over the whole K (see Note [OpenBLAS threads]). One thread, best of N
 // alternating rounds (every round runs every candidate on every shape), GFLOP/s
 // of the thread's CPU time (not wall time: the machine may be shared).
