@@ -60,6 +60,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -183,6 +184,18 @@ constexpr Tile kMaxPackedTile = {512, 1024};
 /// threads a 512 x 768 product leaves some idle.
 constexpr int64_t kMinTasks = 4;
 constexpr int64_t kMinTileSide = 64;
+/// remat's AVX-512 kernel splits a product whose tiles' op(A) each fit a
+/// thread's shared packing (kMaxSharedAFloats) into column strips, not rows,
+/// until it has this many tasks: the strips of a row of tiles share one
+/// packed op(A) per thread, so the split adds no packing, and the threads
+/// finish a node closer together (Note [Tiles that share a packed A] in
+/// runtime/cpu/PackedSgemm.cpp).
+constexpr int64_t kMinStripTasks = 12;
+/// Strips are at least this wide and their widths a multiple of kStripAlign,
+/// the kernel's panel width, so that no strip but a product's last has an
+/// edge panel.
+constexpr int64_t kMinStripWidth = 64;
+constexpr int64_t kStripAlign = 32;
 /// Tile sides are multiples of this, which the unroll sizes of OpenBLAS's
 /// x86 sgemm kernels divide, so only a product's last row and column of
 /// tiles run their edge code.
@@ -201,15 +214,16 @@ void useSingleThreadedBlas() {
 }
 
 /// One matrix product C = alpha * op(A) op(B) + beta * C over row-major
-/// storage, as cblas takes it.
+/// storage, as cblas takes it. \p shareA names op(A) for remat's own kernel
+/// (SharedAKey); OpenBLAS packs it anew.
 template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
           const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
-          int64_t ldc) {
+          int64_t ldc, const SharedAKey *shareA = nullptr) {
   if constexpr (std::is_same_v<T, float>)
     if (packedSgemm512Available()) {
       packedSgemm512(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                     ldc);
+                     ldc, shareA);
       return;
     }
   CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
@@ -242,6 +256,9 @@ struct ProductPlan {
   int64_t cColStride = 1;
   Tile tile = kMaxTile;
   int64_t rowTiles = 0, colTiles = 0;
+  /// The tiles of a row share op(A): remat's kernel packs it once per
+  /// thread (kMinStripTasks).
+  bool shareA = false;
 
   int64_t numTasks() const {
     return static_cast<int64_t>(aOffsets.size()) * rowTiles * colTiles;
@@ -249,12 +266,12 @@ struct ProductPlan {
 };
 
 /// Cuts \p plan's products of \p dtype into tiles (kMaxTile or
-/// kMaxPackedTile, kMinTasks). Only the shapes and the kernel choose, never
-/// the thread count: results must not depend on it.
+/// kMaxPackedTile, kMinTasks; remat's kernel into column strips when they
+/// can share op(A), kMinStripTasks). Only the shapes and the kernel choose,
+/// never the thread count: results must not depend on it.
 void finishPlan(ProductPlan &plan, DType dtype) {
-  const Tile maxTile = dtype == DType::F32 && packedSgemm512Available()
-                           ? kMaxPackedTile
-                           : kMaxTile;
+  const bool packed = dtype == DType::F32 && packedSgemm512Available();
+  const Tile maxTile = packed ? kMaxPackedTile : kMaxTile;
   auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   auto side = [&](int64_t extent, int64_t tiles) {
     int64_t even = ceilDiv(std::max<int64_t>(extent, 1), tiles);
@@ -264,6 +281,29 @@ void finishPlan(ProductPlan &plan, DType dtype) {
   int64_t products = std::max<int64_t>(1, plan.aOffsets.size());
   int64_t rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), maxTile.rows);
   int64_t colTiles = ceilDiv(std::max<int64_t>(plan.n, 1), maxTile.cols);
+  // op(A) of a row of tiles, its rows rounded up to the kernel's 8-row
+  // panels; products of at most two panels' width read A in place.
+  int64_t sharedFloats = ceilDiv(side(plan.m, rowTiles), 8) * 8 * plan.k;
+  if (packed && plan.n > 2 * kStripAlign && sharedFloats <= kMaxSharedAFloats) {
+    // Column strips, which share their row's packed op(A).
+    auto strip = [&](int64_t tiles) {
+      return std::min(plan.n, ceilDiv(ceilDiv(plan.n, tiles), kStripAlign) *
+                                  kStripAlign);
+    };
+    while (products * rowTiles * colTiles < kMinStripTasks &&
+           strip(colTiles + 1) >= kMinStripWidth &&
+           ceilDiv(plan.n, strip(colTiles + 1)) > colTiles)
+      colTiles = ceilDiv(plan.n, strip(colTiles + 1));
+    if (products * rowTiles * colTiles >= kMinTasks) {
+      plan.tile = {side(plan.m, rowTiles), strip(colTiles)};
+      plan.rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), plan.tile.rows);
+      plan.colTiles = ceilDiv(plan.n, plan.tile.cols);
+      plan.shareA = plan.colTiles > 1;
+      return;
+    }
+    // Too narrow for kMinTasks strips: rows too, as without sharing.
+    colTiles = ceilDiv(std::max<int64_t>(plan.n, 1), maxTile.cols);
+  }
   while (products * rowTiles * colTiles < kMinTasks) {
     int64_t rows = side(plan.m, rowTiles), cols = side(plan.n, colTiles);
     if (cols >= rows && cols >= 2 * kMinTileSide)
@@ -349,11 +389,16 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
   bool packsStrided = false;
   if constexpr (std::is_same_v<T, float>)
     packsStrided = packedSgemm512Available() && plan.k > 0;
+  // Each run of a product is a new SharedAKey::run: the same operand
+  // addresses hold other values in the next node or step.
+  static std::atomic<uint64_t> lastRun{0};
+  uint64_t run = plan.shareA ? lastRun.fetch_add(1) + 1 : 0;
   parallel.run(plan.numTasks(), grain, [&](int64_t begin, int64_t end) {
     std::vector<T> aScratch, bScratch, cScratch;
     for (int64_t task = begin; task < end; ++task) {
       int64_t product = task / tilesPerProduct;
       int64_t index = task % tilesPerProduct;
+      SharedAKey key{run, task / plan.colTiles};
       int64_t row0 = (index / plan.colTiles) * tile.rows;
       int64_t col0 = (index % plan.colTiles) * tile.cols;
       int64_t rows = std::min(tile.rows, plan.m - row0);
@@ -421,7 +466,7 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
           }
       } else {
         gemm<T>(transA, transB, rows, cols, plan.k, alpha, aTile, lda, bTile,
-                ldb, beta, cTile, ldc);
+                ldb, beta, cTile, ldc, plan.shareA ? &key : nullptr);
       }
       // Element (r, j) goes to r + j * cColStride: a transposing copy.
       if (plan.scatterC)

@@ -31,7 +31,8 @@
 // 0.96-1.02x), but in a training step this one took about 10% less time
 // (alternated profiles, docs/benchmarks.md), and it lets remat.PermutedMatMul
 // pass strided operands as they are instead of copying them. Its packing
-// buffers (1.3 MiB per thread, like OpenBLAS's own) are outside the arena.
+// buffers (1.3 MiB per thread, like OpenBLAS's own, and up to 8 MiB for a
+// shared A, Note [Tiles that share a packed A]) are outside the arena.
 //
 // The cache sizes behind the blocks: a B panel in a 48 KiB L1, the A block
 // and a B block (1 MiB) in a 2 MiB L2. The runtime's largest tile for this
@@ -55,6 +56,30 @@
 // their order and the writes to C are those of the packed path (a last
 // panel of fewer than kMR rows is still packed, zero-padded): same bits.
 //
+// Note [Tiles that share a packed A]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The runtime cuts a product into tiles for its threads (runtime/cpu/
+// Linalg.cpp, finishPlan), and each tile used to pack its own op(A): a 512 x
+// 768 product in four tiles packed its A two or four times, the MLM
+// decoder's 30 column tiles packed the same 512 x 768 A thirty times. And
+// with four tiles on two threads, whichever thread the machine slowed
+// during the node left the other idle at its end: the pool's threads were
+// idle for 2-11% of their time in the bert-base step (b4s128, 2 threads,
+// an instrumented build), nearly all of it in the 4- and 6-tile GEMMs,
+// where the two threads finished a node 1.1 ms apart on average (of 8.4).
+// So a tile may name its op(A) with a SharedAKey (the node's run and the
+// tile's row): the thread keeps op(A) packed as long as the key, the
+// operand's address, leading dim, transpose and shape stay the same, each
+// block packed the first time a call needs it, so the first tile packs just
+// before it multiplies as before and the thread's later tiles of the row
+// read the packed blocks back. The runtime then cuts such a product into
+// column strips, at least 12 tasks where the strips stay 64 columns wide,
+// without packing more. The run number is new for every run of a node: the
+// same addresses hold other values in the next node or step. op(A) of more
+// than kMaxSharedAFloats (8 MiB) is packed block by block as before (the
+// MLM head's gradient, K = 30522), so a thread's buffers outside the arena
+// are at most 1.3 + 8 MiB. Packing moves no FMA: same bits.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/PackedSgemm.h"
@@ -65,6 +90,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -204,6 +230,59 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
               out + (r0 / width) * panelStride);
 }
 
+/// One thread's op(A) for a SharedAKey (Note [Tiles that share a packed
+/// A]): the panels of K block p0 / kKC at data + p0 * mPad, those of its
+/// rows i0 ... at + i0 * kc, as the block-by-block path packs them. A block
+/// is packed the first time a call needs it, so the first call packs each
+/// block just before it multiplies by it, as without a key.
+class SharedA {
+public:
+  /// \returns op(A) kept for \p key, or null when it does not fit.
+  SharedA *lookup(const SharedAKey &key, const float *a, int64_t lda,
+                  bool transA, int64_t m, int64_t k) {
+    int64_t mPad = (m + kMR - 1) / kMR * kMR;
+    if (mPad * k > kMaxSharedAFloats)
+      return nullptr;
+    if (key == key_ && a == a_ && lda == lda_ && transA == transA_ && m == m_ &&
+        k == k_)
+      return this;
+    if (mPad * k > capacity_) {
+      buffer_ = PackBuffers::allocate(mPad * k);
+      capacity_ = mPad * k;
+    }
+    key_ = key;
+    a_ = a;
+    lda_ = lda;
+    transA_ = transA;
+    m_ = m;
+    k_ = k;
+    mPad_ = mPad;
+    mBlocks_ = (m + kMC - 1) / kMC;
+    packed_.assign(size_t((k + kKC - 1) / kKC * mBlocks_), false);
+    return this;
+  }
+
+  /// The packed block of rows [i0, i0 + mc) and k [p0, p0 + kc) of \p opA.
+  const float *block(View opA, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
+    float *out = buffer_.get() + p0 * mPad_ + i0 * kc;
+    auto done = packed_.begin() + (p0 / kKC) * mBlocks_ + i0 / kMC;
+    if (!*done) {
+      packBlock(opA.from(i0, p0), mc, kc, kMR, out, kMR * kc);
+      *done = true;
+    }
+    return out;
+  }
+
+private:
+  SharedAKey key_;
+  const float *a_ = nullptr;
+  int64_t lda_ = 0, m_ = 0, k_ = 0, mPad_ = 0, mBlocks_ = 0;
+  bool transA_ = false;
+  PackBuffers::Buffer buffer_;
+  int64_t capacity_ = 0;
+  std::vector<bool> packed_;
+};
+
 /// Where the kernel reads op(A): element (i, p) of the 8-row panel at
 /// data[i * rowStride + p * kStride]. A packed panel has the strides 1 and
 /// kMR as constants (PackedPanel); a panel read where it lies in op(A) has
@@ -332,7 +411,8 @@ bool packedSgemm512Available() {
 
 void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b,
-                    int64_t ldb, float beta, float *c, int64_t ldc) {
+                    int64_t ldb, float beta, float *c, int64_t ldc,
+                    const SharedAKey *shareA) {
   assert(packedSgemm512Available() && "packedSgemm512 needs AVX-512F");
   if (m <= 0 || n <= 0)
     return;
@@ -348,8 +428,12 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   // op(A)(i, p) and op(B)^T(j, p) as views.
   View opA = transA ? View{a, 1, lda} : View{a, lda, 1};
   View opBT = transB ? View{b, ldb, 1} : View{b, 1, ldb};
-  // Note [A in place for narrow products].
-  const bool readsAInPlace = n <= kMaxNarrowColumns;
+  // Note [Tiles that share a packed A], Note [A in place for narrow
+  // products].
+  static thread_local SharedA sharedA;
+  SharedA *shared =
+      shareA ? sharedA.lookup(*shareA, a, lda, transA, m, k) : nullptr;
+  const bool readsAInPlace = !shared && n <= kMaxNarrowColumns;
   for (int64_t j0 = 0; j0 < n; j0 += kNC) {
     int64_t nc = std::min(kNC, n - j0);
     for (int64_t p0 = 0; p0 < k; p0 += kKC) {
@@ -361,7 +445,9 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       for (int64_t i0 = 0; i0 < m; i0 += kMC) {
         int64_t mc = std::min(kMC, m - i0);
         const float *aPacked = nullptr;
-        if (!readsAInPlace) {
+        if (shared) {
+          aPacked = shared->block(opA, i0, mc, p0, kc);
+        } else if (!readsAInPlace) {
           packBlock(opA.from(i0, p0), mc, kc, kMR, buffers.a, kMR * kc);
           aPacked = buffers.a;
         }
@@ -377,7 +463,8 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 bool packedSgemm512Available() { return false; }
 
 void packedSgemm512(bool, bool, int64_t, int64_t, int64_t, float, const float *,
-                    int64_t, const float *, int64_t, float, float *, int64_t) {
+                    int64_t, const float *, int64_t, float, float *, int64_t,
+                    const SharedAKey *) {
   assert(false && "packedSgemm512 needs x86-64 with AVX-512F");
 }
 

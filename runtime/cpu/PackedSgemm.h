@@ -16,14 +16,34 @@ namespace remat::runtime::cpu {
 /// AVX-512F), and REMAT_GEMM is not set to "openblas".
 bool packedSgemm512Available();
 
+/// Names one op(A) that several calls on a thread multiply by (the column
+/// tiles of one product), so that the thread packs it once (Note [Tiles
+/// that share a packed A] in runtime/cpu/PackedSgemm.cpp). Equal keys
+/// promise equal contents: \p run is new for each use of the kernel (a
+/// node's run), \p tile names the rows of op(A) within it.
+struct SharedAKey {
+  uint64_t run = 0;
+  int64_t tile = 0;
+  bool operator==(const SharedAKey &other) const {
+    return run == other.run && tile == other.tile;
+  }
+};
+
+/// The most floats of op(A) (rows rounded up to 8, times K) that a thread
+/// keeps packed for a SharedAKey; a larger op(A) is packed block by block.
+constexpr int64_t kMaxSharedAFloats = int64_t(1) << 21;
+
 /// C = alpha op(A) op(B) + beta C, single-threaded, over row-major storage
 /// as cblas_sgemm takes it (beta 0 never reads C). Element (i, j) is one
 /// FMA chain per K block of 256 in order of k, the blocks added to C in
 /// order: its bits depend on K alone, not on where the element sits, the
 /// transposes or the leading dims. Only when packedSgemm512Available().
+/// With \p shareA (and op(A) within kMaxSharedAFloats), op(A) is packed once
+/// per thread for every call with the same key, op(A) and m, k: same bits.
 void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b,
-                    int64_t ldb, float beta, float *c, int64_t ldc);
+                    int64_t ldb, float beta, float *c, int64_t ldc,
+                    const SharedAKey *shareA = nullptr);
 
 } // namespace remat::runtime::cpu
 

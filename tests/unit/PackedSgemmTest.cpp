@@ -259,6 +259,68 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
         }
   }
 
+  SUBCASE("column strips that share one packed A") {
+    // Note [Tiles that share a packed A]: the strips of a row share a key,
+    // so op(A) is packed by the first and read back by the others, also by
+    // strips of at most 64 columns, which without a key read A in place.
+    // Every transpose, strips of uneven widths: the bits of the whole
+    // product. Then the same addresses with other contents under a new key
+    // (the next node's run), and a call under the same key with fewer rows:
+    // neither may read what an earlier call packed.
+    Matrix aT = a.transposed(3), bT = b.transposed(5);
+    const int64_t widths[] = {64, 96, 33, 512, 8, 200, 187};
+    uint64_t run = 0;
+    for (int variant = 0; variant < 4; ++variant) {
+      bool transA = variant & 1, transB = variant & 2;
+      CAPTURE(transA);
+      CAPTURE(transB);
+      const Matrix &opA = transA ? aT : a;
+      remat::runtime::cpu::SharedAKey key{++run, 0};
+      Matrix strips = c0;
+      int64_t col0 = 0;
+      for (int64_t width : widths) {
+        const float *opB = transB ? &bT.at(col0, 0) : &b.at(0, col0);
+        packedSgemm512(transA, transB, m, width, k, 1.0f, opA.data.data(),
+                       opA.ld, opB, transB ? bT.ld : b.ld, beta,
+                       &strips.at(0, col0), strips.ld, &key);
+        col0 += width;
+      }
+      REQUIRE(col0 == n);
+      checkSame(strips, false);
+    }
+
+    Matrix negA = a;
+    for (float &x : negA.data)
+      x = -x;
+    Matrix want = c0;
+    packedSgemm512(false, false, m, n, k, 1.0f, negA.data.data(), negA.ld,
+                   b.data.data(), b.ld, beta, want.data.data(), want.ld);
+    Matrix reused = a, got = c0;
+    remat::runtime::cpu::SharedAKey first{++run, 0}, next{++run, 0};
+    packedSgemm512(false, false, m, 96, k, 1.0f, reused.data.data(), reused.ld,
+                   b.data.data(), b.ld, beta, got.data.data(), got.ld, &first);
+    reused = negA; // same addresses, other values
+    got = c0;
+    packedSgemm512(false, false, m, n, k, 1.0f, reused.data.data(), reused.ld,
+                   b.data.data(), b.ld, beta, got.data.data(), got.ld, &next);
+    int wrong = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        wrong += !sameBits(got.at(i, j), want.at(i, j));
+    CHECK(wrong == 0);
+
+    // Under the key just used, 40 rows from row 100 of the new A's rows:
+    // another op(A), packed anew.
+    Matrix rows = c0;
+    packedSgemm512(false, false, 40, n, k, 1.0f, &reused.at(100, 0), reused.ld,
+                   b.data.data(), b.ld, beta, &rows.at(100, 0), rows.ld, &next);
+    wrong = 0;
+    for (int64_t i = 100; i < 140; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        wrong += !sameBits(rows.at(i, j), want.at(i, j));
+    CHECK(wrong == 0);
+  }
+
   SUBCASE("every block of C computed on its own") {
     // A block's elements sit elsewhere in the kernel's panels (or in an
     // edge copy) than in the whole product.

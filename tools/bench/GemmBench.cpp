@@ -350,7 +350,14 @@ int main(int argc, char **argv) {
     candidates.push_back({"openblas-Haswell", openblasTile,
                           [=] { setCore("Haswell"); }});
   if (remat::runtime::cpu::packedSgemm512Available()) {
-    if (!checkPackedSgemm("remat-avx512", remat::runtime::cpu::packedSgemm512))
+    FullSgemm packed = [](bool transA, bool transB, int64_t m, int64_t n,
+                          int64_t k, float alpha, const float *a, int64_t lda,
+                          const float *b, int64_t ldb, float beta, float *c,
+                          int64_t ldc) {
+      remat::runtime::cpu::packedSgemm512(transA, transB, m, n, k, alpha, a,
+                                          lda, b, ldb, beta, c, ldc);
+    };
+    if (!checkPackedSgemm("remat-avx512", packed))
       return 1;
     candidates.push_back({"remat-avx512", rematAvx512Tile, nullptr});
   }
