@@ -127,8 +127,10 @@ struct PackBuffers {
   using Buffer = std::unique_ptr<float[], Free>;
 
   static Buffer allocate(int64_t floats) {
-    Buffer buffer(static_cast<float *>(
-        std::aligned_alloc(64, sizeof(float) * size_t(floats))));
+    // aligned_alloc wants a multiple of the alignment (ASan's returns null
+    // otherwise): whole cache lines.
+    size_t bytes = (sizeof(float) * size_t(floats) + 63) / 64 * 64;
+    Buffer buffer(static_cast<float *>(std::aligned_alloc(64, bytes)));
     if (!buffer)
       throw std::bad_alloc();
     return buffer;
