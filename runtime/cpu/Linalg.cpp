@@ -185,8 +185,8 @@ constexpr Tile kMaxPackedTile = {512, 1024};
 constexpr int64_t kMinTasks = 4;
 constexpr int64_t kMinTileSide = 64;
 /// remat's AVX-512 kernel splits a product whose tiles' op(A) each fit a
-/// thread's shared packing (kMaxSharedAFloats) into column strips, not rows,
-/// until it has this many tasks: the strips of a row of tiles share one
+/// thread's shared packing (packedSgemm512SharesA) into column strips, not
+/// rows, until it has this many tasks: the strips of a row of tiles share one
 /// packed op(A) per thread, so the split adds no packing, and the threads
 /// finish a node closer together (Note [Tiles that share a packed A] in
 /// runtime/cpu/PackedSgemm.cpp).
@@ -281,10 +281,10 @@ void finishPlan(ProductPlan &plan, DType dtype) {
   int64_t products = std::max<int64_t>(1, plan.aOffsets.size());
   int64_t rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), maxTile.rows);
   int64_t colTiles = ceilDiv(std::max<int64_t>(plan.n, 1), maxTile.cols);
-  // op(A) of a row of tiles, its rows rounded up to the kernel's 8-row
-  // panels; products of at most two panels' width read A in place.
-  int64_t sharedFloats = ceilDiv(side(plan.m, rowTiles), 8) * 8 * plan.k;
-  if (packed && plan.n > 2 * kStripAlign && sharedFloats <= kMaxSharedAFloats) {
+  // Products of at most two panels' width keep reading A in place (Note [A
+  // in place for narrow products]).
+  if (packed && plan.n > 2 * kStripAlign &&
+      packedSgemm512SharesA(side(plan.m, rowTiles), plan.k)) {
     // Column strips, which share their row's packed op(A).
     auto strip = [&](int64_t tiles) {
       return std::min(plan.n, ceilDiv(ceilDiv(plan.n, tiles), kStripAlign) *

@@ -232,8 +232,14 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
               out + (r0 / width) * panelStride);
 }
 
+/// The most floats a thread keeps packed for a SharedAKey (8 MiB).
+constexpr int64_t kMaxSharedAFloats = int64_t(1) << 21;
+
+/// op(A)'s rows rounded up to whole panels.
+constexpr int64_t paddedRows(int64_t m) { return (m + kMR - 1) / kMR * kMR; }
+
 /// One thread's op(A) for a SharedAKey (Note [Tiles that share a packed
-/// A]): the panels of K block p0 / kKC at data + p0 * mPad, those of its
+/// A]): the panels of K block p0 / kKC at data + p0 * paddedRows(m), its
 /// rows i0 ... at + i0 * kc, as the block-by-block path packs them. A block
 /// is packed the first time a call needs it, so the first call packs each
 /// block just before it multiplies by it, as without a key.
@@ -242,15 +248,14 @@ public:
   /// \returns op(A) kept for \p key, or null when it does not fit.
   SharedA *lookup(const SharedAKey &key, const float *a, int64_t lda,
                   bool transA, int64_t m, int64_t k) {
-    int64_t mPad = (m + kMR - 1) / kMR * kMR;
-    if (mPad * k > kMaxSharedAFloats)
+    if (!packedSgemm512SharesA(m, k))
       return nullptr;
     if (key == key_ && a == a_ && lda == lda_ && transA == transA_ && m == m_ &&
         k == k_)
       return this;
-    if (mPad * k > capacity_) {
-      buffer_ = PackBuffers::allocate(mPad * k);
-      capacity_ = mPad * k;
+    if (paddedRows(m) * k > capacity_) {
+      capacity_ = paddedRows(m) * k;
+      buffer_ = PackBuffers::allocate(capacity_);
     }
     key_ = key;
     a_ = a;
@@ -258,16 +263,14 @@ public:
     transA_ = transA;
     m_ = m;
     k_ = k;
-    mPad_ = mPad;
-    mBlocks_ = (m + kMC - 1) / kMC;
-    packed_.assign(size_t((k + kKC - 1) / kKC * mBlocks_), false);
+    packed_.assign(size_t((k + kKC - 1) / kKC * mBlocks()), false);
     return this;
   }
 
   /// The packed block of rows [i0, i0 + mc) and k [p0, p0 + kc) of \p opA.
   const float *block(View opA, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
-    float *out = buffer_.get() + p0 * mPad_ + i0 * kc;
-    auto done = packed_.begin() + (p0 / kKC) * mBlocks_ + i0 / kMC;
+    float *out = buffer_.get() + p0 * paddedRows(m_) + i0 * kc;
+    auto done = packed_.begin() + (p0 / kKC) * mBlocks() + i0 / kMC;
     if (!*done) {
       packBlock(opA.from(i0, p0), mc, kc, kMR, out, kMR * kc);
       *done = true;
@@ -278,7 +281,9 @@ public:
 private:
   SharedAKey key_;
   const float *a_ = nullptr;
-  int64_t lda_ = 0, m_ = 0, k_ = 0, mPad_ = 0, mBlocks_ = 0;
+  int64_t mBlocks() const { return (m_ + kMC - 1) / kMC; }
+
+  int64_t lda_ = 0, m_ = 0, k_ = 0;
   bool transA_ = false;
   PackBuffers::Buffer buffer_;
   int64_t capacity_ = 0;
@@ -400,6 +405,10 @@ REMAT_TARGET_AVX512 void multiplyBlock(int64_t mc, int64_t nc, int64_t kc,
 
 } // namespace
 
+bool packedSgemm512SharesA(int64_t m, int64_t k) {
+  return paddedRows(m) * k <= kMaxSharedAFloats;
+}
+
 bool packedSgemm512Available() {
   static const bool available = [] {
     const char *choice = std::getenv("REMAT_GEMM");
@@ -463,6 +472,8 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 #else // !REMAT_PACKED_SGEMM512
 
 bool packedSgemm512Available() { return false; }
+
+bool packedSgemm512SharesA(int64_t, int64_t) { return false; }
 
 void packedSgemm512(bool, bool, int64_t, int64_t, int64_t, float, const float *,
                     int64_t, const float *, int64_t, float, float *, int64_t,

@@ -29,16 +29,16 @@ struct SharedAKey {
   }
 };
 
-/// The most floats of op(A) (rows rounded up to 8, times K) that a thread
-/// keeps packed for a SharedAKey; a larger op(A) is packed block by block.
-constexpr int64_t kMaxSharedAFloats = int64_t(1) << 21;
+/// True when a thread keeps an m x k op(A) packed for a SharedAKey (at most
+/// 8 MiB packed); a larger op(A) is packed block by block.
+bool packedSgemm512SharesA(int64_t m, int64_t k);
 
 /// C = alpha op(A) op(B) + beta C, single-threaded, over row-major storage
 /// as cblas_sgemm takes it (beta 0 never reads C). Element (i, j) is one
 /// FMA chain per K block of 256 in order of k, the blocks added to C in
 /// order: its bits depend on K alone, not on where the element sits, the
 /// transposes or the leading dims. Only when packedSgemm512Available().
-/// With \p shareA (and op(A) within kMaxSharedAFloats), op(A) is packed once
+/// With \p shareA (and packedSgemm512SharesA(m, k)), op(A) is packed once
 /// per thread for every call with the same key, op(A) and m, k: same bits.
 void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b,
