@@ -21,6 +21,8 @@ def main():
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--tokens", type=int, default=512)
     args = parser.parse_args()
+    if args.layers < 0 or args.tokens < 1:
+        parser.error("--layers must be >= 0 and --tokens >= 1")
     t = args.tokens
     inputs = ["%%x: f32[%d,768]" % t, "%%xu: f32[%d,3072]" % t]
     body, outputs = [], []
