@@ -184,13 +184,17 @@ constexpr Tile kMaxPackedTile = {512, 1024};
 /// threads a 512 x 768 product leaves some idle.
 constexpr int64_t kMinTasks = 4;
 constexpr int64_t kMinTileSide = 64;
-/// remat's AVX-512 kernel splits a product whose tiles' op(A) each fit a
-/// thread's shared packing (packedSgemm512SharesA) into column strips, not
-/// rows, until it has this many tasks: the strips of a row of tiles share one
-/// packed op(A) per thread, so the split adds no packing, and the threads
-/// finish a node closer together (Note [Tiles that share a packed A] in
-/// runtime/cpu/PackedSgemm.cpp).
+/// remat's AVX-512 kernel splits a product whose op(A), packed, fits
+/// kMaxPrepackedAFloats into column strips, not rows, until it has this many
+/// tasks: op(A) is packed once for the node, by all threads, and every strip
+/// reads it, so the split adds no packing, and the threads finish a node
+/// closer together (Note [Tiles that share a packed A] and Note [op(A)
+/// packed once per node] in runtime/cpu/PackedSgemm.cpp).
 constexpr int64_t kMinStripTasks = 12;
+/// The most floats of a node's op(A), packed, for column strips (8 MiB, in
+/// the thread that runs the node, outside the arena); a larger op(A) is
+/// packed by each tile, block by block (the MLM head's gradient, K = 30522).
+constexpr int64_t kMaxPrepackedAFloats = int64_t(1) << 21;
 /// Strips are at least this wide and their widths a multiple of kStripAlign,
 /// the kernel's panel width, so that no strip but a product's last has an
 /// edge panel.
@@ -214,16 +218,16 @@ void useSingleThreadedBlas() {
 }
 
 /// One matrix product C = alpha * op(A) op(B) + beta * C over row-major
-/// storage, as cblas takes it. \p shareA names op(A) for remat's own kernel
-/// (SharedAKey); OpenBLAS packs it anew.
+/// storage, as cblas takes it. \p packedA is op(A) packed for remat's own
+/// kernel (packedSgemm512PackA), or null.
 template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
           const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
-          int64_t ldc, const SharedAKey *shareA = nullptr) {
+          int64_t ldc, const float *packedA = nullptr) {
   if constexpr (std::is_same_v<T, float>)
     if (packedSgemm512Available()) {
       packedSgemm512(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                     ldc, shareA);
+                     ldc, packedA);
       return;
     }
   CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
@@ -256,9 +260,9 @@ struct ProductPlan {
   int64_t cColStride = 1;
   Tile tile = kMaxTile;
   int64_t rowTiles = 0, colTiles = 0;
-  /// The tiles of a row share op(A): remat's kernel packs it once per
-  /// thread (kMinStripTasks).
-  bool shareA = false;
+  /// The tiles of a row share op(A): it is packed once for the node, each
+  /// row's at its own place (kMinStripTasks, kMaxPrepackedAFloats).
+  bool prepackA = false;
 
   int64_t numTasks() const {
     return static_cast<int64_t>(aOffsets.size()) * rowTiles * colTiles;
@@ -284,7 +288,9 @@ void finishPlan(ProductPlan &plan, DType dtype) {
   // Products of at most two panels' width keep reading A in place (Note [A
   // in place for narrow products]).
   if (packed && plan.n > 2 * kStripAlign &&
-      packedSgemm512SharesA(side(plan.m, rowTiles), plan.k)) {
+      products * rowTiles *
+              packedSgemm512PackedASize(side(plan.m, rowTiles), plan.k) <=
+          kMaxPrepackedAFloats) {
     // Column strips, which share their row's packed op(A).
     auto strip = [&](int64_t tiles) {
       return std::min(plan.n, ceilDiv(ceilDiv(plan.n, tiles), kStripAlign) *
@@ -298,7 +304,7 @@ void finishPlan(ProductPlan &plan, DType dtype) {
       plan.tile = {side(plan.m, rowTiles), strip(colTiles)};
       plan.rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), plan.tile.rows);
       plan.colTiles = ceilDiv(plan.n, plan.tile.cols);
-      plan.shareA = plan.colTiles > 1;
+      plan.prepackA = plan.colTiles > 1 && plan.k > 0;
       return;
     }
     // Too narrow for kMinTasks strips: rows too, as without sharing.
@@ -367,6 +373,58 @@ void transposeCopy(const T *src, int64_t srcStride, T *dst, int64_t dstStride,
     }
 }
 
+/// Packs op(A) of every row of tiles of \p plan for remat's kernel (Note
+/// [op(A) packed once per node] in runtime/cpu/PackedSgemm.cpp), the blocks
+/// spread over \p parallel's threads, into the calling thread's buffer.
+/// \returns the packed rows of tiles, \p rowStride floats apart (product
+/// by product, row by row), as the tiles' op(A) as remat's kernel reads it
+/// (a gathered A passed transposed).
+const float *prepackA(const ProductPlan &plan, const float *a,
+                      ParallelFor &parallel, int64_t &rowStride) {
+  const Tile tile = plan.tile;
+  rowStride = packedSgemm512PackedASize(tile.rows, plan.k);
+  int64_t rowsOfTiles = int64_t(plan.aOffsets.size()) * plan.rowTiles;
+  assert(rowsOfTiles * rowStride <= kMaxPrepackedAFloats &&
+         "finishPlan bounds the packed op(A)");
+  struct Buffer {
+    std::unique_ptr<float[], void (*)(void *)> data{nullptr, std::free};
+    int64_t floats = 0;
+  };
+  static thread_local Buffer buffer;
+  if (buffer.floats < rowsOfTiles * rowStride) {
+    // Whole cache lines (aligned_alloc wants a multiple of the alignment).
+    size_t bytes =
+        (sizeof(float) * size_t(rowsOfTiles * rowStride) + 63) / 64 * 64;
+    buffer.data.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+    if (!buffer.data)
+      throw std::bad_alloc();
+    buffer.floats = rowsOfTiles * rowStride;
+  }
+  float *packed = buffer.data.get();
+  // The blocks of the tallest row of tiles; a shorter last row has fewer.
+  PackedABlocks blocks = packedSgemm512PackedABlocks(tile.rows, plan.k);
+  int64_t perRow = blocks.kBlocks * blocks.rowBlocks;
+  parallel.run(rowsOfTiles * perRow, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      int64_t rowOfTiles = unit / perRow, block = unit % perRow;
+      int64_t product = rowOfTiles / plan.rowTiles;
+      int64_t row0 = (rowOfTiles % plan.rowTiles) * tile.rows;
+      int64_t rows = std::min(tile.rows, plan.m - row0);
+      int64_t kBlock = block / blocks.rowBlocks;
+      int64_t rowBlock = block % blocks.rowBlocks;
+      if (rowBlock >= packedSgemm512PackedABlocks(rows, plan.k).rowBlocks)
+        continue;
+      // As runProducts passes a tile's op(A).
+      bool transA = plan.transA || plan.gatherA;
+      const float *aTile =
+          a + plan.aOffsets[product] + (transA ? row0 : row0 * plan.lda);
+      packedSgemm512PackA(transA, rows, plan.k, aTile, plan.lda, kBlock,
+                          rowBlock, packed + rowOfTiles * rowStride);
+    }
+  });
+  return packed;
+}
+
 /// Runs every tile of \p plan; \p beta applies to the existing C. With
 /// \p bias, each tile first fills its block of C from the bias (the product
 /// then adds to it, \p beta being 1): the fill runs on the thread and in the
@@ -389,16 +447,20 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
   bool packsStrided = false;
   if constexpr (std::is_same_v<T, float>)
     packsStrided = packedSgemm512Available() && plan.k > 0;
-  // Each run of a product is a new SharedAKey::run: the same operand
-  // addresses hold other values in the next node or step.
-  static std::atomic<uint64_t> lastRun{0};
-  uint64_t run = plan.shareA ? lastRun.fetch_add(1) + 1 : 0;
+  // Note [op(A) packed once per node]: every row of tiles' op(A) is packed
+  // first, its blocks spread over the threads, then the strips read it.
+  // (A result stored column-major runs as C^T = op(B)^T op(A)^T, where
+  // op(A) is the kernel's B: packed by each strip.)
+  const float *packedA = nullptr;
+  int64_t packedARowStride = 0;
+  if constexpr (std::is_same_v<T, float>)
+    if (plan.prepackA && packsStrided && !plan.scatterC)
+      packedA = prepackA(plan, a, parallel, packedARowStride);
   parallel.run(plan.numTasks(), grain, [&](int64_t begin, int64_t end) {
     std::vector<T> aScratch, bScratch, cScratch;
     for (int64_t task = begin; task < end; ++task) {
       int64_t product = task / tilesPerProduct;
       int64_t index = task % tilesPerProduct;
-      SharedAKey key{run, task / plan.colTiles};
       int64_t row0 = (index / plan.colTiles) * tile.rows;
       int64_t col0 = (index % plan.colTiles) * tile.cols;
       int64_t rows = std::min(tile.rows, plan.m - row0);
@@ -466,7 +528,9 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
           }
       } else {
         gemm<T>(transA, transB, rows, cols, plan.k, alpha, aTile, lda, bTile,
-                ldb, beta, cTile, ldc, plan.shareA ? &key : nullptr);
+                ldb, beta, cTile, ldc,
+                packedA ? packedA + (task / plan.colTiles) * packedARowStride
+                        : nullptr);
       }
       // Element (r, j) goes to r + j * cColStride: a transposing copy.
       if (plan.scatterC)

@@ -31,8 +31,9 @@
 // 0.96-1.02x), but in a training step this one took about 10% less time
 // (alternated profiles, docs/benchmarks.md), and it lets remat.PermutedMatMul
 // pass strided operands as they are instead of copying them. Its packing
-// buffers (1.3 MiB per thread, like OpenBLAS's own, and up to 8 MiB for a
-// shared A, Note [Tiles that share a packed A]) are outside the arena.
+// buffers (1.3 MiB per thread, like OpenBLAS's own, and up to 8 MiB for an
+// op(A) packed once per node, Note [op(A) packed once per node]) are
+// outside the arena.
 //
 // The cache sizes behind the blocks: a B panel in a 48 KiB L1, the A block
 // and a B block (1 MiB) in a 2 MiB L2. The runtime's largest tile for this
@@ -67,18 +68,25 @@
 // idle for 2-11% of their time in the bert-base step (b4s128, 2 threads,
 // an instrumented build), nearly all of it in the 4- and 6-tile GEMMs,
 // where the two threads finished a node 1.1 ms apart on average (of 8.4).
-// So a tile may name its op(A) with a SharedAKey (the node's run and the
-// tile's row): the thread keeps op(A) packed as long as the key, the
-// operand's address, leading dim, transpose and shape stay the same, each
-// block packed the first time a call needs it, so the first tile packs just
-// before it multiplies as before and the thread's later tiles of the row
-// read the packed blocks back. The runtime then cuts such a product into
-// column strips, at least 12 tasks where the strips stay 64 columns wide,
-// without packing more. The run number is new for every run of a node: the
-// same addresses hold other values in the next node or step. op(A) of more
-// than kMaxSharedAFloats (8 MiB) is packed block by block as before (the
-// MLM head's gradient, K = 30522), so a thread's buffers outside the arena
-// are at most 1.3 + 8 MiB. Packing moves no FMA: same bits.
+// So the runtime cuts a product whose op(A) fits (packed, at most 8 MiB
+// for the node) into column strips, at least 12 tasks where the strips
+// stay 64 columns wide, and the strips of a row of tiles read one packed
+// op(A): Note [op(A) packed once per node].
+//
+// Note [op(A) packed once per node]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The strips of a row of tiles first shared op(A) per thread: each thread
+// packed it, lazily, the first time one of its strips needed a block. With
+// one row of strips (512 tokens) both threads then packed all of op(A): in
+// the bert-base step (b4s128, an instrumented build counting cycles in the
+// packing) packing A took 1.59-1.77e9 cycles of 2.2-2.4e10 in the GEMMs at
+// 2 threads against 1.13e9 at 1, as much as packing B. So op(A) is packed
+// once per node instead, before the strips: packedSgemm512PackA packs one
+// block (kKC values of k by kMC rows) into the layout the block loop reads,
+// the runtime spreads the blocks over its threads and then runs the strips,
+// which read op(A) from there (packedSgemm512's packedA). Packing moves no
+// FMA: same bits. The packed op(A) lives in the calling thread's buffer,
+// outside the arena (runtime/cpu/Linalg.cpp, kMaxPrepackedAFloats).
 //
 //===----------------------------------------------------------------------===//
 
@@ -232,63 +240,15 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
               out + (r0 / width) * panelStride);
 }
 
-/// The most floats a thread keeps packed for a SharedAKey (8 MiB).
-constexpr int64_t kMaxSharedAFloats = int64_t(1) << 21;
-
 /// op(A)'s rows rounded up to whole panels.
 constexpr int64_t paddedRows(int64_t m) { return (m + kMR - 1) / kMR * kMR; }
 
-/// One thread's op(A) for a SharedAKey (Note [Tiles that share a packed
-/// A]): the panels of K block p0 / kKC at data + p0 * paddedRows(m), its
-/// rows i0 ... at + i0 * kc, as the block-by-block path packs them. A block
-/// is packed the first time a call needs it, so the first call packs each
-/// block just before it multiplies by it, as without a key.
-class SharedA {
-public:
-  /// \returns op(A) kept for \p key, or null when it does not fit.
-  SharedA *lookup(const SharedAKey &key, const float *a, int64_t lda,
-                  bool transA, int64_t m, int64_t k) {
-    if (!packedSgemm512SharesA(m, k))
-      return nullptr;
-    if (key == key_ && a == a_ && lda == lda_ && transA == transA_ && m == m_ &&
-        k == k_)
-      return this;
-    if (paddedRows(m) * k > capacity_) {
-      capacity_ = paddedRows(m) * k;
-      buffer_ = PackBuffers::allocate(capacity_);
-    }
-    key_ = key;
-    a_ = a;
-    lda_ = lda;
-    transA_ = transA;
-    m_ = m;
-    k_ = k;
-    packed_.assign(size_t((k + kKC - 1) / kKC * mBlocks()), false);
-    return this;
-  }
-
-  /// The packed block of rows [i0, i0 + mc) and k [p0, p0 + kc) of \p opA.
-  const float *block(View opA, int64_t i0, int64_t mc, int64_t p0, int64_t kc) {
-    float *out = buffer_.get() + p0 * paddedRows(m_) + i0 * kc;
-    auto done = packed_.begin() + (p0 / kKC) * mBlocks() + i0 / kMC;
-    if (!*done) {
-      packBlock(opA.from(i0, p0), mc, kc, kMR, out, kMR * kc);
-      *done = true;
-    }
-    return out;
-  }
-
-private:
-  SharedAKey key_;
-  const float *a_ = nullptr;
-  int64_t mBlocks() const { return (m_ + kMC - 1) / kMC; }
-
-  int64_t lda_ = 0, m_ = 0, k_ = 0;
-  bool transA_ = false;
-  PackBuffers::Buffer buffer_;
-  int64_t capacity_ = 0;
-  std::vector<bool> packed_;
-};
+/// Where block (p0, i0) of op(A) (kc values of k from p0, rows from i0)
+/// starts in a packed op(A) of m rows: the K blocks one after another, each
+/// its row blocks of panels one after another, as packBlock writes them.
+constexpr int64_t packedAOffset(int64_t m, int64_t p0, int64_t i0, int64_t kc) {
+  return p0 * paddedRows(m) + i0 * kc;
+}
 
 /// Where the kernel reads op(A): element (i, p) of the 8-row panel at
 /// data[i * rowStride + p * kStride]. A packed panel has the strides 1 and
@@ -405,8 +365,24 @@ REMAT_TARGET_AVX512 void multiplyBlock(int64_t mc, int64_t nc, int64_t kc,
 
 } // namespace
 
-bool packedSgemm512SharesA(int64_t m, int64_t k) {
-  return paddedRows(m) * k <= kMaxSharedAFloats;
+int64_t packedSgemm512PackedASize(int64_t m, int64_t k) {
+  return paddedRows(m) * k;
+}
+
+PackedABlocks packedSgemm512PackedABlocks(int64_t m, int64_t k) {
+  return {(k + kKC - 1) / kKC, (m + kMC - 1) / kMC};
+}
+
+void packedSgemm512PackA(bool transA, int64_t m, int64_t k, const float *a,
+                         int64_t lda, int64_t kBlock, int64_t rowBlock,
+                         float *packed) {
+  assert(m > 0 && k > 0 && kBlock * kKC < k && rowBlock * kMC < m &&
+         "a block of op(A)");
+  int64_t p0 = kBlock * kKC, i0 = rowBlock * kMC;
+  int64_t kc = std::min(kKC, k - p0), mc = std::min(kMC, m - i0);
+  View opA = transA ? View{a, 1, lda} : View{a, lda, 1};
+  packBlock(opA.from(i0, p0), mc, kc, kMR,
+            packed + packedAOffset(m, p0, i0, kc), kMR * kc);
 }
 
 bool packedSgemm512Available() {
@@ -423,7 +399,7 @@ bool packedSgemm512Available() {
 void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b,
                     int64_t ldb, float beta, float *c, int64_t ldc,
-                    const SharedAKey *shareA) {
+                    const float *packedA) {
   assert(packedSgemm512Available() && "packedSgemm512 needs AVX-512F");
   if (m <= 0 || n <= 0)
     return;
@@ -439,12 +415,9 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   // op(A)(i, p) and op(B)^T(j, p) as views.
   View opA = transA ? View{a, 1, lda} : View{a, lda, 1};
   View opBT = transB ? View{b, ldb, 1} : View{b, 1, ldb};
-  // Note [Tiles that share a packed A], Note [A in place for narrow
+  // Note [op(A) packed once per node], Note [A in place for narrow
   // products].
-  static thread_local SharedA sharedA;
-  SharedA *shared =
-      shareA ? sharedA.lookup(*shareA, a, lda, transA, m, k) : nullptr;
-  const bool readsAInPlace = !shared && n <= kMaxNarrowColumns;
+  const bool readsAInPlace = !packedA && n <= kMaxNarrowColumns;
   for (int64_t j0 = 0; j0 < n; j0 += kNC) {
     int64_t nc = std::min(kNC, n - j0);
     for (int64_t p0 = 0; p0 < k; p0 += kKC) {
@@ -456,8 +429,8 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       for (int64_t i0 = 0; i0 < m; i0 += kMC) {
         int64_t mc = std::min(kMC, m - i0);
         const float *aPacked = nullptr;
-        if (shared) {
-          aPacked = shared->block(opA, i0, mc, p0, kc);
+        if (packedA) {
+          aPacked = packedA + packedAOffset(m, p0, i0, kc);
         } else if (!readsAInPlace) {
           packBlock(opA.from(i0, p0), mc, kc, kMR, buffers.a, kMR * kc);
           aPacked = buffers.a;
@@ -473,11 +446,18 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 
 bool packedSgemm512Available() { return false; }
 
-bool packedSgemm512SharesA(int64_t, int64_t) { return false; }
+int64_t packedSgemm512PackedASize(int64_t, int64_t) { return 0; }
+
+PackedABlocks packedSgemm512PackedABlocks(int64_t, int64_t) { return {}; }
+
+void packedSgemm512PackA(bool, int64_t, int64_t, const float *, int64_t,
+                         int64_t, int64_t, float *) {
+  assert(false && "packedSgemm512PackA needs x86-64 with AVX-512F");
+}
 
 void packedSgemm512(bool, bool, int64_t, int64_t, int64_t, float, const float *,
                     int64_t, const float *, int64_t, float, float *, int64_t,
-                    const SharedAKey *) {
+                    const float *) {
   assert(false && "packedSgemm512 needs x86-64 with AVX-512F");
 }
 

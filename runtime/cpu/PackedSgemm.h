@@ -16,34 +16,36 @@ namespace remat::runtime::cpu {
 /// AVX-512F), and REMAT_GEMM is not set to "openblas".
 bool packedSgemm512Available();
 
-/// Names one op(A) that several calls on a thread multiply by (the column
-/// tiles of one product), so that the thread packs it once (Note [Tiles
-/// that share a packed A] in runtime/cpu/PackedSgemm.cpp). Equal keys
-/// promise equal contents: \p run is new for each use of the kernel (a
-/// node's run), \p tile names the rows of op(A) within it.
-struct SharedAKey {
-  uint64_t run = 0;
-  int64_t tile = 0;
-  bool operator==(const SharedAKey &other) const {
-    return run == other.run && tile == other.tile;
-  }
+/// op(A) packed ahead for calls that share it (Note [op(A) packed once per
+/// node] in runtime/cpu/PackedSgemm.cpp): an m x k op(A) takes
+/// packedSgemm512PackedASize(m, k) floats and is packed in kBlocks x
+/// rowBlocks independent blocks, which threads may pack side by side.
+struct PackedABlocks {
+  int64_t kBlocks = 0, rowBlocks = 0;
 };
+int64_t packedSgemm512PackedASize(int64_t m, int64_t k);
+PackedABlocks packedSgemm512PackedABlocks(int64_t m, int64_t k);
 
-/// True when a thread keeps an m x k op(A) packed for a SharedAKey (at most
-/// 8 MiB packed); a larger op(A) is packed block by block.
-bool packedSgemm512SharesA(int64_t m, int64_t k);
+/// Packs block (\p kBlock, \p rowBlock) of the m x k op(A) (m, k > 0;
+/// element (i, p) at a[i * lda + p], or a[p * lda + i] with \p transA) into
+/// \p packed, of packedSgemm512PackedASize(m, k) floats from a 64-byte
+/// boundary.
+void packedSgemm512PackA(bool transA, int64_t m, int64_t k, const float *a,
+                         int64_t lda, int64_t kBlock, int64_t rowBlock,
+                         float *packed);
 
 /// C = alpha op(A) op(B) + beta C, single-threaded, over row-major storage
 /// as cblas_sgemm takes it (beta 0 never reads C). Element (i, j) is one
 /// FMA chain per K block of 256 in order of k, the blocks added to C in
 /// order: its bits depend on K alone, not on where the element sits, the
 /// transposes or the leading dims. Only when packedSgemm512Available().
-/// With \p shareA (and packedSgemm512SharesA(m, k)), op(A) is packed once
-/// per thread for every call with the same key, op(A) and m, k: same bits.
+/// With \p packedA (every block of this op(A) packed by
+/// packedSgemm512PackA with these m and k), op(A) is read from it and a, lda
+/// and transA are not: same bits.
 void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b,
                     int64_t ldb, float beta, float *c, int64_t ldc,
-                    const SharedAKey *shareA = nullptr);
+                    const float *packedA = nullptr);
 
 } // namespace remat::runtime::cpu
 

@@ -1798,9 +1798,10 @@ TEST_CASE("kernels give the same bits on 1 and 4 threads") {
   cases.push_back(
       {"MatMul", build(OpKind::MatMul,
                        {input(f32({300, 200})), input(f32({200, 700}))}, 1)});
-  // 6 tiles of 208 x 560 with OpenBLAS, 12 column strips of 304 x 192 that
-  // share their row's packed A with remat's kernel (runtime/cpu/Linalg.cpp's
-  // finishPlan), edge tiles in both dims.
+  // 6 tiles of 208 x 560 with OpenBLAS, 12 column strips of 304 x 192 with
+  // remat's kernel, which read their row's op(A) packed once for the node,
+  // its blocks spread over the threads (runtime/cpu/Linalg.cpp's finishPlan
+  // and prepackA), edge tiles in both dims.
   cases.push_back(
       {"MatMul in large tiles",
        build(OpKind::MatMul, {input(f32({600, 100})), input(f32({100, 1100}))},

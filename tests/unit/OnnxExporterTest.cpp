@@ -873,7 +873,10 @@ TEST_CASE("the DropoutGrad decomposition computes its bits") {
 TEST_CASE("the PermutedMatMul decomposition computes its bits") {
   // Attention's layouts (Q, K transposed, V, the context written back) and
   // a plain row-major one, with matrices over one GEMM tile (M = 300 rows
-  // cut in two) so that tiles read the strided operands at offsets.
+  // cut in two) so that tiles read the strided operands at offsets; and a
+  // column-major op(A) (gathered) in column strips, which remat's AVX-512
+  // kernel packs once per node, over two K blocks (Note [op(A) packed once
+  // per node] in runtime/cpu/PackedSgemm.cpp).
   struct Case {
     const char *text;
     std::vector<std::pair<std::string, std::vector<int64_t>>> operands;
@@ -887,6 +890,10 @@ TEST_CASE("the PermutedMatMul decomposition computes its bits") {
        "  %y = remat.PermutedMatMul(%p, %v) {perm_b = [0, 2, 1, 3], perm_y = "
        "[0, 2, 1, 3]} : f32[2,7,3,8]\n  return %y\n}\n",
        {{"p", {2, 3, 7, 20}}, {"v", {2, 20, 3, 8}}}},
+      {"graph @g(%a: f32[2,300,3,40], %b: f32[2,3,300,200]) {\n"
+       "  %y = remat.PermutedMatMul(%a, %b) {perm_a = [0, 2, 3, 1]} : "
+       "f32[2,3,40,200]\n  return %y\n}\n",
+       {{"a", {2, 300, 3, 40}}, {"b", {2, 3, 300, 200}}}},
       {"graph @g(%a: f32[64,17], %b: f32[64,64]) {\n"
        "  %y = remat.PermutedMatMul(%a, %b) {perm_a = [1, 0], perm_b = [1, "
        "0], perm_y = [1, 0]} : f32[64,17]\n  return %y\n}\n",

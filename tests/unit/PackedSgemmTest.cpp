@@ -11,10 +11,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <ios>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -259,65 +262,65 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
         }
   }
 
-  SUBCASE("column strips that share one packed A") {
-    // Note [Tiles that share a packed A]: the strips of a row share a key,
-    // so op(A) is packed by the first and read back by the others, also by
-    // strips of at most 64 columns, which without a key read A in place.
-    // Every transpose, strips of uneven widths: the bits of the whole
-    // product. Then the same addresses with other contents under a new key
-    // (the next node's run), and a call under the same key with fewer rows:
-    // neither may read what an earlier call packed.
+  SUBCASE("column strips that read one packed A") {
+    // Note [op(A) packed once per node]: op(A) is packed block by block
+    // (here in reverse order, as threads may), then strips of uneven widths
+    // read it, also strips of at most 64 columns, which without it read A
+    // in place. Every transpose: the bits of the whole product. The calls
+    // get another A (negated) where they would read it: they must not.
+    using remat::runtime::cpu::packedSgemm512PackA;
+    using remat::runtime::cpu::packedSgemm512PackedABlocks;
+    using remat::runtime::cpu::packedSgemm512PackedASize;
     Matrix aT = a.transposed(3), bT = b.transposed(5);
+    Matrix negA = a, negAT = aT;
+    for (float &x : negA.data)
+      x = -x;
+    for (float &x : negAT.data)
+      x = -x;
+    using Packed = std::unique_ptr<float[], void (*)(void *)>;
+    auto pack = [&](const float *opA, int64_t lda, bool transA, int64_t rows) {
+      int64_t floats = packedSgemm512PackedASize(rows, k);
+      Packed packed(static_cast<float *>(std::aligned_alloc(
+                        64, (sizeof(float) * floats + 63) / 64 * 64)),
+                    std::free);
+      std::fill(packed.get(), packed.get() + floats, NAN);
+      auto blocks = packedSgemm512PackedABlocks(rows, k);
+      for (int64_t kb = blocks.kBlocks - 1; kb >= 0; --kb)
+        for (int64_t rb = blocks.rowBlocks - 1; rb >= 0; --rb)
+          packedSgemm512PackA(transA, rows, k, opA, lda, kb, rb, packed.get());
+      return packed;
+    };
     const int64_t widths[] = {64, 96, 33, 512, 8, 200, 187};
-    uint64_t run = 0;
     for (int variant = 0; variant < 4; ++variant) {
       bool transA = variant & 1, transB = variant & 2;
       CAPTURE(transA);
       CAPTURE(transB);
-      const Matrix &opA = transA ? aT : a;
-      remat::runtime::cpu::SharedAKey key{++run, 0};
+      const Matrix &opA = transA ? aT : a, &other = transA ? negAT : negA;
+      Packed packed = pack(opA.data.data(), opA.ld, transA, m);
       Matrix strips = c0;
       int64_t col0 = 0;
       for (int64_t width : widths) {
         const float *opB = transB ? &bT.at(col0, 0) : &b.at(0, col0);
-        packedSgemm512(transA, transB, m, width, k, 1.0f, opA.data.data(),
-                       opA.ld, opB, transB ? bT.ld : b.ld, beta,
-                       &strips.at(0, col0), strips.ld, &key);
+        packedSgemm512(transA, transB, m, width, k, 1.0f, other.data.data(),
+                       other.ld, opB, transB ? bT.ld : b.ld, beta,
+                       &strips.at(0, col0), strips.ld, packed.get());
         col0 += width;
       }
       REQUIRE(col0 == n);
       checkSame(strips, false);
     }
 
-    Matrix negA = a;
-    for (float &x : negA.data)
-      x = -x;
-    Matrix want = c0;
-    packedSgemm512(false, false, m, n, k, 1.0f, negA.data.data(), negA.ld,
-                   b.data.data(), b.ld, beta, want.data.data(), want.ld);
-    Matrix reused = a, got = c0;
-    remat::runtime::cpu::SharedAKey first{++run, 0}, next{++run, 0};
-    packedSgemm512(false, false, m, 96, k, 1.0f, reused.data.data(), reused.ld,
-                   b.data.data(), b.ld, beta, got.data.data(), got.ld, &first);
-    reused = negA; // same addresses, other values
-    got = c0;
-    packedSgemm512(false, false, m, n, k, 1.0f, reused.data.data(), reused.ld,
-                   b.data.data(), b.ld, beta, got.data.data(), got.ld, &next);
-    int wrong = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        wrong += !sameBits(got.at(i, j), want.at(i, j));
-    CHECK(wrong == 0);
-
-    // Under the key just used, 40 rows from row 100 of the new A's rows:
-    // another op(A), packed anew.
+    // A lower row of tiles: 40 rows of op(A) from row 100, packed on their
+    // own.
+    Packed packed = pack(&a.at(100, 0), a.ld, false, 40);
     Matrix rows = c0;
-    packedSgemm512(false, false, 40, n, k, 1.0f, &reused.at(100, 0), reused.ld,
-                   b.data.data(), b.ld, beta, &rows.at(100, 0), rows.ld, &next);
-    wrong = 0;
+    packedSgemm512(false, false, 40, n, k, 1.0f, &negA.at(100, 0), negA.ld,
+                   b.data.data(), b.ld, beta, &rows.at(100, 0), rows.ld,
+                   packed.get());
+    int wrong = 0;
     for (int64_t i = 100; i < 140; ++i)
       for (int64_t j = 0; j < n; ++j)
-        wrong += !sameBits(rows.at(i, j), want.at(i, j));
+        wrong += !sameBits(rows.at(i, j), c.at(i, j));
     CHECK(wrong == 0);
   }
 
