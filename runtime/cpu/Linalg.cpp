@@ -219,17 +219,20 @@ void useSingleThreadedBlas() {
 
 /// One matrix product C = alpha * op(A) op(B) + beta * C over row-major
 /// storage, as cblas takes it. \p packedA is op(A) packed for remat's own
-/// kernel (packedSgemm512PackA), or null.
+/// kernel (packedSgemm512PackA), or null; so is \p bias, C's first values
+/// in every row, which only remat's kernel takes (packedSgemm512).
 template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
           const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
-          int64_t ldc, const float *packedA = nullptr) {
+          int64_t ldc, const float *packedA = nullptr,
+          const float *bias = nullptr) {
   if constexpr (std::is_same_v<T, float>)
     if (packedSgemm512Available()) {
       packedSgemm512(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                     ldc, packedA);
+                     ldc, packedA, bias);
       return;
     }
+  assert(!bias && "only remat's kernel starts C from a bias row");
   CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
@@ -456,8 +459,15 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
   if constexpr (std::is_same_v<T, float>)
     if (plan.prepackA && packsStrided && !plan.scatterC)
       packedA = prepackA(plan, a, parallel, packedARowStride);
+  // A bias that is one row (Gemm's C of [N]) goes to remat's kernel, which
+  // starts each block of C from it instead of writing C first and reading
+  // it back: the same values, scaled as BiasTile::fill scales them.
+  bool biasRows = false;
+  if constexpr (std::is_same_v<T, float>)
+    biasRows = bias && packsStrided && !plan.scatterC && bias->rowStride == 0 &&
+               bias->colStride == 1;
   parallel.run(plan.numTasks(), grain, [&](int64_t begin, int64_t end) {
-    std::vector<T> aScratch, bScratch, cScratch;
+    std::vector<T> aScratch, bScratch, cScratch, biasScratch;
     for (int64_t task = begin; task < end; ++task) {
       int64_t product = task / tilesPerProduct;
       int64_t index = task % tilesPerProduct;
@@ -517,8 +527,15 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
         cTile = cScratch.data();
         ldc = cols;
       }
-      if (bias)
+      const float *biasRow = nullptr;
+      if (biasRows) {
+        biasScratch.resize(cols);
+        bias->fill(0, 1, col0, cols, biasScratch.data(), cols);
+        if constexpr (std::is_same_v<T, float>)
+          biasRow = biasScratch.data();
+      } else if (bias) {
         bias->fill(row0, rows, col0, cols, cTile, ldc);
+      }
       if (plan.k == 0) {
         // BLAS may leave C untouched for k = 0; the product is 0.
         for (int64_t r = 0; r < rows; ++r)
@@ -530,7 +547,8 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
         gemm<T>(transA, transB, rows, cols, plan.k, alpha, aTile, lda, bTile,
                 ldb, beta, cTile, ldc,
                 packedA ? packedA + (task / plan.colTiles) * packedARowStride
-                        : nullptr);
+                        : nullptr,
+                biasRow);
       }
       // Element (r, j) goes to r + j * cColStride: a transposing copy.
       if (plan.scatterC)

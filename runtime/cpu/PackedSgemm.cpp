@@ -264,11 +264,12 @@ struct StridedPanel {
 };
 
 /// c (8 x 32, leading dim ldc) = alpha * sum_p A[p] B[p] + (overwrite ? 0 :
-/// beta * c), with A's panel at \p a and B a packed panel of depth kc.
+/// beta * c), with A's panel at \p a and B a packed panel of depth kc; with
+/// \p bias, beta * bias[j] in every row instead of beta * c (c not read).
 template <typename Panel>
-REMAT_TARGET_AVX512 void kernel8x32(int64_t kc, Panel a, const float *bp,
-                                    float *c, int64_t ldc, float alpha,
-                                    float beta, bool overwrite) {
+REMAT_TARGET_AVX512 void
+kernel8x32(int64_t kc, Panel a, const float *bp, float *c, int64_t ldc,
+           float alpha, float beta, bool overwrite, const float *bias) {
   __m512 acc[kMR][2];
 #pragma GCC unroll 8
   for (int64_t i = 0; i < kMR; ++i) {
@@ -301,8 +302,9 @@ REMAT_TARGET_AVX512 void kernel8x32(int64_t kc, Panel a, const float *bp,
       _mm512_storeu_ps(row + 16, _mm512_mul_ps(vAlpha, acc[i][1]));
       continue;
     }
-    __m512 old0 = _mm512_mul_ps(vBeta, _mm512_loadu_ps(row));
-    __m512 old1 = _mm512_mul_ps(vBeta, _mm512_loadu_ps(row + 16));
+    const float *start = bias ? bias : row;
+    __m512 old0 = _mm512_mul_ps(vBeta, _mm512_loadu_ps(start));
+    __m512 old1 = _mm512_mul_ps(vBeta, _mm512_loadu_ps(start + 16));
     _mm512_storeu_ps(row, _mm512_fmadd_ps(vAlpha, acc[i][0], old0));
     _mm512_storeu_ps(row + 16, _mm512_fmadd_ps(vAlpha, acc[i][1], old1));
   }
@@ -310,21 +312,23 @@ REMAT_TARGET_AVX512 void kernel8x32(int64_t kc, Panel a, const float *bp,
 
 /// Runs the kernel on the 8 x 32 block of C at \p cBlock, of which \p rows
 /// x \p cols lie inside C: a block at an edge runs on a copy, so that every
-/// element gets the same operations wherever it sits.
+/// element gets the same operations wherever it sits. With \p bias (its
+/// \p cols values), C starts as beta * bias[j] in every row, not read.
 template <typename Panel>
 REMAT_TARGET_AVX512 void multiplyPanel(int64_t kc, Panel a, const float *bPanel,
                                        float *cBlock, int64_t ldc, int64_t rows,
                                        int64_t cols, float alpha, float beta,
-                                       bool overwrite) {
+                                       bool overwrite, const float *bias) {
   if (rows == kMR && cols == kNR) {
-    kernel8x32(kc, a, bPanel, cBlock, ldc, alpha, beta, overwrite);
+    kernel8x32(kc, a, bPanel, cBlock, ldc, alpha, beta, overwrite, bias);
     return;
   }
   alignas(64) float cEdge[kMR * kNR] = {};
   if (!overwrite)
     for (int64_t i = 0; i < rows; ++i)
-      std::memcpy(cEdge + i * kNR, cBlock + i * ldc, sizeof(float) * cols);
-  kernel8x32(kc, a, bPanel, cEdge, kNR, alpha, beta, overwrite);
+      std::memcpy(cEdge + i * kNR, bias ? bias : cBlock + i * ldc,
+                  sizeof(float) * cols);
+  kernel8x32(kc, a, bPanel, cEdge, kNR, alpha, beta, overwrite, nullptr);
   for (int64_t i = 0; i < rows; ++i)
     std::memcpy(cBlock + i * ldc, cEdge + i * kNR, sizeof(float) * cols);
 }
@@ -332,12 +336,13 @@ REMAT_TARGET_AVX512 void multiplyPanel(int64_t kc, Panel a, const float *bPanel,
 /// Runs the kernel over an mc x nc block of C with B packed and A either
 /// packed (\p aPacked, panels of kMR rows) or, when aPacked is null, read
 /// where it lies (\p aView; Note [A in place for narrow products]), its last
-/// panel packed when it has fewer than kMR rows.
+/// panel packed when it has fewer than kMR rows. With \p bias (nc values),
+/// C starts as beta * bias[j] in every row, not read.
 REMAT_TARGET_AVX512 void multiplyBlock(int64_t mc, int64_t nc, int64_t kc,
                                        const float *aPacked, View aView,
                                        const float *bp, float *c, int64_t ldc,
-                                       float alpha, float beta,
-                                       bool overwrite) {
+                                       float alpha, float beta, bool overwrite,
+                                       const float *bias) {
   int64_t fullRows = aPacked ? mc : mc / kMR * kMR;
   alignas(64) float aEdge[kMR * kKC];
   if (fullRows < mc)
@@ -345,19 +350,21 @@ REMAT_TARGET_AVX512 void multiplyBlock(int64_t mc, int64_t nc, int64_t kc,
   for (int64_t c0 = 0; c0 < nc; c0 += kNR) {
     int64_t cols = std::min(kNR, nc - c0);
     const float *bPanel = bp + (c0 / kNR) * bPanelStride(kc);
+    const float *panelBias = bias ? bias + c0 : nullptr;
     for (int64_t r0 = 0; r0 < mc; r0 += kMR) {
       int64_t rows = std::min(kMR, mc - r0);
       float *cBlock = c + r0 * ldc + c0;
       if (aPacked) {
         multiplyPanel(kc, PackedPanel{aPacked + r0 * kc}, bPanel, cBlock, ldc,
-                      rows, cols, alpha, beta, overwrite);
+                      rows, cols, alpha, beta, overwrite, panelBias);
       } else if (r0 < fullRows) {
         View panel = aView.from(r0, 0);
         multiplyPanel(kc, StridedPanel{panel.data, panel.rs, panel.cs}, bPanel,
-                      cBlock, ldc, rows, cols, alpha, beta, overwrite);
+                      cBlock, ldc, rows, cols, alpha, beta, overwrite,
+                      panelBias);
       } else {
         multiplyPanel(kc, PackedPanel{aEdge}, bPanel, cBlock, ldc, rows, cols,
-                      alpha, beta, overwrite);
+                      alpha, beta, overwrite, panelBias);
       }
     }
   }
@@ -399,7 +406,7 @@ bool packedSgemm512Available() {
 void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b,
                     int64_t ldb, float beta, float *c, int64_t ldc,
-                    const float *packedA) {
+                    const float *packedA, const float *bias) {
   assert(packedSgemm512Available() && "packedSgemm512 needs AVX-512F");
   if (m <= 0 || n <= 0)
     return;
@@ -407,7 +414,7 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         float &value = c[i * ldc + j];
-        value = beta == 0.0f ? 0.0f : beta * value;
+        value = beta == 0.0f ? 0.0f : beta * (bias ? bias[j] : value);
       }
     return;
   }
@@ -436,7 +443,8 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           aPacked = buffers.a;
         }
         multiplyBlock(mc, nc, kc, aPacked, opA.from(i0, p0), buffers.b,
-                      c + i0 * ldc + j0, ldc, alpha, blockBeta, overwrite);
+                      c + i0 * ldc + j0, ldc, alpha, blockBeta, overwrite,
+                      first && bias ? bias + j0 : nullptr);
       }
     }
   }
@@ -457,7 +465,7 @@ void packedSgemm512PackA(bool, int64_t, int64_t, const float *, int64_t,
 
 void packedSgemm512(bool, bool, int64_t, int64_t, int64_t, float, const float *,
                     int64_t, const float *, int64_t, float, float *, int64_t,
-                    const float *) {
+                    const float *, const float *) {
   assert(false && "packedSgemm512 needs x86-64 with AVX-512F");
 }
 

@@ -41,11 +41,14 @@ void packedSgemm512PackA(bool transA, int64_t m, int64_t k, const float *a,
 /// transposes or the leading dims. Only when packedSgemm512Available().
 /// With \p packedA (every block of this op(A) packed by
 /// packedSgemm512PackA with these m and k), op(A) is read from it and a, lda
-/// and transA are not: same bits.
+/// and transA are not: same bits. With \p bias (n values), C starts as
+/// bias[j] in every row and is not read: the bits of filling C with the
+/// bias first.
 void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b,
                     int64_t ldb, float beta, float *c, int64_t ldc,
-                    const float *packedA = nullptr);
+                    const float *packedA = nullptr,
+                    const float *bias = nullptr);
 
 } // namespace remat::runtime::cpu
 

@@ -324,6 +324,33 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
     CHECK(wrong == 0);
   }
 
+  SUBCASE("C started from a bias row") {
+    // Gemm's bias of [N] goes to the kernel, which starts each block of C
+    // from it (beta * bias[j]) instead of reading C: the bits of C filled
+    // with the bias first, at every edge and over all three K blocks, and
+    // with alpha 0. C holds NaN, so a read of it would show.
+    Matrix bias = randomMatrix(1, n, rng);
+    for (float alpha : {1.0f, 0.0f}) {
+      CAPTURE(alpha);
+      Matrix filled(m, n), got(m, n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          filled.at(i, j) = bias.at(0, j);
+          got.at(i, j) = NAN;
+        }
+      packedSgemm512(false, false, m, n, k, alpha, a.data.data(), a.ld,
+                     b.data.data(), b.ld, beta, filled.data.data(), filled.ld);
+      packedSgemm512(false, false, m, n, k, alpha, a.data.data(), a.ld,
+                     b.data.data(), b.ld, beta, got.data.data(), got.ld,
+                     nullptr, bias.data.data());
+      int wrong = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          wrong += !sameBits(got.at(i, j), filled.at(i, j));
+      CHECK(wrong == 0);
+    }
+  }
+
   SUBCASE("every block of C computed on its own") {
     // A block's elements sit elsewhere in the kernel's panels (or in an
     // edge copy) than in the whole product.
