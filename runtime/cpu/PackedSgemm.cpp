@@ -121,6 +121,9 @@ constexpr int64_t kMaxNarrowColumns = 2 * kNR;
 static_assert(kMR % 8 == 0 && kNR % 8 == 0,
               "packPanel copies and transposes 8 floats at a time");
 
+/// packBlock prefetches the source line this many lines ahead.
+constexpr int64_t kPackAhead = 4;
+
 /// Floats from one packed B panel to the next: one cache line more than the
 /// panel, so that packing, which writes the panels side by side, does not
 /// keep hitting one set of the L1 cache.
@@ -229,6 +232,17 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
   int64_t full = src.rs == 1 ? count / width * width : 0;
   for (int64_t p = 0; full > 0 && p < kc; ++p) {
     const float *in = src.data + p * src.cs;
+    // Each line is a short stream of its own (a strip's width of a weight's
+    // row, say): ask for the line kPackAhead on before reading this one. In
+    // the bert-base step (b4s128, 2 threads) packBlock's samples per
+    // sample in the kernel fell from 0.089-0.090 to 0.076-0.077 (perf,
+    // two rounds).
+    if (p + kPackAhead < kc) {
+      const char *ahead =
+          reinterpret_cast<const char *>(in + kPackAhead * src.cs);
+      for (int64_t byte = 0; byte < full * int64_t(sizeof(float)); byte += 64)
+        _mm_prefetch(ahead + byte, _MM_HINT_T0);
+    }
     for (int64_t r0 = 0; r0 < full; r0 += width) {
       float *panel = out + (r0 / width) * panelStride + p * width;
       for (int64_t i = 0; i < width; i += 8)
