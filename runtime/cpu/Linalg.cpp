@@ -192,8 +192,9 @@ constexpr int64_t kMinTileSide = 64;
 /// packed once per node] in runtime/cpu/PackedSgemm.cpp).
 constexpr int64_t kMinStripTasks = 12;
 /// The most floats of a node's op(A), packed, for column strips (8 MiB, in
-/// the thread that runs the node, outside the arena); a larger op(A) is
-/// packed by each tile, block by block (the MLM head's gradient, K = 30522).
+/// a buffer of each thread that runs nodes, kept while it lives, outside
+/// the arena); a larger op(A) is packed by each tile, block by block (the
+/// MLM head's gradient, K = 30522).
 constexpr int64_t kMaxPrepackedAFloats = int64_t(1) << 21;
 /// Strips are at least this wide and their widths a multiple of kStripAlign,
 /// the kernel's panel width, so that no strip but a product's last has an
@@ -398,9 +399,10 @@ const float *prepackA(const ProductPlan &plan, const float *a,
     // Whole cache lines (aligned_alloc wants a multiple of the alignment).
     size_t bytes =
         (sizeof(float) * size_t(rowsOfTiles * rowStride) + 63) / 64 * 64;
-    buffer.data.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
-    if (!buffer.data)
+    auto *grown = static_cast<float *>(std::aligned_alloc(64, bytes));
+    if (!grown)
       throw std::bad_alloc();
+    buffer.data.reset(grown);
     buffer.floats = rowsOfTiles * rowStride;
   }
   float *packed = buffer.data.get();
@@ -429,9 +431,10 @@ const float *prepackA(const ProductPlan &plan, const float *a,
 }
 
 /// Runs every tile of \p plan; \p beta applies to the existing C. With
-/// \p bias, each tile first fills its block of C from the bias (the product
-/// then adds to it, \p beta being 1): the fill runs on the thread and in the
-/// cache of the tile's product instead of in one pass over C before it.
+/// \p bias, each tile's block of C starts from the bias (the product then
+/// adds to it, \p beta being 1): a bias of one row goes into remat's kernel,
+/// which starts C from it; otherwise the tile fills its block of C first,
+/// on its thread and in its cache, not in one pass over C before it.
 template <typename T>
 void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
                  T beta, T *c, ParallelFor &parallel,

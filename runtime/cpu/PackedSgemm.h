@@ -28,7 +28,7 @@ PackedABlocks packedSgemm512PackedABlocks(int64_t m, int64_t k);
 
 /// Packs block (\p kBlock, \p rowBlock) of the m x k op(A) (m, k > 0;
 /// element (i, p) at a[i * lda + p], or a[p * lda + i] with \p transA) into
-/// \p packed, of packedSgemm512PackedASize(m, k) floats from a 64-byte
+/// \p packed, of packedSgemm512PackedASize(m, k) floats from a 32-byte
 /// boundary.
 void packedSgemm512PackA(bool transA, int64_t m, int64_t k, const float *a,
                          int64_t lda, int64_t kBlock, int64_t rowBlock,
@@ -41,9 +41,9 @@ void packedSgemm512PackA(bool transA, int64_t m, int64_t k, const float *a,
 /// transposes or the leading dims. Only when packedSgemm512Available().
 /// With \p packedA (every block of this op(A) packed by
 /// packedSgemm512PackA with these m and k), op(A) is read from it and a, lda
-/// and transA are not: same bits. With \p bias (n values), C starts as
-/// bias[j] in every row and is not read: the bits of filling C with the
-/// bias first.
+/// and transA are not: same bits. With \p bias (n values), C is not read:
+/// C = alpha op(A) op(B) + beta bias[j] in every row, the bits of filling C
+/// with the bias first (beta 0 ignores it, as it ignores C).
 void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b,
                     int64_t ldb, float beta, float *c, int64_t ldc,

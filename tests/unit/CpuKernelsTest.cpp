@@ -1079,6 +1079,9 @@ TEST_CASE("MatMul matches numpy matmul, batched and 1-D") {
       {{2, 130, 70}, {2, 70, 300}},
       {{7, 13, 9}, {9, 1}},
       {{1, 9}, {9, 600}},
+      // Two rows of column strips (304 and 297 rows) that read their op(A)
+      // packed once for the node (remat's AVX-512 kernel).
+      {{601, 70}, {70, 300}},
   };
   uint64_t seed = 20000;
   for (DType dtype : {DType::F32, DType::F64, DType::I64, DType::I32})
@@ -1119,6 +1122,10 @@ TEST_CASE("Gemm applies transA, transB, alpha, beta and broadcasts C") {
       {3, 5, 4, 1, 1, 2.0f, 1.0f, Dims{}},
       {3, 5, 4, 7, 1, 1.0f, 1.0f, std::nullopt},
       {300, 270, 33, 0, 1, 1.0f, 1.0f, Dims{270}},
+      // Two rows of column strips, op(A) packed once for the node and the
+      // bias row started inside remat's AVX-512 kernel.
+      {601, 300, 70, 0, 1, 1.0f, 0.5f, Dims{300}},
+      {601, 300, 70, 1, 0, -1.0f, 1.0f, Dims{300}},
       {2, 3, 0, 0, 0, 1.0f, 3.0f, Dims{2, 3}},
   };
   uint64_t seed = 21000;

@@ -875,8 +875,9 @@ TEST_CASE("the PermutedMatMul decomposition computes its bits") {
   // a plain row-major one, with matrices over one GEMM tile (M = 300 rows
   // cut in two) so that tiles read the strided operands at offsets; and a
   // column-major op(A) (gathered) in column strips, which remat's AVX-512
-  // kernel packs once per node, over two K blocks (Note [op(A) packed once
-  // per node] in runtime/cpu/PackedSgemm.cpp).
+  // kernel packs once per node, over two K blocks, in one row of tiles and
+  // in two (601 rows: 304 and 297) (Note [op(A) packed once per node] in
+  // runtime/cpu/PackedSgemm.cpp).
   struct Case {
     const char *text;
     std::vector<std::pair<std::string, std::vector<int64_t>>> operands;
@@ -894,6 +895,10 @@ TEST_CASE("the PermutedMatMul decomposition computes its bits") {
        "  %y = remat.PermutedMatMul(%a, %b) {perm_a = [0, 2, 3, 1]} : "
        "f32[2,3,40,200]\n  return %y\n}\n",
        {{"a", {2, 300, 3, 40}}, {"b", {2, 3, 300, 200}}}},
+      {"graph @g(%a: f32[1,300,1,601], %b: f32[1,1,300,200]) {\n"
+       "  %y = remat.PermutedMatMul(%a, %b) {perm_a = [0, 2, 3, 1]} : "
+       "f32[1,1,601,200]\n  return %y\n}\n",
+       {{"a", {1, 300, 1, 601}}, {"b", {1, 1, 300, 200}}}},
       {"graph @g(%a: f32[64,17], %b: f32[64,64]) {\n"
        "  %y = remat.PermutedMatMul(%a, %b) {perm_a = [1, 0], perm_b = [1, "
        "0], perm_y = [1, 0]} : f32[64,17]\n  return %y\n}\n",

@@ -310,15 +310,15 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
       checkSame(strips, false);
     }
 
-    // A lower row of tiles: 40 rows of op(A) from row 100, packed on their
-    // own.
-    Packed packed = pack(&a.at(100, 0), a.ld, false, 40);
+    // A lower row of tiles: 37 rows of op(A) from row 100 (the last panel
+    // padded), packed on their own.
+    Packed packed = pack(&a.at(100, 0), a.ld, false, 37);
     Matrix rows = c0;
-    packedSgemm512(false, false, 40, n, k, 1.0f, &negA.at(100, 0), negA.ld,
+    packedSgemm512(false, false, 37, n, k, 1.0f, &negA.at(100, 0), negA.ld,
                    b.data.data(), b.ld, beta, &rows.at(100, 0), rows.ld,
                    packed.get());
     int wrong = 0;
-    for (int64_t i = 100; i < 140; ++i)
+    for (int64_t i = 100; i < 137; ++i)
       for (int64_t j = 0; j < n; ++j)
         wrong += !sameBits(rows.at(i, j), c.at(i, j));
     CHECK(wrong == 0);
@@ -327,28 +327,52 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
   SUBCASE("C started from a bias row") {
     // Gemm's bias of [N] goes to the kernel, which starts each block of C
     // from it (beta * bias[j]) instead of reading C: the bits of C filled
-    // with the bias first, at every edge and over all three K blocks, and
-    // with alpha 0. C holds NaN, so a read of it would show.
+    // with the bias first, at every edge and over all three K blocks, with
+    // alpha 0, in strips of at most 64 columns (A read in place) and with
+    // op(A) packed ahead. C holds NaN, so a read of it would show.
     Matrix bias = randomMatrix(1, n, rng);
-    for (float alpha : {1.0f, 0.0f}) {
-      CAPTURE(alpha);
-      Matrix filled(m, n), got(m, n);
+    auto check = [&](float alpha, int64_t col0, int64_t width,
+                     const float *packedA) {
+      Matrix filled(m, width), got(m, width);
       for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          filled.at(i, j) = bias.at(0, j);
+        for (int64_t j = 0; j < width; ++j) {
+          filled.at(i, j) = bias.at(0, col0 + j);
           got.at(i, j) = NAN;
         }
-      packedSgemm512(false, false, m, n, k, alpha, a.data.data(), a.ld,
-                     b.data.data(), b.ld, beta, filled.data.data(), filled.ld);
-      packedSgemm512(false, false, m, n, k, alpha, a.data.data(), a.ld,
-                     b.data.data(), b.ld, beta, got.data.data(), got.ld,
-                     nullptr, bias.data.data());
+      packedSgemm512(false, false, m, width, k, alpha, a.data.data(), a.ld,
+                     &b.at(0, col0), b.ld, beta, filled.data.data(), filled.ld);
+      packedSgemm512(false, false, m, width, k, alpha, a.data.data(), a.ld,
+                     &b.at(0, col0), b.ld, beta, got.data.data(), got.ld,
+                     packedA, &bias.at(0, col0));
       int wrong = 0;
       for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j)
+        for (int64_t j = 0; j < width; ++j)
           wrong += !sameBits(got.at(i, j), filled.at(i, j));
       CHECK(wrong == 0);
+    };
+    for (float alpha : {1.0f, 0.0f}) {
+      CAPTURE(alpha);
+      check(alpha, 0, n, nullptr);
     }
+    for (int64_t width : {64, 33, 8}) {
+      CAPTURE(width);
+      check(1.0f, 100, width, nullptr);
+    }
+    using remat::runtime::cpu::packedSgemm512PackA;
+    using remat::runtime::cpu::packedSgemm512PackedABlocks;
+    using remat::runtime::cpu::packedSgemm512PackedASize;
+    int64_t floats = packedSgemm512PackedASize(m, k);
+    std::unique_ptr<float[], void (*)(void *)> packed(
+        static_cast<float *>(
+            std::aligned_alloc(64, (sizeof(float) * floats + 63) / 64 * 64)),
+        std::free);
+    auto blocks = packedSgemm512PackedABlocks(m, k);
+    for (int64_t kb = 0; kb < blocks.kBlocks; ++kb)
+      for (int64_t rb = 0; rb < blocks.rowBlocks; ++rb)
+        packedSgemm512PackA(false, m, k, a.data.data(), a.ld, kb, rb,
+                            packed.get());
+    check(1.0f, 0, n, packed.get());
+    check(1.0f, 100, 64, packed.get());
   }
 
   SUBCASE("every block of C computed on its own") {
