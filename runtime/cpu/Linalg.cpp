@@ -60,7 +60,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -308,7 +307,7 @@ void finishPlan(ProductPlan &plan, DType dtype) {
       plan.tile = {side(plan.m, rowTiles), strip(colTiles)};
       plan.rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), plan.tile.rows);
       plan.colTiles = ceilDiv(plan.n, plan.tile.cols);
-      plan.prepackA = plan.colTiles > 1 && plan.k > 0;
+      plan.prepackA = plan.colTiles > 1;
       return;
     }
     // Too narrow for kMinTasks strips: rows too, as without sharing.
@@ -377,6 +376,18 @@ void transposeCopy(const T *src, int64_t srcStride, T *dst, int64_t dstStride,
     }
 }
 
+/// Where row \p row0 of product \p product's op(A) starts, and whether it
+/// is stored transposed: row r of op(A) starts at r * lda when stored as
+/// is, at column r when stored transposed; a gathered A (element (i, p) at
+/// (row0 + i) + p * lda) is BLAS's transposed A.
+template <typename T>
+std::pair<const T *, bool> tileA(const ProductPlan &plan, const T *a,
+                                 int64_t product, int64_t row0) {
+  bool transposed = plan.transA || plan.gatherA;
+  return {a + plan.aOffsets[product] + (transposed ? row0 : row0 * plan.lda),
+          transposed};
+}
+
 /// Packs op(A) of every row of tiles of \p plan for remat's kernel (Note
 /// [op(A) packed once per node] in runtime/cpu/PackedSgemm.cpp), the blocks
 /// spread over \p parallel's threads, into the calling thread's buffer.
@@ -390,22 +401,7 @@ const float *prepackA(const ProductPlan &plan, const float *a,
   int64_t rowsOfTiles = int64_t(plan.aOffsets.size()) * plan.rowTiles;
   assert(rowsOfTiles * rowStride <= kMaxPrepackedAFloats &&
          "finishPlan bounds the packed op(A)");
-  struct Buffer {
-    std::unique_ptr<float[], void (*)(void *)> data{nullptr, std::free};
-    int64_t floats = 0;
-  };
-  static thread_local Buffer buffer;
-  if (buffer.floats < rowsOfTiles * rowStride) {
-    // Whole cache lines (aligned_alloc wants a multiple of the alignment).
-    size_t bytes =
-        (sizeof(float) * size_t(rowsOfTiles * rowStride) + 63) / 64 * 64;
-    auto *grown = static_cast<float *>(std::aligned_alloc(64, bytes));
-    if (!grown)
-      throw std::bad_alloc();
-    buffer.data.reset(grown);
-    buffer.floats = rowsOfTiles * rowStride;
-  }
-  float *packed = buffer.data.get();
+  float *packed = packedSgemm512ABuffer(rowsOfTiles * rowStride);
   // The blocks of the tallest row of tiles; a shorter last row has fewer.
   PackedABlocks blocks = packedSgemm512PackedABlocks(tile.rows, plan.k);
   int64_t perRow = blocks.kBlocks * blocks.rowBlocks;
@@ -419,10 +415,7 @@ const float *prepackA(const ProductPlan &plan, const float *a,
       int64_t rowBlock = block % blocks.rowBlocks;
       if (rowBlock >= packedSgemm512PackedABlocks(rows, plan.k).rowBlocks)
         continue;
-      // As runProducts passes a tile's op(A).
-      bool transA = plan.transA || plan.gatherA;
-      const float *aTile =
-          a + plan.aOffsets[product] + (transA ? row0 : row0 * plan.lda);
+      auto [aTile, transA] = tileA(plan, a, product, row0);
       packedSgemm512PackA(transA, rows, plan.k, aTile, plan.lda, kBlock,
                           rowBlock, packed + rowOfTiles * rowStride);
     }
@@ -478,27 +471,21 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
       int64_t col0 = (index % plan.colTiles) * tile.cols;
       int64_t rows = std::min(tile.rows, plan.m - row0);
       int64_t cols = std::min(tile.cols, plan.n - col0);
-      // Row r of op(A) starts at r * lda when stored as is, at column r when
-      // stored transposed; likewise column j of op(B).
-      const T *aTile =
-          a + plan.aOffsets[product] + (plan.transA ? row0 : row0 * plan.lda);
+      // Column j of op(B) starts at j when stored as is, at row j when
+      // stored transposed (tileA, likewise for op(A)).
+      auto [aTile, transA] = tileA(plan, a, product, row0);
       const T *bTile =
           b + plan.bOffsets[product] + (plan.transB ? col0 * plan.ldb : col0);
       T *cTile = c + plan.cOffsets[product] + row0 * plan.ldc + col0;
       int64_t lda = plan.lda, ldb = plan.ldb, ldc = plan.ldc;
-      bool transA = plan.transA, transB = plan.transB;
-      if (plan.gatherA) {
-        // Element (i, p) of op(A) is at (row0 + i) + p * lda: BLAS's
-        // transposed A. For OpenBLAS it is copied to row-major scratch.
-        aTile = a + plan.aOffsets[product] + row0;
-        transA = true;
-        if (!packsStrided) {
-          aScratch.resize(rows * plan.k);
-          transposeCopy(aTile, plan.lda, aScratch.data(), plan.k, rows, plan.k);
-          aTile = aScratch.data();
-          lda = plan.k;
-          transA = false;
-        }
+      bool transB = plan.transB;
+      if (plan.gatherA && !packsStrided) {
+        // For OpenBLAS a gathered A is copied to row-major scratch.
+        aScratch.resize(rows * plan.k);
+        transposeCopy(aTile, plan.lda, aScratch.data(), plan.k, rows, plan.k);
+        aTile = aScratch.data();
+        lda = plan.k;
+        transA = false;
       }
       if (plan.gatherB) {
         // Element (p, j) of op(B) is at p + (col0 + j) * ldb: BLAS's

@@ -235,8 +235,8 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
     // Each line is a short stream of its own (a strip's width of a weight's
     // row, say): ask for the line kPackAhead on before reading this one. In
     // the bert-base step (b4s128, 2 threads) packBlock's samples per
-    // sample in the kernel fell from 0.089-0.090 to 0.076-0.077 (perf,
-    // two rounds).
+    // sample in the kernel fell from 0.089-0.104 to 0.076-0.082 (perf,
+    // alternated runs, docs/benchmarks.md).
     if (p + kPackAhead < kc) {
       // Every line the row's floats touch, from the first's line on.
       uintptr_t first = reinterpret_cast<uintptr_t>(in + kPackAhead * src.cs);
@@ -395,6 +395,16 @@ PackedABlocks packedSgemm512PackedABlocks(int64_t m, int64_t k) {
   return {(k + kKC - 1) / kKC, (m + kMC - 1) / kMC};
 }
 
+float *packedSgemm512ABuffer(int64_t floats) {
+  static thread_local PackBuffers::Buffer buffer;
+  static thread_local int64_t capacity = 0;
+  if (capacity < floats) {
+    buffer = PackBuffers::allocate(floats); // throws, keeping the old one
+    capacity = floats;
+  }
+  return buffer.get();
+}
+
 void packedSgemm512PackA(bool transA, int64_t m, int64_t k, const float *a,
                          int64_t lda, int64_t kBlock, int64_t rowBlock,
                          float *packed) {
@@ -472,6 +482,11 @@ bool packedSgemm512Available() { return false; }
 int64_t packedSgemm512PackedASize(int64_t, int64_t) { return 0; }
 
 PackedABlocks packedSgemm512PackedABlocks(int64_t, int64_t) { return {}; }
+
+float *packedSgemm512ABuffer(int64_t) {
+  assert(false && "packedSgemm512ABuffer needs x86-64 with AVX-512F");
+  return nullptr;
+}
 
 void packedSgemm512PackA(bool, int64_t, int64_t, const float *, int64_t,
                          int64_t, int64_t, float *) {

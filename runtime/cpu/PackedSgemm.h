@@ -26,6 +26,10 @@ struct PackedABlocks {
 int64_t packedSgemm512PackedASize(int64_t m, int64_t k);
 PackedABlocks packedSgemm512PackedABlocks(int64_t m, int64_t k);
 
+/// The calling thread's buffer for a packed op(A) of at least \p floats
+/// (64-byte aligned, kept while the thread lives, grown as needed).
+float *packedSgemm512ABuffer(int64_t floats);
+
 /// Packs block (\p kBlock, \p rowBlock) of the m x k op(A) (m, k > 0;
 /// element (i, p) at a[i * lda + p], or a[p * lda + i] with \p transA) into
 /// \p packed, of packedSgemm512PackedASize(m, k) floats from a 32-byte
