@@ -170,8 +170,26 @@ template <ReduceKind K, typename T> struct Accumulate {
 };
 
 constexpr int64_t kReduceGrainElements = 16 * 1024;
-/// Output elements a thread accumulates together when the inner dim is kept.
+/// Output elements a thread accumulates together when the inner dim is kept:
+/// 4 KiB of floats per input row, halved down to kMinKeptChunk while there are
+/// fewer than kMinKeptTasks tasks. With 1024 alone, a [512, 768] -> [768] bias
+/// gradient was one task and did not scale past one thread (and 3072 columns
+/// were 3 tasks on 2 threads); 128 alone made the [512, 30522] one slower, each
+/// task then reading 512 B per page.
 constexpr int64_t kKeptChunk = 1024;
+constexpr int64_t kMinKeptChunk = 128;
+constexpr int64_t kMinKeptTasks = 6;
+
+/// \returns the chunk width for \p outer rows of \p inner kept elements. It
+/// depends on the shape only: every output element is summed in one task
+/// whatever the width, so it does not change the bits either.
+int64_t keptChunkWidth(int64_t outer, int64_t inner) {
+  int64_t width = kKeptChunk;
+  while (width > kMinKeptChunk &&
+         outer * ((inner + width - 1) / width) < kMinKeptTasks)
+    width /= 2;
+  return width;
+}
 
 template <ReduceKind K, typename T>
 void runReduce(const ReducePlan &plan, const T *x, T *out,
@@ -227,20 +245,21 @@ void runReduce(const ReducePlan &plan, const T *x, T *out,
                  });
     return;
   }
-  int64_t chunks = (plan.inner + kKeptChunk - 1) / kKeptChunk;
   int64_t outer = plan.outCount / std::max<int64_t>(plan.inner, 1);
   if (plan.inner == 0 || outer == 0)
     return;
+  int64_t chunkWidth = keptChunkWidth(outer, plan.inner);
+  int64_t chunks = (plan.inner + chunkWidth - 1) / chunkWidth;
   int64_t perTask =
-      std::min(plan.inner, kKeptChunk) * std::max<int64_t>(plan.reduceCount, 1);
+      std::min(plan.inner, chunkWidth) * std::max<int64_t>(plan.reduceCount, 1);
   parallel.run(outer * chunks,
                std::max<int64_t>(1, kReduceGrainElements / perTask),
                [&](int64_t begin, int64_t end) {
-                 std::vector<Acc> acc(std::min(plan.inner, kKeptChunk));
+                 std::vector<Acc> acc(std::min(plan.inner, chunkWidth));
                  for (int64_t task = begin; task < end; ++task) {
                    int64_t o = task / chunks;
-                   int64_t j0 = (task % chunks) * kKeptChunk;
-                   int64_t width = std::min(kKeptChunk, plan.inner - j0);
+                   int64_t j0 = (task % chunks) * chunkWidth;
+                   int64_t width = std::min(chunkWidth, plan.inner - j0);
                    int64_t base = offsetOf(plan.outerKept, o) + j0;
                    for (int64_t j = 0; j < width; ++j)
                      acc[j] = initial(base + j);

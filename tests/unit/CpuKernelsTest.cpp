@@ -777,6 +777,55 @@ TEST_CASE("reductions fold as they run") {
       }
 }
 
+TEST_CASE("ReduceSum over leading dims adds each column's rows in order") {
+  // The kept-inner loop splits columns into chunks of 1024 halved down to
+  // 128 while there are fewer than 6 tasks (runtime/cpu/Reductions.cpp,
+  // keptChunkWidth): bias gradients of 768 and 3072 columns, a last chunk
+  // narrower than the others, several outer rows. Each column must be its
+  // rows summed in order, in float, at any thread count.
+  struct Shape {
+    Dims dims;
+    std::vector<int64_t> axes;
+  };
+  const Shape shapes[] = {{{600, 768}, {0}},      {{37, 300}, {0}},
+                          {{3, 5, 700}, {1}},     {{64, 3072}, {0}},
+                          {{2, 9, 2500}, {0, 1}}, {{40, 1}, {0}}};
+  uint64_t seed = 9500;
+  for (const Shape &shape : shapes) {
+    Rng rng(seed++);
+    auto x = randomData(TensorType(DType::F32, shape.dims), rng, -50, 50);
+    auto one = build(OpKind::ReduceSum, {input(x), constant(ints(shape.axes))},
+                     1, attrs({{"keepdims", int64_t(0)}}));
+    // Reduced dims lead or sit between kept ones: outer x reduced x inner.
+    int64_t inner = shape.dims.back(), reduced = 1, outer = 1;
+    for (size_t d = 0; d + 1 < shape.dims.size(); ++d)
+      (llvm::is_contained(shape.axes, int64_t(d)) ? reduced : outer) *=
+          shape.dims[d];
+    std::vector<double> want(outer * inner);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < inner; ++j) {
+        float sum = 0.0f;
+        for (int64_t r = 0; r < reduced; ++r)
+          sum +=
+              static_cast<float>(x->getDouble((o * reduced + r) * inner + j));
+        want[o * inner + j] = sum;
+      }
+    for (ParallelFor *pool : {static_cast<ParallelFor *>(&onePool()),
+                              static_cast<ParallelFor *>(&fourPool())}) {
+      INFO("dims " << dimsText(shape.dims) << " axes " << dimsText(shape.axes)
+                   << " threads " << pool->getNumThreads());
+      Outcome outcome = runNode(*one, *pool);
+      REQUIRE_MESSAGE(outcome.error.empty(), outcome.error);
+      auto got = outcome.outputs[0].toData();
+      REQUIRE(got->getNumElements() == outer * inner);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < outer * inner; ++i)
+        wrong += got->getDouble(i) != want[i];
+      CHECK(wrong == 0);
+    }
+  }
+}
+
 TEST_CASE("data-movement kernels fold as they run") {
   const DType dtypes[] = {DType::F32, DType::F64,  DType::I64,
                           DType::F16, DType::Bool, DType::I8};
