@@ -209,11 +209,16 @@ REMAT_TARGET_AVX512 void packPanel(View src, int64_t rows, int64_t kc,
   // (Whole panels with unit stride along the width are packBlock's.)
   int64_t p = 0;
   if (src.cs == 1 && rows == width) {
-    // Unit stride along k: 8 x 8 transposes.
-    for (; p + 8 <= kc; p += 8)
-      for (int64_t i = 0; i < width; i += 8)
-        transpose8x8(src.data + i * src.rs + p, src.rs, out + p * width + i,
+    // Unit stride along k: 8 x 8 transposes, eight rows at a time from end
+    // to end (eight streams), not all the panel's rows at each k: in the
+    // bert-base step (b4s128, 2 threads, perf, 3 alternated runs) packPanel
+    // went from 3.56-3.78% of the samples to 3.21-3.41%.
+    int64_t full = kc / 8 * 8;
+    for (int64_t i = 0; i < width; i += 8)
+      for (int64_t q = 0; q < full; q += 8)
+        transpose8x8(src.data + i * src.rs + q, src.rs, out + q * width + i,
                      width);
+    p = full;
   }
   for (; p < kc; ++p)
     for (int64_t i = 0; i < width; ++i)
