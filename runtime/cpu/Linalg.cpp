@@ -200,6 +200,17 @@ constexpr int64_t kMaxPrepackedAFloats = int64_t(1) << 21;
 /// edge panel.
 constexpr int64_t kMinStripWidth = 64;
 constexpr int64_t kStripAlign = 32;
+/// A strip's block of C is at most this many floats (512 KiB, a quarter of
+/// the 2 MiB L2; strips narrower than kMaxPackedTile's 1024 columns where
+/// it takes): every K block reads and writes the strip's C again, and the
+/// MLM decoder's 512 x 1024 strips (2 MiB of C next to a 1 MiB B block)
+/// went to L3 for it. Its forward product (`remat-run --forward` on that
+/// Gemm alone, 8 steps) took 105.3-151.9 ms in 256-column strips against
+/// 107.4-137.3 ms (six alternated pairs at 2 threads, five faster), and
+/// 205.3-284.8 ms against 210.7-244.3 ms at 1 thread (three of five pairs
+/// faster). Of bert-base's other products only the FFN's weight gradients
+/// change (384 and 512 columns to 256 and 320), inside the noise.
+constexpr int64_t kMaxStripCFloats = 128 * 1024;
 /// Tile sides are multiples of this, which the unroll sizes of OpenBLAS's
 /// x86 sgemm kernels divide, so only a product's last row and column of
 /// tiles run their edge code.
@@ -295,6 +306,11 @@ void finishPlan(ProductPlan &plan, DType dtype) {
               packedSgemm512PackedASize(side(plan.m, rowTiles), plan.k) <=
           kMaxPrepackedAFloats) {
     // Column strips, which share their row's packed op(A).
+    int64_t stripRows = side(plan.m, rowTiles);
+    int64_t widest = std::max(
+        kMinStripWidth, kMaxStripCFloats / std::max<int64_t>(stripRows, 1) /
+                            kStripAlign * kStripAlign);
+    colTiles = std::max(colTiles, ceilDiv(plan.n, widest));
     auto strip = [&](int64_t tiles) {
       return std::min(plan.n, ceilDiv(ceilDiv(plan.n, tiles), kStripAlign) *
                                   kStripAlign);

@@ -1175,6 +1175,9 @@ TEST_CASE("Gemm applies transA, transB, alpha, beta and broadcasts C") {
       // bias row started inside remat's AVX-512 kernel.
       {601, 300, 70, 0, 1, 1.0f, 0.5f, Dims{300}},
       {601, 300, 70, 1, 0, -1.0f, 1.0f, Dims{300}},
+      // The MLM decoder's shape, narrower: strips of 256 columns (512 KiB
+      // of C, kMaxStripCFloats) instead of 1024, the last one 160 wide.
+      {512, 4000, 40, 0, 1, 1.0f, 1.0f, Dims{4000}},
       {2, 3, 0, 0, 0, 1.0f, 3.0f, Dims{2, 3}},
   };
   uint64_t seed = 21000;
