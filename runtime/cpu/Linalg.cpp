@@ -299,14 +299,13 @@ void finishPlan(ProductPlan &plan, DType dtype) {
   int64_t products = std::max<int64_t>(1, plan.aOffsets.size());
   int64_t rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), maxTile.rows);
   int64_t colTiles = ceilDiv(std::max<int64_t>(plan.n, 1), maxTile.cols);
+  int64_t stripRows = side(plan.m, rowTiles);
   // Products of at most two panels' width keep reading A in place (Note [A
   // in place for narrow products]).
   if (packed && plan.n > 2 * kStripAlign &&
-      products * rowTiles *
-              packedSgemm512PackedASize(side(plan.m, rowTiles), plan.k) <=
+      products * rowTiles * packedSgemm512PackedASize(stripRows, plan.k) <=
           kMaxPrepackedAFloats) {
     // Column strips, which share their row's packed op(A).
-    int64_t stripRows = side(plan.m, rowTiles);
     int64_t widest = std::max(
         kMinStripWidth, kMaxStripCFloats / std::max<int64_t>(stripRows, 1) /
                             kStripAlign * kStripAlign);
@@ -320,7 +319,7 @@ void finishPlan(ProductPlan &plan, DType dtype) {
            ceilDiv(plan.n, strip(colTiles + 1)) > colTiles)
       colTiles = ceilDiv(plan.n, strip(colTiles + 1));
     if (products * rowTiles * colTiles >= kMinTasks) {
-      plan.tile = {side(plan.m, rowTiles), strip(colTiles)};
+      plan.tile = {stripRows, strip(colTiles)};
       plan.rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), plan.tile.rows);
       plan.colTiles = ceilDiv(plan.n, plan.tile.cols);
       plan.prepackA = plan.colTiles > 1;

@@ -104,6 +104,27 @@ void checkAgainstDouble(int64_t m, int64_t n, int64_t k, bool transA,
   CHECK(wrong == 0);
 }
 
+/// op(A) (rows x k, leading dim lda) packed ahead for packedSgemm512's
+/// packedA: block by block in reverse order, as threads may, into a buffer
+/// of NaNs, so that a block left unpacked shows.
+using Packed = std::unique_ptr<float[], void (*)(void *)>;
+Packed packAllBlocks(const float *opA, int64_t lda, bool transA, int64_t rows,
+                     int64_t k) {
+  using remat::runtime::cpu::packedSgemm512PackA;
+  using remat::runtime::cpu::packedSgemm512PackedABlocks;
+  using remat::runtime::cpu::packedSgemm512PackedASize;
+  int64_t floats = packedSgemm512PackedASize(rows, k);
+  Packed packed(static_cast<float *>(std::aligned_alloc(
+                    64, (sizeof(float) * floats + 63) / 64 * 64)),
+                std::free);
+  std::fill(packed.get(), packed.get() + floats, NAN);
+  auto blocks = packedSgemm512PackedABlocks(rows, k);
+  for (int64_t kb = blocks.kBlocks - 1; kb >= 0; --kb)
+    for (int64_t rb = blocks.rowBlocks - 1; rb >= 0; --rb)
+      packedSgemm512PackA(transA, rows, k, opA, lda, kb, rb, packed.get());
+  return packed;
+}
+
 } // namespace
 
 TEST_CASE("packedSgemm512 matches a double-precision product") {
@@ -268,35 +289,19 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
     // read it, also strips of at most 64 columns, which without it read A
     // in place. Every transpose: the bits of the whole product. The calls
     // get another A (negated) where they would read it: they must not.
-    using remat::runtime::cpu::packedSgemm512PackA;
-    using remat::runtime::cpu::packedSgemm512PackedABlocks;
-    using remat::runtime::cpu::packedSgemm512PackedASize;
     Matrix aT = a.transposed(3), bT = b.transposed(5);
     Matrix negA = a, negAT = aT;
     for (float &x : negA.data)
       x = -x;
     for (float &x : negAT.data)
       x = -x;
-    using Packed = std::unique_ptr<float[], void (*)(void *)>;
-    auto pack = [&](const float *opA, int64_t lda, bool transA, int64_t rows) {
-      int64_t floats = packedSgemm512PackedASize(rows, k);
-      Packed packed(static_cast<float *>(std::aligned_alloc(
-                        64, (sizeof(float) * floats + 63) / 64 * 64)),
-                    std::free);
-      std::fill(packed.get(), packed.get() + floats, NAN);
-      auto blocks = packedSgemm512PackedABlocks(rows, k);
-      for (int64_t kb = blocks.kBlocks - 1; kb >= 0; --kb)
-        for (int64_t rb = blocks.rowBlocks - 1; rb >= 0; --rb)
-          packedSgemm512PackA(transA, rows, k, opA, lda, kb, rb, packed.get());
-      return packed;
-    };
     const int64_t widths[] = {64, 96, 33, 512, 8, 200, 187};
     for (int variant = 0; variant < 4; ++variant) {
       bool transA = variant & 1, transB = variant & 2;
       CAPTURE(transA);
       CAPTURE(transB);
       const Matrix &opA = transA ? aT : a, &other = transA ? negAT : negA;
-      Packed packed = pack(opA.data.data(), opA.ld, transA, m);
+      Packed packed = packAllBlocks(opA.data.data(), opA.ld, transA, m, k);
       Matrix strips = c0;
       int64_t col0 = 0;
       for (int64_t width : widths) {
@@ -312,7 +317,7 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
 
     // A lower row of tiles: 37 rows of op(A) from row 100 (the last panel
     // padded), packed on their own.
-    Packed packed = pack(&a.at(100, 0), a.ld, false, 37);
+    Packed packed = packAllBlocks(&a.at(100, 0), a.ld, false, 37, k);
     Matrix rows = c0;
     packedSgemm512(false, false, 37, n, k, 1.0f, &negA.at(100, 0), negA.ld,
                    b.data.data(), b.ld, beta, &rows.at(100, 0), rows.ld,
@@ -358,19 +363,7 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
       CAPTURE(width);
       check(1.0f, 100, width, nullptr);
     }
-    using remat::runtime::cpu::packedSgemm512PackA;
-    using remat::runtime::cpu::packedSgemm512PackedABlocks;
-    using remat::runtime::cpu::packedSgemm512PackedASize;
-    int64_t floats = packedSgemm512PackedASize(m, k);
-    std::unique_ptr<float[], void (*)(void *)> packed(
-        static_cast<float *>(
-            std::aligned_alloc(64, (sizeof(float) * floats + 63) / 64 * 64)),
-        std::free);
-    auto blocks = packedSgemm512PackedABlocks(m, k);
-    for (int64_t kb = 0; kb < blocks.kBlocks; ++kb)
-      for (int64_t rb = 0; rb < blocks.rowBlocks; ++rb)
-        packedSgemm512PackA(false, m, k, a.data.data(), a.ld, kb, rb,
-                            packed.get());
+    Packed packed = packAllBlocks(a.data.data(), a.ld, false, m, k);
     check(1.0f, 0, n, packed.get());
     check(1.0f, 100, 64, packed.get());
   }
