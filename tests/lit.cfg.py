@@ -35,6 +35,15 @@ if getattr(config, "remat_have_cuda", "").upper() in ("ON", "1", "TRUE", "YES"):
 if os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-device")
 
+# What runs remat's own AVX-512 kernel (runtime/cpu/PackedSgemm.cpp):
+# checks of its figures declare `REQUIRES: avx512f`.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        if " avx512f" in cpuinfo.read():
+            config.available_features.add("avx512f")
+except OSError:
+    pass
+
 # Reference checks that need the onnx Python package (scripts/setup.sh puts
 # it in .venv) declare `REQUIRES: onnx`; without it lit reports them
 # UNSUPPORTED, visibly, instead of passing.

@@ -11,6 +11,7 @@
 // of the thread's CPU time (not wall time: the machine may be shared).
 //
 //   remat-bench-gemm [--rounds N] [--reps R] [--seq S] [--tile ROWSxCOLS]
+//   remat-bench-gemm --ceilings [--rounds N]
 //
 // Candidates: remat's own AVX-512 kernel, the one the runtime runs
 // (runtime/cpu/PackedSgemm.cpp, remat-avx512, where the CPU has AVX-512F;
@@ -57,6 +58,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <functional>
 #include <random>
@@ -232,6 +234,134 @@ __attribute__((target("avx512f"))) double fmaPeakGflops() {
 }
 #endif
 
+/// Note [What the step's GEMMs can reach]
+/// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+/// --ceilings prints what bounds remat's GEMMs on this machine, one thread,
+/// instead of the candidates' table: the FMA loop; remat's kernel on a
+/// product whose operands stay in L2 (256 x 256 x 256: its packing reads
+/// L2, so this is the kernel's rate less little); memcpy's bandwidth from
+/// L3 (warm: a 12 MiB source read again and again) and from memory (cold:
+/// 384 MiB read in between, more than the L3); and the bandwidth at which
+/// remat packs op(A) (packedSgemm512PackA over a 512 x 3072 operand, as
+/// stored, 8 x 8 transposes, and stored transposed, a copy), warm and cold.
+/// In a training step the weights and saved activations come from memory,
+/// so the packing's share of a GEMM is set by the cold figures.
+struct Ceilings {
+  double fmaGflops = 0, kernelGflops = 0;
+  double memcpyWarm = 0, memcpyCold = 0;
+  double transposingWarm = 0, transposingCold = 0;
+  double copyingWarm = 0, copyingCold = 0;
+};
+
+/// Reads \p evict (larger than the last-level cache) so that what a
+/// measurement reads next comes from memory.
+void evictCaches(const std::vector<float> &evict) {
+  float sum = 0;
+  for (size_t i = 0; i < evict.size(); i += 16)
+    sum += evict[i];
+  if (sum == 42.0f)
+    std::printf(" ");
+}
+
+/// GB/s of this thread's CPU time at which \p body reads \p bytes, best of
+/// \p runs; with \p evict, the caches are emptied before each run.
+double bandwidth(unsigned runs, double bytes, const std::vector<float> *evict,
+                 const std::function<void()> &body) {
+  double best = 1e30;
+  for (unsigned run = 0; run < runs; ++run) {
+    if (evict)
+      evictCaches(*evict);
+    double start = seconds();
+    body();
+    best = std::min(best, seconds() - start);
+  }
+  return bytes / best * 1e-9;
+}
+
+Ceilings measureCeilings(unsigned runs) {
+  namespace cpu = remat::runtime::cpu;
+  Ceilings result;
+#if defined(__x86_64__)
+  result.fmaGflops = fmaPeakGflops();
+#endif
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  {
+    const int64_t side = 256;
+    std::vector<float> a(side * side), b(side * side), c(side * side);
+    for (float &v : a)
+      v = dist(rng);
+    for (float &v : b)
+      v = dist(rng);
+    double best = 1e30;
+    for (unsigned run = 0; run < runs; ++run) {
+      double start = seconds();
+      for (int rep = 0; rep < 20; ++rep)
+        cpu::packedSgemm512(false, false, side, side, side, 1.0f, a.data(),
+                            side, b.data(), side, 0.0f, c.data(), side);
+      best = std::min(best, (seconds() - start) / 20);
+    }
+    result.kernelGflops = 2.0 * side * side * side / best * 1e-9;
+  }
+  std::vector<float> evict(size_t(96) << 20, 1.0f); // 384 MiB
+  {
+    const size_t floats = size_t(3) << 20, piece = size_t(1) << 18;
+    std::vector<float> source(floats, 1.0f), sink(piece);
+    auto copy = [&] {
+      for (size_t at = 0; at < floats; at += piece)
+        std::memcpy(sink.data(), source.data() + at, piece * sizeof(float));
+    };
+    double bytes = double(floats) * sizeof(float);
+    result.memcpyWarm = bandwidth(runs, bytes, nullptr, copy);
+    result.memcpyCold = bandwidth(runs, bytes, &evict, copy);
+  }
+  {
+    const int64_t m = 512, k = 3072;
+    std::vector<float> a(m * k);
+    for (float &v : a)
+      v = dist(rng);
+    float *packed =
+        cpu::packedSgemm512ABuffer(cpu::packedSgemm512PackedASize(m, k));
+    cpu::PackedABlocks blocks = cpu::packedSgemm512PackedABlocks(m, k);
+    auto pack = [&](bool transA) {
+      // As stored, op(A) is [m, k] (lda k); stored transposed, [k, m].
+      int64_t lda = transA ? m : k;
+      for (int64_t kb = 0; kb < blocks.kBlocks; ++kb)
+        for (int64_t rb = 0; rb < blocks.rowBlocks; ++rb)
+          cpu::packedSgemm512PackA(transA, m, k, a.data(), lda, kb, rb, packed);
+    };
+    double bytes = double(m * k) * sizeof(float);
+    result.transposingWarm =
+        bandwidth(runs, bytes, nullptr, [&] { pack(false); });
+    result.transposingCold =
+        bandwidth(runs, bytes, &evict, [&] { pack(false); });
+    result.copyingWarm = bandwidth(runs, bytes, nullptr, [&] { pack(true); });
+    result.copyingCold = bandwidth(runs, bytes, &evict, [&] { pack(true); });
+  }
+  return result;
+}
+
+void printCeilings(const Ceilings &c, unsigned runs) {
+  std::printf("# one thread, best of %u runs, rates of the thread's CPU time "
+              "(Note [What the step's GEMMs can reach])\n",
+              runs);
+  std::printf("%-44s %7.1f GFLOP/s\n", "AVX-512 FMA loop", c.fmaGflops);
+  std::printf("%-44s %7.1f GFLOP/s  %5.1f%% of the FMA loop\n",
+              "remat-avx512 256x256x256, operands in L2", c.kernelGflops,
+              100.0 * c.kernelGflops / c.fmaGflops);
+  std::printf("%-44s %7s %9s\n", "bandwidth (GB/s read)", "warm", "cold");
+  std::printf("%-44s %7.1f %9.1f\n", "memcpy, 12 MiB in 1 MiB pieces",
+              c.memcpyWarm, c.memcpyCold);
+  std::printf("%-44s %7.1f %9.1f  %5.1f%% and %5.1f%% of memcpy\n",
+              "pack op(A) 512x3072 as stored (transposes)", c.transposingWarm,
+              c.transposingCold, 100.0 * c.transposingWarm / c.memcpyWarm,
+              100.0 * c.transposingCold / c.memcpyCold);
+  std::printf("%-44s %7.1f %9.1f  %5.1f%% and %5.1f%% of memcpy\n",
+              "pack op(A) 512x3072 stored transposed (copy)", c.copyingWarm,
+              c.copyingCold, 100.0 * c.copyingWarm / c.memcpyWarm,
+              100.0 * c.copyingCold / c.memcpyCold);
+}
+
 /// A single-threaded sgemm with alpha and beta, as cblas_sgemm takes it.
 using FullSgemm = void (*)(bool transA, bool transB, int64_t m, int64_t n,
                            int64_t k, float alpha, const float *a, int64_t lda,
@@ -310,6 +440,11 @@ int main(int argc, char **argv) {
       "tile", llvm::cl::value_desc("ROWSxCOLS"),
       llvm::cl::desc("Outputs per single-threaded call (default 128x256)"),
       llvm::cl::init("128x256"));
+  llvm::cl::opt<bool> ceilings(
+      "ceilings",
+      llvm::cl::desc("Print what bounds remat's GEMMs here instead (the FMA "
+                     "loop, remat's kernel with its operands in L2, memcpy's "
+                     "and the packing's bandwidth; best of --rounds runs)"));
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "remat-bench-gemm: GEMM candidates on bert-base's shapes\n");
   if (rounds == 0 || reps == 0 || seq <= 0) {
@@ -328,6 +463,15 @@ int main(int argc, char **argv) {
                  "not '%s'\n",
                  tile.c_str());
     return 1;
+  }
+  if (ceilings) {
+    if (!remat::runtime::cpu::packedSgemm512Available()) {
+      std::fprintf(stderr, "error: --ceilings measures remat's AVX-512 "
+                           "kernel, and this CPU has no AVX-512F\n");
+      return 1;
+    }
+    printCeilings(measureCeilings(rounds), rounds);
+    return 0;
   }
   openblas_set_num_threads(1);
   std::string defaultCore = openblas_get_corename();
