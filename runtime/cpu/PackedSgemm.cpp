@@ -128,6 +128,19 @@ constexpr int64_t kPackAhead = 4;
 /// panel, so that packing, which writes the panels side by side, does not
 /// keep hitting one set of the L1 cache.
 constexpr int64_t bPanelStride(int64_t kc) { return kc * kNR + 16; }
+/// The same for op(A)'s panels of kMR rows: at kc = kKC a panel is 8 KiB,
+/// and packBlock's copy of an op(A) stored transposed (a dW = X^T dY's X^T)
+/// writes a line of every panel of its block at each k, all into one L1
+/// set without the extra line. With it, and with packBlock copying two k
+/// (one whole line per panel) at a time, that copy (remat-bench-gemm
+/// --ceilings, three alternated runs) went from 5.6-6.0 to 9.8-10.0 GB/s
+/// with op(A) in L3 (44-47% of memcpy's bandwidth to 71-77%) and from
+/// 3.6-4.4 to 5.0-5.1 GB/s from memory; in the bert-base step (b4s128, 2
+/// threads, perf, three alternated runs) packBlock's share went from
+/// 5.51-5.83% to 5.03-5.61% and the GEMMs' from 80.0-82.8% to 79.4-81.3%.
+/// (The two-k copy without the extra line left the step's share where it
+/// was.)
+constexpr int64_t aPanelStride(int64_t kc) { return kc * kMR + 16; }
 
 /// One thread's packing buffers, 64-byte aligned, allocated on first use and
 /// kept until the thread exits.
@@ -147,7 +160,7 @@ struct PackBuffers {
     return buffer;
   }
 
-  Buffer aBuffer = allocate(kMC * kKC);
+  Buffer aBuffer = allocate(kMC / kMR * aPanelStride(kKC));
   Buffer bBuffer = allocate(bPanelStride(kKC) * (kNC / kNR));
   float *a = aBuffer.get();
   float *b = bBuffer.get();
@@ -225,6 +238,25 @@ REMAT_TARGET_AVX512 void packPanel(View src, int64_t rows, int64_t kc,
       out[p * width + i] = i < rows ? src.at(i, p) : 0.0f;
 }
 
+/// Asks for the cache lines of \p src's line p + kPackAhead (k = p +
+/// kPackAhead, its first \p floats floats), if p + kPackAhead < \p kc.
+/// packBlock's lines are short streams of their own (a strip's width of a
+/// weight's row, say): in the bert-base step (b4s128, 2 threads) its
+/// samples per sample in the kernel fell from 0.089-0.104 to 0.076-0.082
+/// with these (perf, alternated runs, docs/benchmarks.md). (Written as a
+/// lambda, which has no target attribute, the prefetches were gone from
+/// the binary without a warning, and packBlock's share rose by a fifth.)
+REMAT_TARGET_AVX512 __attribute__((always_inline)) inline void
+prefetchLines(View src, int64_t p, int64_t kc, int64_t floats) {
+  if (p + kPackAhead >= kc)
+    return;
+  uintptr_t first =
+      reinterpret_cast<uintptr_t>(src.data + (p + kPackAhead) * src.cs);
+  uintptr_t last = first + uintptr_t(floats) * sizeof(float) - 1;
+  for (uintptr_t line = first & ~uintptr_t(63); line <= last; line += 64)
+    _mm_prefetch(reinterpret_cast<const char *>(line), _MM_HINT_T0);
+}
+
 /// Packs rows [0, count) and k [0, kc) of \p src into panels of \p width
 /// rows (packPanel), panel q at out + q * panelStride. When the rows are
 /// the unit-stride dim (op(B) as stored, op(A) stored transposed), source
@@ -235,20 +267,39 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
                                    int64_t width, float *out,
                                    int64_t panelStride) {
   int64_t full = src.rs == 1 ? count / width * width : 0;
-  for (int64_t p = 0; full > 0 && p < kc; ++p) {
-    const float *in = src.data + p * src.cs;
-    // Each line is a short stream of its own (a strip's width of a weight's
-    // row, say): ask for the line kPackAhead on before reading this one. In
-    // the bert-base step (b4s128, 2 threads) packBlock's samples per
-    // sample in the kernel fell from 0.089-0.104 to 0.076-0.082 (perf,
-    // alternated runs, docs/benchmarks.md).
-    if (p + kPackAhead < kc) {
-      // Every line the row's floats touch, from the first's line on.
-      uintptr_t first = reinterpret_cast<uintptr_t>(in + kPackAhead * src.cs);
-      uintptr_t last = first + uintptr_t(full) * sizeof(float) - 1;
-      for (uintptr_t line = first & ~uintptr_t(63); line <= last; line += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(line), _MM_HINT_T0);
+  int64_t p = 0;
+  if (width == 8) {
+    // An A panel's line holds two k: copy lines p and p + 1 together, one
+    // whole cache line per panel, not two halves of it at different times.
+    for (; full > 0 && p + 1 < kc; p += 2) {
+      prefetchLines(src, p, kc, full);
+      prefetchLines(src, p + 1, kc, full);
+      const float *in = src.data + p * src.cs, *next = in + src.cs;
+      int64_t r0 = 0;
+      for (; r0 + 16 <= full; r0 += 16) {
+        // Rows r0 .. r0 + 15 at k = p and p + 1: panel r0's line is the
+        // first eight of each, panel r0 + 8's the last eight.
+        __m512 here = _mm512_loadu_ps(in + r0);
+        __m512 there = _mm512_loadu_ps(next + r0);
+        float *panel = out + (r0 / 8) * panelStride + p * 8;
+        // (The masked form with every lane set: GCC 12 warns that the
+        // plain one's undefined source may be used uninitialized.)
+        _mm512_storeu_ps(
+            panel, _mm512_mask_shuffle_f32x4(here, 0xFFFF, here, there, 0x44));
+        _mm512_storeu_ps(
+            panel + panelStride,
+            _mm512_mask_shuffle_f32x4(here, 0xFFFF, here, there, 0xEE));
+      }
+      for (; r0 < full; r0 += 8) {
+        float *panel = out + (r0 / 8) * panelStride + p * 8;
+        _mm256_storeu_ps(panel, _mm256_loadu_ps(in + r0));
+        _mm256_storeu_ps(panel + 8, _mm256_loadu_ps(next + r0));
+      }
     }
+  }
+  for (; full > 0 && p < kc; ++p) {
+    prefetchLines(src, p, kc, full);
+    const float *in = src.data + p * src.cs;
     for (int64_t r0 = 0; r0 < full; r0 += width) {
       float *panel = out + (r0 / width) * panelStride + p * width;
       for (int64_t i = 0; i < width; i += 8)
@@ -260,14 +311,16 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
               out + (r0 / width) * panelStride);
 }
 
-/// op(A)'s rows rounded up to whole panels.
-constexpr int64_t paddedRows(int64_t m) { return (m + kMR - 1) / kMR * kMR; }
+/// op(A)'s panels of kMR rows, the last one zero-padded.
+constexpr int64_t aPanels(int64_t m) { return (m + kMR - 1) / kMR; }
 
 /// Where block (p0, i0) of op(A) (kc values of k from p0, rows from i0)
 /// starts in a packed op(A) of m rows: the K blocks one after another, each
-/// its row blocks of panels one after another, as packBlock writes them.
+/// kKC deep but the last, each its row blocks of panels one after another
+/// (aPanelStride apart), as packBlock writes them.
 constexpr int64_t packedAOffset(int64_t m, int64_t p0, int64_t i0, int64_t kc) {
-  return p0 * paddedRows(m) + i0 * kc;
+  return p0 / kKC * aPanels(m) * aPanelStride(kKC) +
+         i0 / kMR * aPanelStride(kc);
 }
 
 /// Where the kernel reads op(A): element (i, p) of the 8-row panel at
@@ -375,8 +428,9 @@ REMAT_TARGET_AVX512 void multiplyBlock(int64_t mc, int64_t nc, int64_t kc,
       int64_t rows = std::min(kMR, mc - r0);
       float *cBlock = c + r0 * ldc + c0;
       if (aPacked) {
-        multiplyPanel(kc, PackedPanel{aPacked + r0 * kc}, bPanel, cBlock, ldc,
-                      rows, cols, alpha, beta, overwrite, panelBias);
+        multiplyPanel(kc, PackedPanel{aPacked + r0 / kMR * aPanelStride(kc)},
+                      bPanel, cBlock, ldc, rows, cols, alpha, beta, overwrite,
+                      panelBias);
       } else if (r0 < fullRows) {
         View panel = aView.from(r0, 0);
         multiplyPanel(kc, StridedPanel{panel.data, panel.rs, panel.cs}, bPanel,
@@ -393,7 +447,8 @@ REMAT_TARGET_AVX512 void multiplyBlock(int64_t mc, int64_t nc, int64_t kc,
 } // namespace
 
 int64_t packedSgemm512PackedASize(int64_t m, int64_t k) {
-  return paddedRows(m) * k;
+  int64_t kBlocks = (k + kKC - 1) / kKC;
+  return kBlocks * aPanels(m) * aPanelStride(kKC);
 }
 
 PackedABlocks packedSgemm512PackedABlocks(int64_t m, int64_t k) {
@@ -419,7 +474,7 @@ void packedSgemm512PackA(bool transA, int64_t m, int64_t k, const float *a,
   int64_t kc = std::min(kKC, k - p0), mc = std::min(kMC, m - i0);
   View opA = transA ? View{a, 1, lda} : View{a, lda, 1};
   packBlock(opA.from(i0, p0), mc, kc, kMR,
-            packed + packedAOffset(m, p0, i0, kc), kMR * kc);
+            packed + packedAOffset(m, p0, i0, kc), aPanelStride(kc));
 }
 
 bool packedSgemm512Available() {
@@ -469,7 +524,7 @@ void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
         if (packedA) {
           aPacked = packedA + packedAOffset(m, p0, i0, kc);
         } else if (!readsAInPlace) {
-          packBlock(opA.from(i0, p0), mc, kc, kMR, buffers.a, kMR * kc);
+          packBlock(opA.from(i0, p0), mc, kc, kMR, buffers.a, aPanelStride(kc));
           aPacked = buffers.a;
         }
         multiplyBlock(mc, nc, kc, aPacked, opA.from(i0, p0), buffers.b,
