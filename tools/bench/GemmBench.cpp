@@ -237,15 +237,22 @@ __attribute__((target("avx512f"))) double fmaPeakGflops() {
 /// Note [What the step's GEMMs can reach]
 /// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 /// --ceilings prints what bounds remat's GEMMs on this machine, one thread,
-/// instead of the candidates' table: the FMA loop; remat's kernel on a
-/// product whose operands stay in L2 (256 x 256 x 256: its packing reads
-/// L2, so this is the kernel's rate less little); memcpy's bandwidth from
-/// L3 (warm: a 12 MiB source read again and again) and from memory (cold:
-/// 384 MiB read in between, more than the L3); and the bandwidth at which
-/// remat packs op(A) (packedSgemm512PackA over a 512 x 3072 operand, as
-/// stored, 8 x 8 transposes, and stored transposed, a copy), warm and cold.
-/// In a training step the weights and saved activations come from memory,
-/// so the packing's share of a GEMM is set by the cold figures.
+/// instead of the candidates' table: the FMA loop; remat's sgemm on a
+/// product whose operands fit the L2 (256 x 256 x 256, its packing
+/// included: the register kernel alone, one B panel against a block of A
+/// panels, ran at the FMA loop's rate in a one-off harness, not kept);
+/// memcpy's bandwidth from L3 (warm: a 12 MiB source read again and again)
+/// and from memory (cold: 384 MiB read in between, more than the L3); and
+/// the bandwidth at which remat packs op(A) (packedSgemm512PackA over a 512
+/// x 3072 operand, as stored, 8 x 8 transposes, and stored transposed, a
+/// copy), warm and cold. In a training step the weights and saved
+/// activations come from memory, so the packing's share of a GEMM is set
+/// by the cold figures. The product's rate swings from one invocation to
+/// the next more than the FMA loop's (2026-12-02, five invocations: 65-133
+/// GFLOP/s, the FMA loop 87-151; five more with every figure measured once
+/// per round, rounds one after another: 98-142, the FMA loop 152-157, and
+/// the warm figures colder, so not kept): read it as a range, over several
+/// invocations.
 struct Ceilings {
   double fmaGflops = 0, kernelGflops = 0;
   double memcpyWarm = 0, memcpyCold = 0;
