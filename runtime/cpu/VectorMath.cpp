@@ -240,6 +240,7 @@ dropoutAvx2(const float *x, float *y, uint8_t *mask, int64_t begin, int64_t end,
       mask[i] = keep;
   }
 }
+
 #define REMAT_AVX512F __attribute__((target("avx512f"), always_inline)) inline
 
 /// Every lane of eight 64-bit ones: GCC 12 warns of an uninitialised
