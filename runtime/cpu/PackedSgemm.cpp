@@ -268,20 +268,21 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
                                    int64_t panelStride) {
   int64_t full = src.rs == 1 ? count / width * width : 0;
   int64_t p = 0;
-  if (width == 8) {
+  if (width == kMR) {
     // An A panel's line holds two k: copy lines p and p + 1 together, one
     // whole cache line per panel, not two halves of it at different times.
+    static_assert(kMR == 8, "the two-k copy moves eight floats per k");
     for (; full > 0 && p + 1 < kc; p += 2) {
       prefetchLines(src, p, kc, full);
       prefetchLines(src, p + 1, kc, full);
       const float *in = src.data + p * src.cs, *next = in + src.cs;
       int64_t r0 = 0;
-      for (; r0 + 16 <= full; r0 += 16) {
+      for (; r0 + 2 * kMR <= full; r0 += 2 * kMR) {
         // Rows r0 .. r0 + 15 at k = p and p + 1: panel r0's line is the
-        // first eight of each, panel r0 + 8's the last eight.
+        // first eight of each, the next panel's the last eight.
         __m512 here = _mm512_loadu_ps(in + r0);
         __m512 there = _mm512_loadu_ps(next + r0);
-        float *panel = out + (r0 / 8) * panelStride + p * 8;
+        float *panel = out + (r0 / kMR) * panelStride + p * kMR;
         // (The masked form with every lane set: GCC 12 warns that the
         // plain one's undefined source may be used uninitialized.)
         _mm512_storeu_ps(
@@ -290,10 +291,10 @@ REMAT_TARGET_AVX512 void packBlock(View src, int64_t count, int64_t kc,
             panel + panelStride,
             _mm512_mask_shuffle_f32x4(here, 0xFFFF, here, there, 0xEE));
       }
-      for (; r0 < full; r0 += 8) {
-        float *panel = out + (r0 / 8) * panelStride + p * 8;
+      for (; r0 < full; r0 += kMR) {
+        float *panel = out + (r0 / kMR) * panelStride + p * kMR;
         _mm256_storeu_ps(panel, _mm256_loadu_ps(in + r0));
-        _mm256_storeu_ps(panel + 8, _mm256_loadu_ps(next + r0));
+        _mm256_storeu_ps(panel + kMR, _mm256_loadu_ps(next + r0));
       }
     }
   }

@@ -270,10 +270,10 @@ void evictCaches(const std::vector<float> &evict) {
     std::printf(" ");
 }
 
-/// GB/s of this thread's CPU time at which \p body reads \p bytes, best of
-/// \p runs; with \p evict, the caches are emptied before each run.
-double bandwidth(unsigned runs, double bytes, const std::vector<float> *evict,
-                 const std::function<void()> &body) {
+/// The fewest seconds of this thread's CPU time that \p body took over
+/// \p runs runs; with \p evict, the caches are emptied before each run.
+double bestSeconds(unsigned runs, const std::vector<float> *evict,
+                   const std::function<void()> &body) {
   double best = 1e30;
   for (unsigned run = 0; run < runs; ++run) {
     if (evict)
@@ -282,7 +282,13 @@ double bandwidth(unsigned runs, double bytes, const std::vector<float> *evict,
     body();
     best = std::min(best, seconds() - start);
   }
-  return bytes / best * 1e-9;
+  return best;
+}
+
+/// GB/s at which \p body reads \p bytes, best of \p runs (bestSeconds).
+double bandwidth(unsigned runs, double bytes, const std::vector<float> *evict,
+                 const std::function<void()> &body) {
+  return bytes / bestSeconds(runs, evict, body) * 1e-9;
 }
 
 Ceilings measureCeilings(unsigned runs) {
@@ -300,15 +306,13 @@ Ceilings measureCeilings(unsigned runs) {
       v = dist(rng);
     for (float &v : b)
       v = dist(rng);
-    double best = 1e30;
-    for (unsigned run = 0; run < runs; ++run) {
-      double start = seconds();
-      for (int rep = 0; rep < 20; ++rep)
+    const int reps = 20;
+    double best = bestSeconds(runs, nullptr, [&] {
+      for (int rep = 0; rep < reps; ++rep)
         cpu::packedSgemm512(false, false, side, side, side, 1.0f, a.data(),
                             side, b.data(), side, 0.0f, c.data(), side);
-      best = std::min(best, (seconds() - start) / 20);
-    }
-    result.kernelGflops = 2.0 * side * side * side / best * 1e-9;
+    });
+    result.kernelGflops = 2.0 * side * side * side * reps / best * 1e-9;
   }
   std::vector<float> evict(size_t(96) << 20, 1.0f); // 384 MiB
   {
