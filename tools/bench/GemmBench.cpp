@@ -478,7 +478,8 @@ int main(int argc, char **argv) {
   if (ceilings) {
     if (!remat::runtime::cpu::packedSgemm512Available()) {
       std::fprintf(stderr, "error: --ceilings measures remat's AVX-512 "
-                           "kernel, and this CPU has no AVX-512F\n");
+                           "kernel, which is off here (no AVX-512F, or "
+                           "REMAT_GEMM=openblas)\n");
       return 1;
     }
     printCeilings(measureCeilings(rounds), rounds);
