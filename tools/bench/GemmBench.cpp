@@ -454,7 +454,7 @@ int main(int argc, char **argv) {
   llvm::cl::opt<bool> ceilings(
       "ceilings",
       llvm::cl::desc("Print what bounds remat's GEMMs here instead (the FMA "
-                     "loop, remat's kernel with its operands in L2, memcpy's "
+                     "loop, remat's sgemm with its operands in L2, memcpy's "
                      "and the packing's bandwidth; best of --rounds runs)"));
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "remat-bench-gemm: GEMM candidates on bert-base's shapes\n");
