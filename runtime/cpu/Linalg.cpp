@@ -16,14 +16,14 @@
 // 7x13x1000 split 3+4 rows; that is fine: the tiling is a fixed function of the
 // shapes, so a recomputed MatMul reproduces the original exactly.)
 //
-// On a CPU with AVX-512F, f32 tiles run remat's own kernel instead
-// (packedSgemm512, Note [Packed AVX-512 sgemm] in runtime/cpu/PackedSgemm.cpp),
+// On a CPU with AVX-512F or AVX2 + FMA, f32 tiles run remat's own kernel
+// instead (packedSgemm, Note [Packed sgemm] in runtime/cpu/PackedSgemm.cpp),
 // on tiles of up to 512 x 1024 (kMaxPackedTile): it was faster in the step
-// than OpenBLAS's SkylakeX kernels (docs/benchmarks.md), and an element's
-// bits depend on K alone, so any tiling gives the same results.
-// REMAT_GEMM=openblas in the environment keeps OpenBLAS (for comparisons;
-// unit.openblas_path runs the kernel tests that way). f64 always runs
-// OpenBLAS.
+// than OpenBLAS's SkylakeX kernels on an AVX-512 Xeon and than its Haswell
+// kernels on a Zen 3 (docs/benchmarks.md), and an element's bits depend on
+// K alone, so any tiling gives the same results. REMAT_GEMM=openblas in the
+// environment keeps OpenBLAS (for comparisons; unit.openblas_path runs the
+// kernel tests that way). f64 always runs OpenBLAS.
 //
 // Batched MatMul whose right operand has no batch dims (activations times a
 // weight, the common case) folds the batch into M: one product of
@@ -39,7 +39,7 @@
 // gathers it into row-major scratch, and a result with unit-stride rows is
 // computed in scratch and scattered. The GEMM calls are then those of the
 // MatMul over copied operands (same tiles, same layouts up to the leading
-// dim), and so are the bits. remat's AVX-512 kernel packs any layout with
+// dim), and so are the bits. remat's own kernel packs any layout with
 // the same bits, so there a column-major operand is passed with the trans
 // flag, and a column-major result is computed as C^T = op(B)^T op(A)^T
 // straight into place: no copies.
@@ -168,7 +168,7 @@ struct Tile {
 /// products (`remat-bench-gemm --tile`, one thread). So a tile is at most
 /// this large,
 constexpr Tile kMaxTile = {256, 1024};
-/// remat's AVX-512 kernel (f32 on CPUs with AVX-512F) gives the same bits
+/// remat's own kernel (f32 on CPUs with AVX-512F or AVX2) gives the same bits
 /// whatever the tiling, so its tiles may take all the rows of a 512-row
 /// product: each B block is then packed once, not once per 256 rows (B is
 /// mostly a weight, read from memory). In the step, alternated with 256-row
@@ -183,7 +183,7 @@ constexpr Tile kMaxPackedTile = {512, 1024};
 /// threads a 512 x 768 product leaves some idle.
 constexpr int64_t kMinTasks = 4;
 constexpr int64_t kMinTileSide = 64;
-/// remat's AVX-512 kernel splits a product whose op(A), packed, fits
+/// remat's own kernel splits a product whose op(A), packed, fits
 /// kMaxPrepackedAFloats into column strips, not rows, until it has this many
 /// tasks: op(A) is packed once for the node, by all threads, and every strip
 /// reads it, so the split adds no packing, and the threads finish a node
@@ -196,8 +196,9 @@ constexpr int64_t kMinStripTasks = 12;
 /// MLM head's gradient, K = 30522).
 constexpr int64_t kMaxPrepackedAFloats = int64_t(1) << 21;
 /// Strips are at least this wide and their widths a multiple of kStripAlign,
-/// the kernel's panel width, so that no strip but a product's last has an
-/// edge panel.
+/// a multiple of either kernel's panel width (32 columns for AVX-512, 16 for
+/// AVX2: packedSgemmPanelWidth), so that no strip but a product's last has
+/// an edge panel.
 constexpr int64_t kMinStripWidth = 64;
 constexpr int64_t kStripAlign = 32;
 /// A strip's block of C is at most this many floats (512 KiB, a quarter of
@@ -230,17 +231,17 @@ void useSingleThreadedBlas() {
 
 /// One matrix product C = alpha * op(A) op(B) + beta * C over row-major
 /// storage, as cblas takes it. \p packedA is op(A) packed for remat's own
-/// kernel (packedSgemm512PackA), or null; so is \p bias, C's first values
-/// in every row, which only remat's kernel takes (packedSgemm512).
+/// kernel (packedSgemmPackA), or null; so is \p bias, C's first values
+/// in every row, which only remat's kernel takes (packedSgemm).
 template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
           const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
           int64_t ldc, const float *packedA = nullptr,
           const float *bias = nullptr) {
   if constexpr (std::is_same_v<T, float>)
-    if (packedSgemm512Available()) {
-      packedSgemm512(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                     ldc, packedA, bias);
+    if (packedSgemmAvailable()) {
+      packedSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                  packedA, bias);
       return;
     }
   assert(!bias && "only remat's kernel starts C from a bias row");
@@ -268,7 +269,7 @@ struct ProductPlan {
   /// transposed kernels round differently from its plain ones, such an
   /// operand is gathered per tile into row-major scratch and such a C
   /// computed in scratch and scattered, so the GEMM gets the layout a MatMul
-  /// over copied operands gets, and its bits; remat's AVX-512 kernel takes
+  /// over copied operands gets, and its bits; remat's own kernel takes
   /// them as they are (runProducts).
   bool gatherA = false, gatherB = false, scatterC = false;
   int64_t cColStride = 1;
@@ -288,7 +289,7 @@ struct ProductPlan {
 /// can share op(A), kMinStripTasks). Only the shapes and the kernel choose,
 /// never the thread count: results must not depend on it.
 void finishPlan(ProductPlan &plan, DType dtype) {
-  const bool packed = dtype == DType::F32 && packedSgemm512Available();
+  const bool packed = dtype == DType::F32 && packedSgemmAvailable();
   const Tile maxTile = packed ? kMaxPackedTile : kMaxTile;
   auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   auto side = [&](int64_t extent, int64_t tiles) {
@@ -302,8 +303,10 @@ void finishPlan(ProductPlan &plan, DType dtype) {
   int64_t stripRows = side(plan.m, rowTiles);
   // Products of at most two panels' width keep reading A in place (Note [A
   // in place for narrow products]).
+  assert((!packed || kStripAlign % packedSgemmPanelWidth() == 0) &&
+         "strips of whole panels");
   if (packed && plan.n > 2 * kStripAlign &&
-      products * rowTiles * packedSgemm512PackedASize(stripRows, plan.k) <=
+      products * rowTiles * packedSgemmPackedASize(stripRows, plan.k) <=
           kMaxPrepackedAFloats) {
     // Column strips, which share their row's packed op(A).
     int64_t widest = std::max(
@@ -412,13 +415,13 @@ std::pair<const T *, bool> tileA(const ProductPlan &plan, const T *a,
 const float *prepackA(const ProductPlan &plan, const float *a,
                       ParallelFor &parallel, int64_t &rowStride) {
   const Tile tile = plan.tile;
-  rowStride = packedSgemm512PackedASize(tile.rows, plan.k);
+  rowStride = packedSgemmPackedASize(tile.rows, plan.k);
   int64_t rowsOfTiles = int64_t(plan.aOffsets.size()) * plan.rowTiles;
   assert(rowsOfTiles * rowStride <= kMaxPrepackedAFloats &&
          "finishPlan bounds the packed op(A)");
-  float *packed = packedSgemm512ABuffer(rowsOfTiles * rowStride);
+  float *packed = packedSgemmABuffer(rowsOfTiles * rowStride);
   // The blocks of the tallest row of tiles; a shorter last row has fewer.
-  PackedABlocks blocks = packedSgemm512PackedABlocks(tile.rows, plan.k);
+  PackedABlocks blocks = packedSgemmPackedABlocks(tile.rows, plan.k);
   int64_t perRow = blocks.kBlocks * blocks.rowBlocks;
   parallel.run(rowsOfTiles * perRow, 1, [&](int64_t begin, int64_t end) {
     for (int64_t unit = begin; unit < end; ++unit) {
@@ -428,11 +431,11 @@ const float *prepackA(const ProductPlan &plan, const float *a,
       int64_t rows = std::min(tile.rows, plan.m - row0);
       int64_t kBlock = block / blocks.rowBlocks;
       int64_t rowBlock = block % blocks.rowBlocks;
-      if (rowBlock >= packedSgemm512PackedABlocks(rows, plan.k).rowBlocks)
+      if (rowBlock >= packedSgemmPackedABlocks(rows, plan.k).rowBlocks)
         continue;
       auto [aTile, transA] = tileA(plan, a, product, row0);
-      packedSgemm512PackA(transA, rows, plan.k, aTile, plan.lda, kBlock,
-                          rowBlock, packed + rowOfTiles * rowStride);
+      packedSgemmPackA(transA, rows, plan.k, aTile, plan.lda, kBlock, rowBlock,
+                       packed + rowOfTiles * rowStride);
     }
   });
   return packed;
@@ -456,11 +459,11 @@ void runProducts(const ProductPlan &plan, T alpha, const T *a, const T *b,
                                                   std::max<int64_t>(plan.k, 1));
   int64_t grain = std::max<int64_t>(1, kFlopsPerChunk / flopsPerTask);
   // remat's own f32 kernel packs any layout, with the same bits
-  // (Note [Packed AVX-512 sgemm]): strided operands and results go to it as
+  // (Note [Packed sgemm]): strided operands and results go to it as
   // they are stored, without the gathers and scatters BLAS needs.
   bool packsStrided = false;
   if constexpr (std::is_same_v<T, float>)
-    packsStrided = packedSgemm512Available() && plan.k > 0;
+    packsStrided = packedSgemmAvailable() && plan.k > 0;
   // Note [op(A) packed once per node]: every row of tiles' op(A) is packed
   // first, its blocks spread over the threads, then the strips read it.
   // (A result stored column-major runs as C^T = op(B)^T op(A)^T, where

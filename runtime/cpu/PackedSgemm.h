@@ -1,8 +1,9 @@
-//===- runtime/cpu/PackedSgemm.h - remat's AVX-512 f32 GEMM -----*- C++ -*-===//
+//===- runtime/cpu/PackedSgemm.h - remat's own f32 GEMM ---------*- C++ -*-===//
 //
-// A single-threaded f32 matrix product of remat's own for CPUs with
-// AVX-512F (runtime/cpu/PackedSgemm.cpp). The runtime's MatMul and Gemm use
-// it for f32 when the CPU has AVX-512F, OpenBLAS otherwise.
+// A single-threaded f32 matrix product of remat's own, with a kernel for
+// CPUs with AVX-512F and one for CPUs with AVX2 + FMA
+// (runtime/cpu/PackedSgemm.cpp). The runtime's MatMul and Gemm use it for
+// f32 where either kernel runs, OpenBLAS otherwise.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_CPU_PACKEDSGEMM_H
@@ -12,47 +13,72 @@
 
 namespace remat::runtime::cpu {
 
-/// True when this build and this CPU run packedSgemm512 (x86-64 with
-/// AVX-512F), and REMAT_GEMM is not set to "openblas".
-bool packedSgemm512Available();
+/// remat's kernels, by the instructions they need.
+enum class PackedSgemmIsa { None, Avx2, Avx512 };
+
+/// The kernel packedSgemm runs, chosen once from the CPU: AVX-512F ->
+/// Avx512, else AVX2 + FMA -> Avx2, else None (not x86-64 either).
+/// REMAT_GEMM=openblas in the environment makes it None (the runtime then
+/// runs OpenBLAS), REMAT_GEMM=avx2 makes it Avx2 on a CPU with AVX-512F.
+PackedSgemmIsa packedSgemmIsa();
+/// True when this build and this CPU can run \p isa's kernel.
+bool packedSgemmSupports(PackedSgemmIsa isa);
+/// "remat-avx512", "remat-avx2" or "none".
+const char *packedSgemmName(PackedSgemmIsa isa);
+/// The columns of packedSgemmIsa()'s B panels (its register kernel's
+/// width), 0 for None.
+int64_t packedSgemmPanelWidth();
+
+/// True when packedSgemmIsa() is not None.
+bool packedSgemmAvailable();
 
 /// op(A) packed ahead for calls that share it (Note [op(A) packed once per
 /// node] in runtime/cpu/PackedSgemm.cpp): an m x k op(A) takes
-/// packedSgemm512PackedASize(m, k) floats and is packed in kBlocks x
+/// packedSgemmPackedASize(m, k) floats and is packed in kBlocks x
 /// rowBlocks independent blocks, which threads may pack side by side.
 struct PackedABlocks {
   int64_t kBlocks = 0, rowBlocks = 0;
 };
-int64_t packedSgemm512PackedASize(int64_t m, int64_t k);
-PackedABlocks packedSgemm512PackedABlocks(int64_t m, int64_t k);
+int64_t packedSgemmPackedASize(int64_t m, int64_t k);
+PackedABlocks packedSgemmPackedABlocks(int64_t m, int64_t k);
 
 /// The calling thread's buffer for a packed op(A) of at least \p floats
 /// (64-byte aligned, kept while the thread lives, grown as needed).
-float *packedSgemm512ABuffer(int64_t floats);
+float *packedSgemmABuffer(int64_t floats);
 
 /// Packs block (\p kBlock, \p rowBlock) of the m x k op(A) (m, k > 0;
 /// element (i, p) at a[i * lda + p], or a[p * lda + i] with \p transA) into
-/// \p packed, of packedSgemm512PackedASize(m, k) floats from a 32-byte
+/// \p packed, of packedSgemmPackedASize(m, k) floats from a 32-byte
 /// boundary.
-void packedSgemm512PackA(bool transA, int64_t m, int64_t k, const float *a,
-                         int64_t lda, int64_t kBlock, int64_t rowBlock,
-                         float *packed);
+void packedSgemmPackA(bool transA, int64_t m, int64_t k, const float *a,
+                      int64_t lda, int64_t kBlock, int64_t rowBlock,
+                      float *packed);
 
 /// C = alpha op(A) op(B) + beta C, single-threaded, over row-major storage
 /// as cblas_sgemm takes it (beta 0 never reads C). Element (i, j) is one
 /// FMA chain per K block of 256 in order of k, the blocks added to C in
 /// order: its bits depend on K alone, not on where the element sits, the
-/// transposes or the leading dims. Only when packedSgemm512Available().
+/// transposes or the leading dims, and not on the kernel either: both run
+/// the same FMAs in the same order. Only when packedSgemmAvailable().
 /// With \p packedA (every block of this op(A) packed by
-/// packedSgemm512PackA with these m and k), op(A) is read from it and a, lda
+/// packedSgemmPackA with these m and k), op(A) is read from it and a, lda
 /// and transA are not: same bits. With \p bias (n values), C is not read:
 /// C = alpha op(A) op(B) + beta bias[j] in every row, the bits of filling C
 /// with the bias first (beta 0 ignores it, as it ignores C).
-void packedSgemm512(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                    float alpha, const float *a, int64_t lda, const float *b,
-                    int64_t ldb, float beta, float *c, int64_t ldc,
-                    const float *packedA = nullptr,
-                    const float *bias = nullptr);
+void packedSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 float alpha, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float beta, float *c, int64_t ldc,
+                 const float *packedA = nullptr, const float *bias = nullptr);
+
+/// packedSgemm on \p isa's kernel, which packedSgemmSupports(isa) must
+/// allow (\p packedA, if any, packed for packedSgemmIsa()'s kernel must not
+/// be passed unless isa is that one): for tests and benchmarks that compare
+/// the kernels.
+void packedSgemmOn(PackedSgemmIsa isa, bool transA, bool transB, int64_t m,
+                   int64_t n, int64_t k, float alpha, const float *a,
+                   int64_t lda, const float *b, int64_t ldb, float beta,
+                   float *c, int64_t ldc, const float *packedA = nullptr,
+                   const float *bias = nullptr);
 
 } // namespace remat::runtime::cpu
 

@@ -1129,7 +1129,7 @@ TEST_CASE("MatMul matches numpy matmul, batched and 1-D") {
       {{7, 13, 9}, {9, 1}},
       {{1, 9}, {9, 600}},
       // Two rows of column strips (304 and 297 rows) that read their op(A)
-      // packed once for the node (remat's AVX-512 kernel).
+      // packed once for the node (remat's own kernel).
       {{601, 70}, {70, 300}},
   };
   uint64_t seed = 20000;
@@ -1172,7 +1172,7 @@ TEST_CASE("Gemm applies transA, transB, alpha, beta and broadcasts C") {
       {3, 5, 4, 7, 1, 1.0f, 1.0f, std::nullopt},
       {300, 270, 33, 0, 1, 1.0f, 1.0f, Dims{270}},
       // Two rows of column strips, op(A) packed once for the node and the
-      // bias row started inside remat's AVX-512 kernel.
+      // bias row started inside remat's own kernel.
       {601, 300, 70, 0, 1, 1.0f, 0.5f, Dims{300}},
       {601, 300, 70, 1, 0, -1.0f, 1.0f, Dims{300}},
       // The MLM decoder's shape, narrower: strips of 256 columns (512 KiB

@@ -1,10 +1,12 @@
-//===- tests/unit/PackedSgemmTest.cpp - remat's AVX-512 sgemm -------------===//
+//===- tests/unit/PackedSgemmTest.cpp - remat's own sgemm -----------------===//
 //
 // runtime/cpu/PackedSgemm.h against a double-precision product, and the
-// property the runtime rests on (Note [Packed AVX-512 sgemm]): an element's
-// bits depend on K alone, not on where it sits in the call, the transposes
-// or the leading dims. On a CPU without AVX-512F the cases say they are
-// skipped (the runtime runs OpenBLAS there).
+// property the runtime rests on (Note [Packed sgemm]): an element's bits
+// depend on K alone, not on where it sits in the call, the transposes, the
+// leading dims or the kernel. The cases run the kernel the CPU picks
+// (unit.avx2_path runs them on the AVX2 kernel on an AVX-512 CPU); on a CPU
+// with neither kernel they say they are skipped (the runtime runs OpenBLAS
+// there).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/PackedSgemm.h"
@@ -21,8 +23,8 @@
 #include <random>
 #include <vector>
 
-using remat::runtime::cpu::packedSgemm512;
-using remat::runtime::cpu::packedSgemm512Available;
+using remat::runtime::cpu::packedSgemm;
+using remat::runtime::cpu::packedSgemmAvailable;
 
 namespace {
 
@@ -56,7 +58,7 @@ Matrix randomMatrix(int64_t rows, int64_t cols, std::mt19937 &rng,
 
 bool sameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-/// Checks packedSgemm512 on one case against a double-precision loop, and
+/// Checks packedSgemm on one case against a double-precision loop, and
 /// that C's padding between rows is left alone.
 void checkAgainstDouble(int64_t m, int64_t n, int64_t k, bool transA,
                         bool transB, float alpha, float beta,
@@ -89,8 +91,8 @@ void checkAgainstDouble(int64_t m, int64_t n, int64_t k, bool transA,
       double old = beta == 0.0f ? 0.0 : double(beta) * c.at(i, j);
       expected.at(i, j) = float(alpha * sum + old);
     }
-  packedSgemm512(transA, transB, m, n, k, alpha, a.data.data(), a.ld,
-                 b.data.data(), b.ld, beta, c.data.data(), c.ld);
+  packedSgemm(transA, transB, m, n, k, alpha, a.data.data(), a.ld,
+              b.data.data(), b.ld, beta, c.data.data(), c.ld);
   int wrong = 0;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < c.ld; ++j) {
@@ -104,32 +106,33 @@ void checkAgainstDouble(int64_t m, int64_t n, int64_t k, bool transA,
   CHECK(wrong == 0);
 }
 
-/// op(A) (rows x k, leading dim lda) packed ahead for packedSgemm512's
+/// op(A) (rows x k, leading dim lda) packed ahead for packedSgemm's
 /// packedA: block by block in reverse order, as threads may, into a buffer
 /// of NaNs, so that a block left unpacked shows.
 using Packed = std::unique_ptr<float[], void (*)(void *)>;
 Packed packAllBlocks(const float *opA, int64_t lda, bool transA, int64_t rows,
                      int64_t k) {
-  using remat::runtime::cpu::packedSgemm512PackA;
-  using remat::runtime::cpu::packedSgemm512PackedABlocks;
-  using remat::runtime::cpu::packedSgemm512PackedASize;
-  int64_t floats = packedSgemm512PackedASize(rows, k);
+  using remat::runtime::cpu::packedSgemmPackA;
+  using remat::runtime::cpu::packedSgemmPackedABlocks;
+  using remat::runtime::cpu::packedSgemmPackedASize;
+  int64_t floats = packedSgemmPackedASize(rows, k);
   Packed packed(static_cast<float *>(std::aligned_alloc(
                     64, (sizeof(float) * floats + 63) / 64 * 64)),
                 std::free);
   std::fill(packed.get(), packed.get() + floats, NAN);
-  auto blocks = packedSgemm512PackedABlocks(rows, k);
+  auto blocks = packedSgemmPackedABlocks(rows, k);
   for (int64_t kb = blocks.kBlocks - 1; kb >= 0; --kb)
     for (int64_t rb = blocks.rowBlocks - 1; rb >= 0; --rb)
-      packedSgemm512PackA(transA, rows, k, opA, lda, kb, rb, packed.get());
+      packedSgemmPackA(transA, rows, k, opA, lda, kb, rb, packed.get());
   return packed;
 }
 
 } // namespace
 
-TEST_CASE("packedSgemm512 matches a double-precision product") {
-  if (!packedSgemm512Available()) {
-    MESSAGE("skipped: this CPU has no AVX-512F (or REMAT_GEMM=openblas)");
+TEST_CASE("packedSgemm matches a double-precision product") {
+  if (!packedSgemmAvailable()) {
+    MESSAGE("skipped: remat's kernels are off here (no AVX2 + FMA, or "
+            "REMAT_GEMM=openblas)");
     return;
   }
   std::mt19937 rng(11);
@@ -151,9 +154,10 @@ TEST_CASE("packedSgemm512 matches a double-precision product") {
   }
 }
 
-TEST_CASE("packedSgemm512 with k, alpha, m or n zero") {
-  if (!packedSgemm512Available()) {
-    MESSAGE("skipped: this CPU has no AVX-512F (or REMAT_GEMM=openblas)");
+TEST_CASE("packedSgemm with k, alpha, m or n zero") {
+  if (!packedSgemmAvailable()) {
+    MESSAGE("skipped: remat's kernels are off here (no AVX2 + FMA, or "
+            "REMAT_GEMM=openblas)");
     return;
   }
   std::mt19937 rng(3);
@@ -164,29 +168,30 @@ TEST_CASE("packedSgemm512 with k, alpha, m or n zero") {
   // k 0, beta 0: zeros, C not read.
   for (float &x : c.data)
     x = NAN;
-  packedSgemm512(false, false, 5, 9, 0, 1.0f, a.data.data(), a.ld,
-                 b.data.data(), b.ld, 0.0f, c.data.data(), c.ld);
+  packedSgemm(false, false, 5, 9, 0, 1.0f, a.data.data(), a.ld, b.data.data(),
+              b.ld, 0.0f, c.data.data(), c.ld);
   for (float x : c.data)
     CHECK(sameBits(x, 0.0f));
   // alpha 0: beta * C, A and B (with Inf and NaN) not read.
   for (float &x : c.data)
     x = 3.0f;
-  packedSgemm512(false, false, 5, 9, 7, 0.0f, a.data.data(), a.ld,
-                 b.data.data(), b.ld, -2.0f, c.data.data(), c.ld);
+  packedSgemm(false, false, 5, 9, 7, 0.0f, a.data.data(), a.ld, b.data.data(),
+              b.ld, -2.0f, c.data.data(), c.ld);
   for (float x : c.data)
     CHECK(x == -6.0f);
   // m or n 0: nothing written.
-  packedSgemm512(false, false, 0, 9, 7, 1.0f, a.data.data(), a.ld,
-                 b.data.data(), b.ld, 0.0f, c.data.data(), c.ld);
-  packedSgemm512(false, false, 5, 0, 7, 1.0f, a.data.data(), a.ld,
-                 b.data.data(), b.ld, 0.0f, c.data.data(), c.ld);
+  packedSgemm(false, false, 0, 9, 7, 1.0f, a.data.data(), a.ld, b.data.data(),
+              b.ld, 0.0f, c.data.data(), c.ld);
+  packedSgemm(false, false, 5, 0, 7, 1.0f, a.data.data(), a.ld, b.data.data(),
+              b.ld, 0.0f, c.data.data(), c.ld);
   for (float x : c.data)
     CHECK(x == -6.0f);
 }
 
-TEST_CASE("packedSgemm512's bits depend on K alone") {
-  if (!packedSgemm512Available()) {
-    MESSAGE("skipped: this CPU has no AVX-512F (or REMAT_GEMM=openblas)");
+TEST_CASE("packedSgemm's bits depend on K alone") {
+  if (!packedSgemmAvailable()) {
+    MESSAGE("skipped: remat's kernels are off here (no AVX2 + FMA, or "
+            "REMAT_GEMM=openblas)");
     return;
   }
   std::mt19937 rng(5);
@@ -199,8 +204,8 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
   Matrix a = randomMatrix(m, k, rng), b = randomMatrix(k, n, rng);
   const Matrix c0 = randomMatrix(m, n, rng);
   Matrix c = c0;
-  packedSgemm512(false, false, m, n, k, 1.0f, a.data.data(), a.ld,
-                 b.data.data(), b.ld, beta, c.data.data(), c.ld);
+  packedSgemm(false, false, m, n, k, 1.0f, a.data.data(), a.ld, b.data.data(),
+              b.ld, beta, c.data.data(), c.ld);
   auto checkSame = [&](const Matrix &other, bool transposed) {
     int wrong = 0;
     for (int64_t i = 0; i < m; ++i)
@@ -224,9 +229,8 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j)
           other.at(i, j) = c0.at(i, j);
-      packedSgemm512(transA, transB, m, n, k, 1.0f, opA.data.data(), opA.ld,
-                     opB.data.data(), opB.ld, beta, other.data.data(),
-                     other.ld);
+      packedSgemm(transA, transB, m, n, k, 1.0f, opA.data.data(), opA.ld,
+                  opB.data.data(), opB.ld, beta, other.data.data(), other.ld);
       checkSame(other, false);
     }
   }
@@ -234,8 +238,8 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
   SUBCASE("the transposed product, C^T = B^T A^T") {
     Matrix aT = a.transposed(), bT = b.transposed();
     Matrix cT = c0.transposed();
-    packedSgemm512(false, false, n, m, k, 1.0f, bT.data.data(), bT.ld,
-                   aT.data.data(), aT.ld, beta, cT.data.data(), cT.ld);
+    packedSgemm(false, false, n, m, k, 1.0f, bT.data.data(), bT.ld,
+                aT.data.data(), aT.ld, beta, cT.data.data(), cT.ld);
     checkSame(cT, true);
   }
 
@@ -249,8 +253,8 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
     Matrix cHalf(m, n);
     for (float &x : cHalf.data)
       x = NAN;
-    packedSgemm512(false, false, m, n, k, 0.5f, a.data.data(), a.ld,
-                   b.data.data(), b.ld, 0.0f, cHalf.data.data(), cHalf.ld);
+    packedSgemm(false, false, m, n, k, 0.5f, a.data.data(), a.ld, b.data.data(),
+                b.ld, 0.0f, cHalf.data.data(), cHalf.ld);
     Matrix aT = a.transposed(3), bT = b.transposed(5);
     for (int variant = 0; variant < 8; ++variant)
       for (int64_t col0 : {0, 40, 1036})
@@ -269,9 +273,9 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
               block.at(i, j) = j >= cols ? 42.0f
                                : half    ? NAN
                                          : c0.at(i, col0 + j);
-          packedSgemm512(transA, transB, m, cols, k, half ? 0.5f : 1.0f,
-                         opA.data.data(), opA.ld, opB, transB ? bT.ld : b.ld,
-                         half ? 0.0f : beta, block.data.data(), block.ld);
+          packedSgemm(transA, transB, m, cols, k, half ? 0.5f : 1.0f,
+                      opA.data.data(), opA.ld, opB, transB ? bT.ld : b.ld,
+                      half ? 0.0f : beta, block.data.data(), block.ld);
           const Matrix &want = half ? cHalf : c;
           int wrong = 0;
           for (int64_t i = 0; i < m; ++i)
@@ -306,9 +310,9 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
       int64_t col0 = 0;
       for (int64_t width : widths) {
         const float *opB = transB ? &bT.at(col0, 0) : &b.at(0, col0);
-        packedSgemm512(transA, transB, m, width, k, 1.0f, other.data.data(),
-                       other.ld, opB, transB ? bT.ld : b.ld, beta,
-                       &strips.at(0, col0), strips.ld, packed.get());
+        packedSgemm(transA, transB, m, width, k, 1.0f, other.data.data(),
+                    other.ld, opB, transB ? bT.ld : b.ld, beta,
+                    &strips.at(0, col0), strips.ld, packed.get());
         col0 += width;
       }
       REQUIRE(col0 == n);
@@ -319,9 +323,9 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
     // padded), packed on their own.
     Packed packed = packAllBlocks(&a.at(100, 0), a.ld, false, 37, k);
     Matrix rows = c0;
-    packedSgemm512(false, false, 37, n, k, 1.0f, &negA.at(100, 0), negA.ld,
-                   b.data.data(), b.ld, beta, &rows.at(100, 0), rows.ld,
-                   packed.get());
+    packedSgemm(false, false, 37, n, k, 1.0f, &negA.at(100, 0), negA.ld,
+                b.data.data(), b.ld, beta, &rows.at(100, 0), rows.ld,
+                packed.get());
     int wrong = 0;
     for (int64_t i = 100; i < 137; ++i)
       for (int64_t j = 0; j < n; ++j)
@@ -344,11 +348,11 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
           filled.at(i, j) = bias.at(0, col0 + j);
           got.at(i, j) = NAN;
         }
-      packedSgemm512(false, false, m, width, k, alpha, a.data.data(), a.ld,
-                     &b.at(0, col0), b.ld, beta, filled.data.data(), filled.ld);
-      packedSgemm512(false, false, m, width, k, alpha, a.data.data(), a.ld,
-                     &b.at(0, col0), b.ld, beta, got.data.data(), got.ld,
-                     packedA, &bias.at(0, col0));
+      packedSgemm(false, false, m, width, k, alpha, a.data.data(), a.ld,
+                  &b.at(0, col0), b.ld, beta, filled.data.data(), filled.ld);
+      packedSgemm(false, false, m, width, k, alpha, a.data.data(), a.ld,
+                  &b.at(0, col0), b.ld, beta, got.data.data(), got.ld, packedA,
+                  &bias.at(0, col0));
       int wrong = 0;
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < width; ++j)
@@ -381,13 +385,58 @@ TEST_CASE("packedSgemm512's bits depend on K alone") {
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t j = 0; j < cols; ++j)
             block[i * cols + j] = c0.at(row0 + i, col0 + j);
-        packedSgemm512(false, false, rows, cols, k, 1.0f, &a.at(row0, 0), a.ld,
-                       &b.at(0, col0), b.ld, beta, block.data(), cols);
+        packedSgemm(false, false, rows, cols, k, 1.0f, &a.at(row0, 0), a.ld,
+                    &b.at(0, col0), b.ld, beta, block.data(), cols);
         int wrong = 0;
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t j = 0; j < cols; ++j)
             wrong += !sameBits(block[i * cols + j], c.at(row0 + i, col0 + j));
         CHECK(wrong == 0);
       }
+  }
+}
+
+TEST_CASE("remat's AVX2 and AVX-512 kernels give the same bits") {
+  using remat::runtime::cpu::PackedSgemmIsa;
+  using remat::runtime::cpu::packedSgemmOn;
+  using remat::runtime::cpu::packedSgemmSupports;
+  if (!packedSgemmSupports(PackedSgemmIsa::Avx512) ||
+      !packedSgemmSupports(PackedSgemmIsa::Avx2)) {
+    MESSAGE("skipped: this CPU has no AVX-512F, so only one kernel runs");
+    return;
+  }
+  std::mt19937 rng(5);
+  auto dim = [&](int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(1, hi)(rng);
+  };
+  // Shapes that cross both kernels' panels (8 x 32 and 6 x 16) and blocks
+  // (256 and 264 rows), the K blocks, the narrow products that read A in
+  // place, and a bias row.
+  for (int trial = 0; trial < 40; ++trial) {
+    int64_t m = dim(trial % 4 ? 40 : 600), n = dim(trial % 3 ? 70 : 1100);
+    int64_t k = dim(trial % 2 ? 40 : 700);
+    bool transA = trial & 1, transB = trial & 2;
+    float alpha = trial % 5 ? 1.0f : 0.5f;
+    float beta = trial % 4 == 0 ? 0.0f : trial % 4 == 1 ? 1.0f : -2.0f;
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    CAPTURE(trial);
+    Matrix a = randomMatrix(transA ? k : m, transA ? m : k, rng, trial % 3);
+    Matrix b = randomMatrix(transB ? n : k, transB ? k : n, rng, trial % 2);
+    Matrix c512 = randomMatrix(m, n, rng), c2 = c512;
+    Matrix bias = randomMatrix(1, n, rng);
+    const float *biasRow = trial % 7 == 3 ? bias.data.data() : nullptr;
+    packedSgemmOn(PackedSgemmIsa::Avx512, transA, transB, m, n, k, alpha,
+                  a.data.data(), a.ld, b.data.data(), b.ld, beta,
+                  c512.data.data(), c512.ld, nullptr, biasRow);
+    packedSgemmOn(PackedSgemmIsa::Avx2, transA, transB, m, n, k, alpha,
+                  a.data.data(), a.ld, b.data.data(), b.ld, beta,
+                  c2.data.data(), c2.ld, nullptr, biasRow);
+    int differ = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        differ += !sameBits(c512.at(i, j), c2.at(i, j));
+    CHECK(differ == 0);
   }
 }

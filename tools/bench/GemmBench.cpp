@@ -13,11 +13,11 @@
 //   remat-bench-gemm [--rounds N] [--reps R] [--seq S] [--tile ROWSxCOLS]
 //   remat-bench-gemm --ceilings [--rounds N]
 //
-// Candidates: remat's own AVX-512 kernel, the one the runtime runs
-// (runtime/cpu/PackedSgemm.cpp, remat-avx512, where the CPU has AVX-512F;
-// checked first against a double-precision loop on odd shapes, edges,
-// transposes, alpha and beta; an earlier AVX2 kernel of remat's was 6-27%
-// behind OpenBLAS on a Zen 3 and is gone, docs/benchmarks.md); OpenBLAS with
+// Candidates: remat's own kernels, the ones the runtime runs
+// (runtime/cpu/PackedSgemm.cpp: remat-avx512 where the CPU has AVX-512F,
+// remat-avx2 where it has AVX2 + FMA, both on an AVX-512 CPU; each checked
+// first against a double-precision loop on odd shapes, edges, transposes,
+// alpha and beta); OpenBLAS with
 // the core type it picks itself; OpenBLAS re-initialised with the core type
 // remat picks from cpuid (runtime/cpu/Linalg.cpp, selectOpenBlasCore); and,
 // where the build found them, BLIS (bli_sgemm, one thread), oneDNN (dnnl_sgemm,
@@ -102,12 +102,13 @@ void openblasTile(bool transA, bool transB, int m, int n, int k,
               ldb, 0.0f, c, ldc);
 }
 
-/// remat's AVX-512 kernel, the runtime's (runtime/cpu/PackedSgemm.cpp).
-void rematAvx512Tile(bool transA, bool transB, int m, int n, int k,
-                     const float *a, int lda, const float *b, int ldb, float *c,
-                     int ldc) {
-  remat::runtime::cpu::packedSgemm512(transA, transB, m, n, k, 1.0f, a, lda, b,
-                                      ldb, 0.0f, c, ldc);
+/// remat's kernels (runtime/cpu/PackedSgemm.cpp), the runtime's where the
+/// CPU runs them.
+template <remat::runtime::cpu::PackedSgemmIsa Isa>
+void rematTile(bool transA, bool transB, int m, int n, int k, const float *a,
+               int lda, const float *b, int ldb, float *c, int ldc) {
+  remat::runtime::cpu::packedSgemmOn(Isa, transA, transB, m, n, k, 1.0f, a, lda,
+                                     b, ldb, 0.0f, c, ldc);
 }
 
 #ifdef REMAT_BENCH_BLIS
@@ -243,7 +244,7 @@ __attribute__((target("avx512f"))) double fmaPeakGflops() {
 /// panels, ran at the FMA loop's rate in a one-off harness, not kept);
 /// memcpy's bandwidth from L3 (warm: a 12 MiB source read again and again)
 /// and from memory (cold: 384 MiB read in between, more than the L3); and
-/// the bandwidth at which remat packs op(A) (packedSgemm512PackA over a 512
+/// the bandwidth at which remat packs op(A) (packedSgemmPackA over a 512
 /// x 3072 operand, as stored, 8 x 8 transposes, and stored transposed, a
 /// copy), warm and cold. In a training step the weights and saved
 /// activations come from memory, so the packing's share of a GEMM is set
@@ -309,8 +310,8 @@ Ceilings measureCeilings(unsigned runs) {
     const int reps = 20;
     double best = bestSeconds(runs, nullptr, [&] {
       for (int rep = 0; rep < reps; ++rep)
-        cpu::packedSgemm512(false, false, side, side, side, 1.0f, a.data(),
-                            side, b.data(), side, 0.0f, c.data(), side);
+        cpu::packedSgemm(false, false, side, side, side, 1.0f, a.data(), side,
+                         b.data(), side, 0.0f, c.data(), side);
     });
     result.kernelGflops = 2.0 * side * side * side * reps / best * 1e-9;
   }
@@ -331,15 +332,14 @@ Ceilings measureCeilings(unsigned runs) {
     std::vector<float> a(m * k);
     for (float &v : a)
       v = dist(rng);
-    float *packed =
-        cpu::packedSgemm512ABuffer(cpu::packedSgemm512PackedASize(m, k));
-    cpu::PackedABlocks blocks = cpu::packedSgemm512PackedABlocks(m, k);
+    float *packed = cpu::packedSgemmABuffer(cpu::packedSgemmPackedASize(m, k));
+    cpu::PackedABlocks blocks = cpu::packedSgemmPackedABlocks(m, k);
     auto pack = [&](bool transA) {
       // As stored, op(A) is [m, k] (lda k); stored transposed, [k, m].
       int64_t lda = transA ? m : k;
       for (int64_t kb = 0; kb < blocks.kBlocks; ++kb)
         for (int64_t rb = 0; rb < blocks.rowBlocks; ++rb)
-          cpu::packedSgemm512PackA(transA, m, k, a.data(), lda, kb, rb, packed);
+          cpu::packedSgemmPackA(transA, m, k, a.data(), lda, kb, rb, packed);
     };
     double bytes = double(m * k) * sizeof(float);
     result.transposingWarm =
@@ -378,6 +378,15 @@ using FullSgemm = void (*)(bool transA, bool transB, int64_t m, int64_t n,
                            int64_t k, float alpha, const float *a, int64_t lda,
                            const float *b, int64_t ldb, float beta, float *c,
                            int64_t ldc);
+
+/// remat's kernel \p Isa as a FullSgemm.
+template <remat::runtime::cpu::PackedSgemmIsa Isa>
+void rematFull(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+               float alpha, const float *a, int64_t lda, const float *b,
+               int64_t ldb, float beta, float *c, int64_t ldc) {
+  remat::runtime::cpu::packedSgemmOn(Isa, transA, transB, m, n, k, alpha, a,
+                                     lda, b, ldb, beta, c, ldc);
+}
 
 /// Checks \p sgemm (remat's kernel named \p name) against a
 /// double-precision loop on random shapes that cross its panel and block
@@ -453,9 +462,10 @@ int main(int argc, char **argv) {
       llvm::cl::init("128x256"));
   llvm::cl::opt<bool> ceilings(
       "ceilings",
-      llvm::cl::desc("Print what bounds remat's GEMMs here instead (the FMA "
-                     "loop, remat's sgemm with its operands in L2, memcpy's "
-                     "and the packing's bandwidth; best of --rounds runs)"));
+      llvm::cl::desc("Print what bounds remat's AVX-512 GEMMs here instead "
+                     "(the FMA loop, remat's sgemm with its operands in L2, "
+                     "memcpy's and the packing's bandwidth; best of --rounds "
+                     "runs; AVX-512F CPUs only)"));
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "remat-bench-gemm: GEMM candidates on bert-base's shapes\n");
   if (rounds == 0 || reps == 0 || seq <= 0) {
@@ -476,10 +486,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (ceilings) {
-    if (!remat::runtime::cpu::packedSgemm512Available()) {
+    if (remat::runtime::cpu::packedSgemmIsa() !=
+        remat::runtime::cpu::PackedSgemmIsa::Avx512) {
       std::fprintf(stderr, "error: --ceilings measures remat's AVX-512 "
                            "kernel, which is off here (no AVX-512F, or "
-                           "REMAT_GEMM=openblas)\n");
+                           "REMAT_GEMM=openblas or avx2)\n");
       return 1;
     }
     printCeilings(measureCeilings(rounds), rounds);
@@ -505,17 +516,25 @@ int main(int argc, char **argv) {
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     candidates.push_back({"openblas-Haswell", openblasTile,
                           [=] { setCore("Haswell"); }});
-  if (remat::runtime::cpu::packedSgemm512Available()) {
-    FullSgemm packed = [](bool transA, bool transB, int64_t m, int64_t n,
-                          int64_t k, float alpha, const float *a, int64_t lda,
-                          const float *b, int64_t ldb, float beta, float *c,
-                          int64_t ldc) {
-      remat::runtime::cpu::packedSgemm512(transA, transB, m, n, k, alpha, a,
-                                          lda, b, ldb, beta, c, ldc);
+  // remat's kernels, each where the CPU runs it (the AVX2 one on an AVX-512
+  // CPU too), unless REMAT_GEMM=openblas turns them off.
+  {
+    using remat::runtime::cpu::PackedSgemmIsa;
+    auto addRemat = [&](PackedSgemmIsa isa, TileGemm tile, FullSgemm full) {
+      if (!remat::runtime::cpu::packedSgemmAvailable() ||
+          !remat::runtime::cpu::packedSgemmSupports(isa))
+        return true;
+      const char *name = remat::runtime::cpu::packedSgemmName(isa);
+      if (!checkPackedSgemm(name, full))
+        return false;
+      candidates.push_back({name, tile, nullptr});
+      return true;
     };
-    if (!checkPackedSgemm("remat-avx512", packed))
+    if (!addRemat(PackedSgemmIsa::Avx512, rematTile<PackedSgemmIsa::Avx512>,
+                  rematFull<PackedSgemmIsa::Avx512>) ||
+        !addRemat(PackedSgemmIsa::Avx2, rematTile<PackedSgemmIsa::Avx2>,
+                  rematFull<PackedSgemmIsa::Avx2>))
       return 1;
-    candidates.push_back({"remat-avx512", rematAvx512Tile, nullptr});
   }
 #ifdef REMAT_BENCH_BLIS
   candidates.push_back(
