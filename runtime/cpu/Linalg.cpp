@@ -202,15 +202,15 @@ constexpr int64_t kMaxPrepackedAFloats = int64_t(1) << 21;
 constexpr int64_t kMinStripWidth = 64;
 constexpr int64_t kStripAlign = 32;
 /// A strip's block of C is at most this many floats (512 KiB, a quarter of
-/// the 2 MiB L2; strips narrower than kMaxPackedTile's 1024 columns where
-/// it takes): every K block reads and writes the strip's C again, and the
-/// MLM decoder's 512 x 1024 strips (2 MiB of C next to a 1 MiB B block)
-/// went to L3 for it. Its forward product (`remat-run --forward` on that
-/// Gemm alone, 8 steps) took 105.3-151.9 ms in 256-column strips against
-/// 107.4-137.3 ms (six alternated pairs at 2 threads, five faster), and
-/// 205.3-284.8 ms against 210.7-244.3 ms at 1 thread (three of five pairs
-/// faster). Of bert-base's other products only the FFN's weight gradients
-/// change (384 and 512 columns to 256 and 320), inside the noise.
+/// the AVX-512 machine's 2 MiB L2, all of the Zen 3's; strips narrower than
+/// kMaxPackedTile's 1024 columns where it takes): every K block reads and
+/// writes the strip's C again, and the MLM decoder's 512 x 1024 strips (2 MiB
+/// of C next to a 1 MiB B block) went to L3 for it. Its forward product
+/// (`remat-run --forward` on that Gemm alone, 8 steps) took 105.3-151.9 ms in
+/// 256-column strips against 107.4-137.3 ms (six alternated pairs at 2 threads,
+/// five faster), and 205.3-284.8 ms against 210.7-244.3 ms at 1 thread (three
+/// of five pairs faster). Of bert-base's other products only the FFN's weight
+/// gradients change (384 and 512 columns to 256 and 320), inside the noise.
 constexpr int64_t kMaxStripCFloats = 128 * 1024;
 /// Tile sides are multiples of this, which the unroll sizes of OpenBLAS's
 /// x86 sgemm kernels divide, so only a product's last row and column of
@@ -301,8 +301,8 @@ void finishPlan(ProductPlan &plan, DType dtype) {
   int64_t rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), maxTile.rows);
   int64_t colTiles = ceilDiv(std::max<int64_t>(plan.n, 1), maxTile.cols);
   int64_t stripRows = side(plan.m, rowTiles);
-  // Products of at most two panels' width keep reading A in place (Note [A
-  // in place for narrow products]).
+  // Products of at most 64 columns (2 * kStripAlign) keep reading A in
+  // place (Note [A in place for narrow products]).
   assert((!packed || kStripAlign % packedSgemmPanelWidth() == 0) &&
          "strips of whole panels");
   if (packed && plan.n > 2 * kStripAlign &&

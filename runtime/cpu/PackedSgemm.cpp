@@ -1,5 +1,4 @@
-//===- runtime/cpu/PackedSgemm.cpp - remat's own f32 GEMM
-//------------------===//
+//===- runtime/cpu/PackedSgemm.cpp - remat's own f32 GEMM -----------------===//
 //
 // Note [Packed sgemm]
 // ~~~~~~~~~~~~~~~~~~~
@@ -52,7 +51,9 @@
 // EPYC), the same blocks and loops run a 6 x 16 kernel: 12 ymm
 // accumulators, per k two loads of B and six broadcasts of A feeding 12
 // FMAs (16 ymm registers: 12 + 2 + 1). A B panel is 16 KiB (in Zen 3's 32
-// KiB L1), an A block 264 x 256 (264 KiB, in its 512 KiB L2). Its FMAs,
+// KiB L1), an A block 264 x 256 (264 KiB, in its 512 KiB L2); a B block
+// (1024 x 256, 1 MiB) is larger than that L2 and streams from L3, one
+// panel at a time. Its FMAs,
 // their order, the K blocks (kKC) and the writes to C are the AVX-512
 // kernel's, lane for lane: the two give the same bits (a test checks it
 // where both run), so remat's results do not depend on which one the CPU
@@ -83,9 +84,10 @@
 // Note [A in place for narrow products]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Packing op(A) pays when each A panel then feeds many B panels. In a
-// product of at most 64 columns (two B panels: attention's P V, dS K, P^T dO
-// and dS^T Q, one head at a time) it feeds two, and the copy took about an
-// eighth of the product's time: in a one-thread harness over 12 heads of
+// product of at most 64 columns (two of the AVX-512 kernel's B panels:
+// attention's P V, dS K, P^T dO and dS^T Q, one head at a time) it feeds
+// two, and the copy took about an eighth of the product's time: in a
+// one-thread harness on the AVX-512 machine over 12 heads of
 // 512 x 64 x 512, 104 GFLOP/s with A packed and 119 with it read in place
 // (88 and 98 with A transposed; 128 x 64 x 128: 96 and 108, 82 and 102),
 // while at 128 columns the two were level (108 and 111) and at 768 packing
@@ -93,6 +95,8 @@
 // elements from where they lie, through the view's strides. The FMAs,
 // their order and the writes to C are those of the packed path (a last
 // panel of fewer than kMR rows is still packed, zero-padded): same bits.
+// The AVX2 kernel reads the same products in place (four of its panels),
+// a choice not measured against packing on the Zen 3.
 //
 // Note [Tiles that share a packed A]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -351,14 +355,27 @@ int64_t packedSgemmPanelWidth() {
 }
 
 int64_t packedSgemmPackedASize(int64_t m, int64_t k) {
-  return packedSgemmIsa() == PackedSgemmIsa::Avx512 ? avx512::packedASize(m, k)
-                                                    : avx2::packedASize(m, k);
+  switch (packedSgemmIsa()) {
+  case PackedSgemmIsa::Avx512:
+    return avx512::packedASize(m, k);
+  case PackedSgemmIsa::Avx2:
+    return avx2::packedASize(m, k);
+  case PackedSgemmIsa::None:
+    break;
+  }
+  return 0;
 }
 
 PackedABlocks packedSgemmPackedABlocks(int64_t m, int64_t k) {
-  return packedSgemmIsa() == PackedSgemmIsa::Avx512
-             ? avx512::packedABlocks(m, k)
-             : avx2::packedABlocks(m, k);
+  switch (packedSgemmIsa()) {
+  case PackedSgemmIsa::Avx512:
+    return avx512::packedABlocks(m, k);
+  case PackedSgemmIsa::Avx2:
+    return avx2::packedABlocks(m, k);
+  case PackedSgemmIsa::None:
+    break;
+  }
+  return {};
 }
 
 float *packedSgemmABuffer(int64_t floats) {
@@ -374,11 +391,17 @@ float *packedSgemmABuffer(int64_t floats) {
 void packedSgemmPackA(bool transA, int64_t m, int64_t k, const float *a,
                       int64_t lda, int64_t kBlock, int64_t rowBlock,
                       float *packed) {
-  assert(packedSgemmAvailable() && "packedSgemmPackA needs a kernel");
-  if (packedSgemmIsa() == PackedSgemmIsa::Avx512)
+  switch (packedSgemmIsa()) {
+  case PackedSgemmIsa::Avx512:
     avx512::packA(transA, m, k, a, lda, kBlock, rowBlock, packed);
-  else
+    return;
+  case PackedSgemmIsa::Avx2:
     avx2::packA(transA, m, k, a, lda, kBlock, rowBlock, packed);
+    return;
+  case PackedSgemmIsa::None:
+    break;
+  }
+  assert(false && "packedSgemmPackA with remat's kernels off");
 }
 
 bool packedSgemmAvailable() { return packedSgemmIsa() != PackedSgemmIsa::None; }
@@ -389,6 +412,10 @@ void packedSgemmOn(PackedSgemmIsa isa, bool transA, bool transB, int64_t m,
                    float *c, int64_t ldc, const float *packedA,
                    const float *bias) {
   assert(packedSgemmSupports(isa) && "this CPU cannot run that kernel");
+  assert((!packedA || isa == packedSgemmIsa()) &&
+         "op(A) is packed for packedSgemmIsa()'s kernel");
+  if (isa == PackedSgemmIsa::None)
+    return;
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0 || alpha == 0.0f) {

@@ -19,7 +19,8 @@ enum class PackedSgemmIsa { None, Avx2, Avx512 };
 /// The kernel packedSgemm runs, chosen once from the CPU: AVX-512F ->
 /// Avx512, else AVX2 + FMA -> Avx2, else None (not x86-64 either).
 /// REMAT_GEMM=openblas in the environment makes it None (the runtime then
-/// runs OpenBLAS), REMAT_GEMM=avx2 makes it Avx2 on a CPU with AVX-512F.
+/// runs OpenBLAS), REMAT_GEMM=avx2 makes it Avx2 on a CPU with AVX-512F;
+/// other values change nothing.
 PackedSgemmIsa packedSgemmIsa();
 /// True when this build and this CPU can run \p isa's kernel.
 bool packedSgemmSupports(PackedSgemmIsa isa);

@@ -874,7 +874,7 @@ TEST_CASE("the PermutedMatMul decomposition computes its bits") {
   // Attention's layouts (Q, K transposed, V, the context written back) and
   // a plain row-major one, with matrices over one GEMM tile (M = 300 rows
   // cut in two) so that tiles read the strided operands at offsets; and a
-  // column-major op(A) (gathered) in column strips, which remat's AVX-512
+  // column-major op(A) (gathered) in column strips, which remat's own
   // kernel packs once per node, over two K blocks, in one row of tiles and
   // in two (601 rows: 304 and 297) (Note [op(A) packed once per node] in
   // runtime/cpu/PackedSgemm.cpp).

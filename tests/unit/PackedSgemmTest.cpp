@@ -21,6 +21,7 @@
 #include <ios>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 using remat::runtime::cpu::packedSgemm;
@@ -139,7 +140,7 @@ TEST_CASE("packedSgemm matches a double-precision product") {
   auto dim = [&](int64_t hi) {
     return std::uniform_int_distribution<int64_t>(1, hi)(rng);
   };
-  // Small random shapes cross the 8-row and 32-column panels and the
+  // Small random shapes cross the panels (8 x 32 or 6 x 16) and the
   // 256-deep K blocks,
   for (int trial = 0; trial < 40; ++trial) {
     int64_t m = dim(40), n = dim(70), k = dim(trial % 3 ? 40 : 600);
@@ -149,7 +150,7 @@ TEST_CASE("packedSgemm matches a double-precision product") {
   }
   // and these the 256-row and 1024-column blocks, with every transpose.
   for (int trans = 0; trans < 4; ++trans) {
-    checkAgainstDouble(300, 1056, 300, trans & 1, trans & 2, 1.0f, -2.0f, rng);
+    checkAgainstDouble(301, 1056, 300, trans & 1, trans & 2, 1.0f, -2.0f, rng);
     checkAgainstDouble(257, 40, 600, trans & 1, trans & 2, 0.5f, 0.0f, rng);
   }
 }
@@ -195,11 +196,12 @@ TEST_CASE("packedSgemm's bits depend on K alone") {
     return;
   }
   std::mt19937 rng(5);
-  // 300 x 1100 crosses the 8 x 32 panels' edges and the 256-row and
-  // 1024-column blocks; K = 600 makes three K blocks. C starts random and
+  // 301 x 1100 crosses the panels' edges (8 x 32 or 6 x 16: a last panel
+  // of 5 or of 1 row) and the row blocks (256 or 264) and 1024-column
+  // blocks; K = 600 makes three K blocks. C starts random and
   // beta is -2, so that the first K block's beta * C and the later blocks'
   // additions to C are part of what must match.
-  const int64_t m = 300, n = 1100, k = 600;
+  const int64_t m = 301, n = 1100, k = 600;
   const float beta = -2.0f;
   Matrix a = randomMatrix(m, k, rng), b = randomMatrix(k, n, rng);
   const Matrix c0 = randomMatrix(m, n, rng);
@@ -245,8 +247,8 @@ TEST_CASE("packedSgemm's bits depend on K alone") {
 
   SUBCASE("narrow products, which read A in place") {
     // At most 64 columns: A is not packed (Note [A in place for narrow
-    // products]), except the last panel of fewer than 8 rows. All m = 300
-    // rows (two 256-row blocks, a 4-row edge panel), every transpose, other
+    // products]), except the last panel of fewer than kMR rows. All m =
+    // 301 rows (two row blocks, an edge panel), every transpose, other
     // leading dims: the bits of the packed product above; and with alpha
     // 0.5 and beta 0 over a C of NaNs, those of the packed product with
     // them. C's padding stays as it was.
@@ -412,21 +414,26 @@ TEST_CASE("remat's AVX2 and AVX-512 kernels give the same bits") {
   // Shapes that cross both kernels' panels (8 x 32 and 6 x 16) and blocks
   // (256 and 264 rows), the K blocks, the narrow products that read A in
   // place, and a bias row.
+  auto coin = [&] { return std::uniform_int_distribution<int>(0, 1)(rng); };
   for (int trial = 0; trial < 40; ++trial) {
-    int64_t m = dim(trial % 4 ? 40 : 600), n = dim(trial % 3 ? 70 : 1100);
-    int64_t k = dim(trial % 2 ? 40 : 700);
-    bool transA = trial & 1, transB = trial & 2;
-    float alpha = trial % 5 ? 1.0f : 0.5f;
-    float beta = trial % 4 == 0 ? 0.0f : trial % 4 == 1 ? 1.0f : -2.0f;
+    // Each choice drawn on its own, so that every combination can come up.
+    int64_t m = dim(coin() ? 40 : 600), n = dim(coin() ? 70 : 1100);
+    int64_t k = dim(coin() ? 40 : 700);
+    bool transA = coin(), transB = coin();
+    float alpha = coin() ? 1.0f : 0.5f;
+    int betaKind = std::uniform_int_distribution<int>(0, 2)(rng);
+    float beta = betaKind == 0 ? 0.0f : betaKind == 1 ? 1.0f : -2.0f;
     CAPTURE(m);
     CAPTURE(n);
     CAPTURE(k);
+    CAPTURE(transA);
+    CAPTURE(transB);
     CAPTURE(trial);
-    Matrix a = randomMatrix(transA ? k : m, transA ? m : k, rng, trial % 3);
-    Matrix b = randomMatrix(transB ? n : k, transB ? k : n, rng, trial % 2);
+    Matrix a = randomMatrix(transA ? k : m, transA ? m : k, rng, dim(3) - 1);
+    Matrix b = randomMatrix(transB ? n : k, transB ? k : n, rng, dim(2) - 1);
     Matrix c512 = randomMatrix(m, n, rng), c2 = c512;
     Matrix bias = randomMatrix(1, n, rng);
-    const float *biasRow = trial % 7 == 3 ? bias.data.data() : nullptr;
+    const float *biasRow = coin() ? bias.data.data() : nullptr;
     packedSgemmOn(PackedSgemmIsa::Avx512, transA, transB, m, n, k, alpha,
                   a.data.data(), a.ld, b.data.data(), b.ld, beta,
                   c512.data.data(), c512.ld, nullptr, biasRow);
@@ -438,5 +445,25 @@ TEST_CASE("remat's AVX2 and AVX-512 kernels give the same bits") {
       for (int64_t j = 0; j < n; ++j)
         differ += !sameBits(c512.at(i, j), c2.at(i, j));
     CHECK(differ == 0);
+  }
+}
+
+TEST_CASE("packedSgemm's kernel follows REMAT_GEMM") {
+  using remat::runtime::cpu::PackedSgemmIsa;
+  using remat::runtime::cpu::packedSgemmIsa;
+  using remat::runtime::cpu::packedSgemmSupports;
+  const char *choice = std::getenv("REMAT_GEMM");
+  std::string wanted = choice ? choice : "";
+  if (wanted == "openblas") {
+    CHECK(packedSgemmIsa() == PackedSgemmIsa::None);
+  } else if (wanted == "avx2" && packedSgemmSupports(PackedSgemmIsa::Avx2)) {
+    // unit.avx2_path: the AVX2 kernel even where AVX-512F would be picked.
+    CHECK(packedSgemmIsa() == PackedSgemmIsa::Avx2);
+  } else if (packedSgemmSupports(PackedSgemmIsa::Avx512)) {
+    CHECK(packedSgemmIsa() == PackedSgemmIsa::Avx512);
+  } else if (packedSgemmSupports(PackedSgemmIsa::Avx2)) {
+    CHECK(packedSgemmIsa() == PackedSgemmIsa::Avx2);
+  } else {
+    CHECK(packedSgemmIsa() == PackedSgemmIsa::None);
   }
 }

@@ -13,9 +13,10 @@
 //   remat-bench-gemm [--rounds N] [--reps R] [--seq S] [--tile ROWSxCOLS]
 //   remat-bench-gemm --ceilings [--rounds N]
 //
-// Candidates: remat's own kernels, the ones the runtime runs
-// (runtime/cpu/PackedSgemm.cpp: remat-avx512 where the CPU has AVX-512F,
-// remat-avx2 where it has AVX2 + FMA, both on an AVX-512 CPU; each checked
+// Candidates: remat's own kernels (runtime/cpu/PackedSgemm.cpp:
+// remat-avx512 where the CPU has AVX-512F, which the runtime runs there, and
+// remat-avx2 where it has AVX2 + FMA, which the runtime runs on CPUs
+// without AVX-512F or with REMAT_GEMM=avx2; each checked
 // first against a double-precision loop on odd shapes, edges, transposes,
 // alpha and beta); OpenBLAS with
 // the core type it picks itself; OpenBLAS re-initialised with the core type

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -151,8 +152,21 @@ double fmaLoopGflops(unsigned rounds) {
 int main(int argc, char **argv) {
   unsigned rounds = 7;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-      rounds = unsigned(std::atoi(argv[++i]));
+    if (std::strcmp(argv[i], "--rounds") == 0) {
+      if (i + 1 == argc) {
+        std::fprintf(stderr, "error: --rounds wants a number\n");
+        return 1;
+      }
+      char *end = nullptr;
+      long value = std::strtol(argv[++i], &end, 10);
+      if (*argv[i] == '\0' || *end != '\0' || value <= 0 || value > 1000) {
+        std::fprintf(stderr,
+                     "error: --rounds wants a number from 1 to 1000, not "
+                     "'%s'\n",
+                     argv[i]);
+        return 1;
+      }
+      rounds = unsigned(value);
       continue;
     }
     if (std::strcmp(argv[i], "--help") == 0) {
@@ -163,10 +177,6 @@ int main(int argc, char **argv) {
     }
     std::fprintf(stderr, "error: unknown argument '%s' (see --help)\n",
                  argv[i]);
-    return 1;
-  }
-  if (rounds == 0) {
-    std::fprintf(stderr, "error: --rounds wants a positive number\n");
     return 1;
   }
   __builtin_cpu_init();
