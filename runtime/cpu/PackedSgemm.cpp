@@ -53,11 +53,10 @@
 // FMAs (16 ymm registers: 12 + 2 + 1). A B panel is 16 KiB (in Zen 3's 32
 // KiB L1), an A block 264 x 256 (264 KiB, in its 512 KiB L2); a B block
 // (1024 x 256, 1 MiB) is larger than that L2 and streams from L3, one
-// panel at a time. Its FMAs,
-// their order, the K blocks (kKC) and the writes to C are the AVX-512
-// kernel's, lane for lane: the two give the same bits (a test checks it
-// where both run), so remat's results do not depend on which one the CPU
-// picks either.
+// panel at a time. Its FMAs, their order, the K blocks (kKC) and the writes
+// to C are the AVX-512 kernel's, lane for lane: the two give the same bits
+// (a test checks it where both run), so remat's results do not depend on
+// which one the CPU picks either.
 //
 // Register shapes with their operands where the kernel keeps them (B panel
 // in L1, A block in L2), one thread, `remat-bench-register-shapes`, three
@@ -74,8 +73,8 @@
 // Against OpenBLAS 0.3.21's Haswell kernels (what remat ran here before),
 // `remat-bench-gemm --tile 512x1024 --rounds 3` over bert-base's 13 shapes,
 // one thread: OpenBLAS 265.18 ms, this kernel 279.77 (OpenBLAS 2-9% ahead
-// on the large products; on the attention's this one level to 12% ahead). The
-// step is faster with this one all the same (docs/benchmarks.md, eleventh
+// on the large products; on the attention's this one level to 12% ahead).
+// The step is faster with this one all the same (docs/benchmarks.md, eleventh
 // round): an op(A) packed once per node and shared by column strips
 // instead of once per 256 x 1024 tile, remat.PermutedMatMul's strided
 // operands without gathers and scatters, the bias started in the kernel,
@@ -306,13 +305,11 @@ PackedSgemmIsa packedSgemmIsa() {
     const char *choice = std::getenv("REMAT_GEMM");
     if (choice && std::strcmp(choice, "openblas") == 0)
       return PackedSgemmIsa::None;
-    __builtin_cpu_init();
-    bool hasAvx2 =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (__builtin_cpu_supports("avx512f") &&
-        !(choice && std::strcmp(choice, "avx2") == 0))
+    bool wantsAvx2 = choice && std::strcmp(choice, "avx2") == 0;
+    if (!wantsAvx2 && packedSgemmSupports(PackedSgemmIsa::Avx512))
       return PackedSgemmIsa::Avx512;
-    return hasAvx2 ? PackedSgemmIsa::Avx2 : PackedSgemmIsa::None;
+    return packedSgemmSupports(PackedSgemmIsa::Avx2) ? PackedSgemmIsa::Avx2
+                                                     : PackedSgemmIsa::None;
   }();
   return isa;
 }
