@@ -289,9 +289,10 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
   return llvm::Error::success();
 }
 
-/// Writes per-node times (the fastest of the steps) and the GEMM rate and
-/// bandwidth fitted to them as JSON for remat{cost-profile=...}, and prints
-/// the fitted rates and the 15 slowest op types to \p diag.
+/// Writes per-node times (the fastest of the steps, and every step's) and the
+/// GEMM rate and bandwidth fitted to them as JSON for
+/// remat{cost-profile=...}, and prints the fitted rates and the 15 slowest
+/// op types to \p diag.
 llvm::Error writeProfile(const ir::Graph &graph,
                          llvm::ArrayRef<std::vector<double>> stepTimes,
                          llvm::StringRef path, llvm::raw_ostream &diag) {
@@ -309,18 +310,23 @@ llvm::Error writeProfile(const ir::Graph &graph,
   double total = 0;
   size_t i = 0;
   for (const ir::Node &node : graph.getNodes()) {
-    double seconds = best[i++];
+    size_t index = i++;
+    double seconds = best[index];
     total += seconds;
     std::string op = node.getOpSpelling();
     if (!byOp.count(op))
       opOrder.push_back(op);
     byOp[op].first += seconds;
     byOp[op].second += 1;
-    nodes.push_back(llvm::json::Object{
-        {"name", node.getResult(0)->getName()},
-        {"op", op},
-        {"stage", ir::stageName(node.getStage())},
-        {"seconds", seconds}});
+    llvm::json::Array steps;
+    for (const std::vector<double> &times : stepTimes)
+      steps.push_back(times[index]);
+    nodes.push_back(
+        llvm::json::Object{{"name", node.getResult(0)->getName()},
+                           {"op", op},
+                           {"stage", ir::stageName(node.getStage())},
+                           {"seconds", seconds},
+                           {"step_seconds", std::move(steps)}});
   }
   llvm::json::Object ops;
   for (const std::string &op : opOrder)
