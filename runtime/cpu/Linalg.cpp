@@ -301,8 +301,9 @@ void finishPlan(ProductPlan &plan, DType dtype) {
   int64_t rowTiles = ceilDiv(std::max<int64_t>(plan.m, 1), maxTile.rows);
   int64_t colTiles = ceilDiv(std::max<int64_t>(plan.n, 1), maxTile.cols);
   int64_t stripRows = side(plan.m, rowTiles);
-  // Products of at most 64 columns (2 * kStripAlign) keep reading A in
-  // place (Note [A in place for narrow products]).
+  // Products of at most 64 columns (2 * kStripAlign) are not cut into
+  // strips: their A is read in place or packed by the one tile of a row
+  // (Note [A in place for narrow products]).
   assert((!packed || kStripAlign % packedSgemmPanelWidth() == 0) &&
          "strips of whole panels");
   if (packed && plan.n > 2 * kStripAlign &&

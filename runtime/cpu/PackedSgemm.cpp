@@ -94,8 +94,22 @@
 // elements from where they lie, through the view's strides. The FMAs,
 // their order and the writes to C are those of the packed path (a last
 // panel of fewer than kMR rows is still packed, zero-padded): same bits.
-// The AVX2 kernel reads the same products in place (four of its panels),
-// a choice not measured against packing on the Zen 3.
+// The AVX2 kernel reads the same products in place (four of its panels)
+// when op(A) is stored as it is used (P V, dS K), and packs an op(A)
+// stored transposed (P^T dO, dS^T Q; kNarrowReadsTransposedA). Read in
+// place, such an A panel's k are a row of the stored matrix apart (2 KiB
+// at seq 512, all in two sets of the Zen 3's L1), and each panel is read
+// again for each of the four B panels. In the bert-base step on the Zen 3
+// (b1s512, one thread, `--profile`, an experimental switch alternated in
+// two rounds each), the twelve layers' dS^T Q took 121.8 and 128.1 ms read
+// in place against 99.0 and 92.3 packed, P^T dO 123.4 and 124.8 against
+// 98.9 and 92.7; packing every narrow product's A made P V and dS K slower
+// (96.3 and 95.0 ms against 101.3 and 101.7; 93.6 and 93.9 against 100.3
+// and 96.9). At two threads (three alternated pairs, this change against
+// its build with the AVX-512 choice) the 72 attention products took 378.6,
+// 337.3 and 342.1 ms against 308.6, 311.5 and 286.3; at b4s128 (seq 128,
+// one thread) P^T dO went from 28.8 and 29.3 ms to 23.6 and 24.9. Same
+// bits either way, as above (bert-base's 203 outputs, b4s128 and b1s512).
 //
 // Note [Tiles that share a packed A]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -196,6 +210,9 @@ namespace {
 constexpr int64_t kMR = 8;
 constexpr int64_t kNR = 32;
 constexpr int64_t kMC = 256; // a multiple of kMR
+/// A narrow product reads an op(A) stored transposed in place too (Note [A
+/// in place for narrow products]).
+constexpr bool kNarrowReadsTransposedA = true;
 /// The kernel's vectors (PackedSgemmImpl.inc): 16 floats.
 using Vec = __m512;
 constexpr int64_t kLanes = 16;
@@ -264,6 +281,9 @@ namespace {
 constexpr int64_t kMR = 6;
 constexpr int64_t kNR = 16;
 constexpr int64_t kMC = 264; // a multiple of kMR
+/// A narrow product packs an op(A) stored transposed (Note [A in place for
+/// narrow products]).
+constexpr bool kNarrowReadsTransposedA = false;
 /// The kernel's vectors (PackedSgemmImpl.inc): 8 floats.
 using Vec = __m256;
 constexpr int64_t kLanes = 8;

@@ -247,7 +247,8 @@ TEST_CASE("packedSgemm's bits depend on K alone") {
 
   SUBCASE("narrow products, which read A in place") {
     // At most 64 columns: A is not packed (Note [A in place for narrow
-    // products]), except the last panel of fewer than kMR rows. All m =
+    // products]), except the last panel of fewer than kMR rows (and, on
+    // the AVX2 kernel, an op(A) stored transposed). All m =
     // 301 rows (two row blocks, an edge panel), every transpose, other
     // leading dims: the bits of the packed product above; and with alpha
     // 0.5 and beta 0 over a C of NaNs, those of the packed product with
