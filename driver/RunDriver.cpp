@@ -326,7 +326,7 @@ llvm::Error writeProfile(const ir::Graph &graph,
                            {"op", op},
                            {"stage", ir::stageName(node.getStage())},
                            {"seconds", seconds},
-                           {"step_seconds", std::move(steps)}});
+                           {"seconds_per_step", std::move(steps)}});
   }
   llvm::json::Object ops;
   for (const std::string &op : opOrder)

@@ -103,9 +103,10 @@
 // (b1s512, one thread, `--profile`, an experimental switch alternated in
 // two rounds each), the twelve layers' dS^T Q took 121.8 and 128.1 ms read
 // in place against 99.0 and 92.3 packed, P^T dO 123.4 and 124.8 against
-// 98.9 and 92.7; packing every narrow product's A made P V and dS K slower
-// (96.3 and 95.0 ms against 101.3 and 101.7; 93.6 and 93.9 against 100.3
-// and 96.9). At two threads (three alternated pairs, this change against
+// 98.9 and 92.7; packed, P V and dS K (101.3 and 101.7 ms; 100.3 and
+// 96.9) were slower than in each of the four runs that read their A in
+// place (88.5-96.3; 86.3-93.9), which spread by up to 7% among
+// themselves. At two threads (three alternated pairs, this change against
 // its build with the AVX-512 choice) the 72 attention products took 378.6,
 // 337.3 and 342.1 ms against 308.6, 311.5 and 286.3; at b4s128 (seq 128,
 // one thread) P^T dO went from 28.8 and 29.3 ms to 23.6 and 24.9. Same
@@ -167,8 +168,9 @@ namespace {
 // What both kernels share; each has its own kMR, kNR and kMC.
 constexpr int64_t kKC = 256;
 constexpr int64_t kNC = 1024; // a multiple of both kNR
-/// Products of at most this many columns read A in place (Note [A in place
-/// for narrow products]).
+/// Products of at most this many columns read A in place (on the AVX2
+/// kernel only an op(A) stored as it is used: kNarrowReadsTransposedA; Note
+/// [A in place for narrow products]).
 constexpr int64_t kMaxNarrowColumns = 64;
 /// packBlock prefetches the source line this many lines ahead.
 constexpr int64_t kPackAhead = 4;
