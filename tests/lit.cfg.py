@@ -14,6 +14,7 @@ config.substitutions.append(("%remat-run", os.path.join(config.remat_tools_dir, 
 config.substitutions.append(("%remat-sweep", os.path.join(config.remat_tools_dir, "remat-sweep")))
 # The benchmarks of tools/bench (their arguments are tested, never their times).
 config.substitutions.append(("%remat-bench-gemm", os.path.join(config.remat_tools_dir, "remat-bench-gemm")))
+config.substitutions.append(("%remat-bench-cores", os.path.join(config.remat_tools_dir, "remat-bench-cores")))
 config.substitutions.append(("%remat-bench-parallel", os.path.join(config.remat_tools_dir, "remat-bench-parallel")))
 config.substitutions.append(("%remat-bench-register-shapes", os.path.join(config.remat_tools_dir, "remat-bench-register-shapes")))
 config.substitutions.append(("FileCheck", config.filecheck))

@@ -30,7 +30,14 @@ and prints the ratios against the goals: train <= 0.8x eager, forward
 <= 1.2x onnxruntime, scaling >= 1.8x. Every figure is printed with the
 1-minute load average taken when its process started: on a shared machine
 the figures are noisy, and a ratio is only as good as the loads of its two
-sides. Not a test: timings belong in benchmarks.
+sides. Between two measurements (and before the first, after the last),
+build/remat-bench-cores probes the host: 4 rounds of an FMA loop on one
+thread, then on N at once, 250 ms each (Note [The host's cores] in
+tools/bench/CoresBench.cpp); each figure is printed with the median of the
+probes before and after it ("cores"), N x when the host gives the N
+threads N cores, 1x when it runs them on one. The probes describe the
+host; they change no figure. --no-probe leaves them out. Not a test:
+timings belong in benchmarks.
 """
 import argparse
 import json
@@ -81,6 +88,19 @@ def run_child(cmd, timeout):
     return proc, load
 
 
+def probe_cores(args, threads, work):
+    """The host's capacity for \p threads threads over one (remat-bench-cores):
+    the median of its rounds, or None without the probe."""
+    if args.no_probe or threads < 2:
+        return None
+    out = Path(work) / "cores.json"
+    run_child([str(Path(args.build) / "remat-bench-cores"), "--threads",
+               str(threads), "--rounds", "4", "--ms", "250", "--json", str(out)],
+              args.timeout)
+    with open(out) as f:
+        return json.load(f)["median"]
+
+
 def remat_step(args, bind, threads, forward, work, pipeline=None):
     stats = Path(work) / "step.json"
     # One more step than timed: the first is the warm-up.
@@ -115,6 +135,12 @@ def ort_step(args, model, batch, seq, threads):
     return json.loads(proc.stdout.strip().splitlines()[-1])["median_seconds"], load
 
 
+def cores_text(before, after, prefix=", cores "):
+    if before is None:
+        return ""
+    return "%s%.2fx -> %.2fx" % (prefix, before, after)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default="build")
@@ -129,6 +155,8 @@ def main():
     parser.add_argument("--ort-python", default=".venv/bin/python")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--json", help="write every measurement here")
+    parser.add_argument("--no-probe", action="store_true",
+                        help="do not probe the host's cores between measurements")
     args = parser.parse_args()
     only = set(args.only.split(","))
     n = args.threads
@@ -164,25 +192,40 @@ def main():
                             lambda: remat_step(args, "batch=1,seq=512", 1, False, work)))
 
         best, measurements = {}, []
+        cores = probe_cores(args, n, work)
+        probes = [cores]
         for r in range(args.rounds):
             order = configs if r % 2 == 0 else list(reversed(configs))
             for label, fn in order:
                 seconds, load = fn()
+                before, cores = cores, probe_cores(args, n, work)
+                probes.append(cores)
                 measurements.append({"round": r, "label": label,
-                                     "seconds": seconds, "load": load})
-                print("round %d  %-44s %8.3f s  (load %.2f)" % (r, label, seconds, load),
-                      file=sys.stderr, flush=True)
+                                     "seconds": seconds, "load": load,
+                                     "cores_before": before, "cores_after": cores})
+                print("round %d  %-44s %8.3f s  (load %.2f%s)" % (
+                    r, label, seconds, load, cores_text(before, cores)),
+                    file=sys.stderr, flush=True)
                 if label not in best or seconds < best[label][0]:
-                    best[label] = (seconds, load)
+                    best[label] = (seconds, load, before, cores)
 
     print("\n%s, %d threads, best of %d rounds of the median of %d steps; "
           "load = 1-min load average when that best run started (%d CPUs). "
           "Noisy: the machine is shared." % (args.config, n, args.rounds, args.steps,
                                              os.cpu_count()))
-    print("| configuration | step | load |")
-    print("|---|---|---|")
+    print("| configuration | step | load | cores |")
+    print("|---|---|---|---|")
     for label, _ in configs:
-        print("| %s | %.3f s | %.2f |" % (label, best[label][0], best[label][1]))
+        seconds, load, before, after = best[label]
+        print("| %s | %.3f s | %.2f | %s |" % (label, seconds, load,
+                                               cores_text(before, after, "") or "-"))
+    if probes[0] is not None:
+        print("\ncores: the host's capacity for %d threads over one "
+              "(remat-bench-cores, median of 4 rounds), probed before and after "
+              "that run; over the whole run's %d probes: min %.2fx, median %.2fx; "
+              "%d under %.2fx." % (n, len(probes), min(probes),
+                                  statistics.median(probes),
+                                  sum(p < 0.9 * n for p in probes), 0.9 * n))
     print("\n| goal | ratio | target | met |")
     print("|---|---|---|---|")
 
@@ -204,7 +247,8 @@ def main():
           1.8, False)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "measurements": measurements}, f, indent=2)
+            json.dump({"args": vars(args), "measurements": measurements,
+                       "cores_probes": probes}, f, indent=2)
     return 0
 
 
