@@ -7,9 +7,10 @@
 // an FMA loop in registers (no memory, nothing shared) ran at 90-97
 // GFLOP/s on one thread; on two threads at once each usually ran as fast,
 // but in some half-second windows both ran at 48 GFLOP/s, with no steal
-// time in /proc/stat: the two vCPUs then shared one physical core (SMT
-// siblings). In such a window no program gets more from two threads than
-// from one, and a 1 -> 2 thread scaling figure measures the host.
+// time in /proc/stat: both vCPUs ran, at half rate, as two threads on one
+// physical core's SMT siblings do. In such a window no program gets more
+// from two threads than from one, and a 1 -> 2 thread scaling figure
+// measures the host.
 //
 // This measures it: each round runs the loop on one thread for --ms
 // milliseconds, then on --threads threads at once for as long (the order
