@@ -5,8 +5,9 @@ measurement in a process of its own, rounds alternating the order, each
 configuration keeping its best round.
 
   python3 tools/bench/cpu_speed.py [--build build] [--config models/bert-base.json]
-      [--threads 2] [--steps 5] [--rounds 3]
+      [--threads 2] [--steps 5] [--rounds 3] [--only train,forward,scaling]
       [--torch-python .venv-peers/bin/python] [--ort-python .venv/bin/python]
+      [--no-probe] [--json FILE]
 
 Measures (the time of a step is the median of --steps steps after one
 warm-up step, in every process; 5, the issue's protocol, which the first
@@ -34,10 +35,12 @@ sides. Between two measurements (and before the first, after the last),
 build/remat-bench-cores probes the host: 4 rounds of an FMA loop on one
 thread, then on N at once, 250 ms each (Note [The host's cores] in
 tools/bench/CoresBench.cpp); each figure is printed with the median of the
-probes before and after it ("cores"), N x when the host gives the N
-threads N cores, 1x when it runs them on one. The probes describe the
-host; they change no figure. --no-probe leaves them out. Not a test:
-timings belong in benchmarks.
+probes before and after it ("cores"), about N x when the host gives the N
+threads a core each, 1x when they get one core's throughput. The probes
+describe the host: no figure is corrected by them (a figure's load
+includes the 2 s probe just before it). A probe that fails is reported
+and left out; --no-probe leaves them all out. Not a test: timings belong
+in benchmarks.
 """
 import argparse
 import json
@@ -88,17 +91,31 @@ def run_child(cmd, timeout):
     return proc, load
 
 
+PROBE_ROUNDS = 4
+
+
+def cores_tool(args):
+    return Path(args.build) / "remat-bench-cores"
+
+
 def probe_cores(args, threads, work):
-    """The host's capacity for \p threads threads over one (remat-bench-cores):
-    the median of its rounds, or None without the probe."""
+    """The host's capacity for `threads` threads over one (remat-bench-cores):
+    the median of its rounds, or None without the probe or when it failed
+    (a diagnostic is not worth a run's measurements)."""
     if args.no_probe or threads < 2:
         return None
     out = Path(work) / "cores.json"
-    run_child([str(Path(args.build) / "remat-bench-cores"), "--threads",
-               str(threads), "--rounds", "4", "--ms", "250", "--json", str(out)],
-              args.timeout)
-    with open(out) as f:
-        return json.load(f)["median"]
+    try:
+        run_child([str(cores_tool(args)), "--threads", str(threads), "--rounds",
+                   str(PROBE_ROUNDS), "--ms", "250", "--json", str(out)],
+                  args.timeout)
+        with open(out) as f:
+            return float(json.load(f)["median"])
+    except (OSError, RuntimeError, ValueError, KeyError,
+            subprocess.TimeoutExpired) as e:
+        print("warning: the cores probe failed (%s); this figure has none" % e,
+              file=sys.stderr, flush=True)
+        return None
 
 
 def remat_step(args, bind, threads, forward, work, pipeline=None):
@@ -136,9 +153,10 @@ def ort_step(args, model, batch, seq, threads):
 
 
 def cores_text(before, after, prefix=", cores "):
-    if before is None:
+    if before is None and after is None:
         return ""
-    return "%s%.2fx -> %.2fx" % (prefix, before, after)
+    return "%s%s -> %s" % (prefix, *("-" if c is None else "%.2fx" % c
+                                     for c in (before, after)))
 
 
 def main():
@@ -160,6 +178,10 @@ def main():
     args = parser.parse_args()
     only = set(args.only.split(","))
     n = args.threads
+    if not args.no_probe and n >= 2 and not cores_tool(args).exists():
+        print("error: %s not found: build it (scripts/test.sh builds every "
+              "tool) or pass --no-probe" % cores_tool(args), file=sys.stderr)
+        return 1
 
     with tempfile.TemporaryDirectory() as work:
         # (label, function) pairs; a goal compares two labels.
@@ -183,7 +205,7 @@ def main():
                             lambda: remat_step(args, "batch=1,seq=512", n, True, work)))
             configs.append(("onnxruntime forward batch=1,seq=512 %dt" % n,
                             lambda: ort_step(args, model, 1, 512, n)))
-        if "scaling" in only:
+        if "scaling" in only and n != 1:
             if not any(label == "remat train batch=1,seq=512 %dt" % n
                        for label, _ in configs):
                 configs.append(("remat train batch=1,seq=512 %dt" % n,
@@ -219,13 +241,14 @@ def main():
         seconds, load, before, after = best[label]
         print("| %s | %.3f s | %.2f | %s |" % (label, seconds, load,
                                                cores_text(before, after, "") or "-"))
-    if probes[0] is not None:
+    probed = [p for p in probes if p is not None]
+    if probed:
         print("\ncores: the host's capacity for %d threads over one "
-              "(remat-bench-cores, median of 4 rounds), probed before and after "
-              "that run; over the whole run's %d probes: min %.2fx, median %.2fx; "
-              "%d under %.2fx." % (n, len(probes), min(probes),
-                                  statistics.median(probes),
-                                  sum(p < 0.9 * n for p in probes), 0.9 * n))
+              "(remat-bench-cores, median of %d rounds), probed before and after "
+              "that run; over the run's %d probes: min %.2fx, median %.2fx; "
+              "%d under %.2fx." % (n, PROBE_ROUNDS, len(probed), min(probed),
+                                  statistics.median(probed),
+                                  sum(p < 0.9 * n for p in probed), 0.9 * n))
     print("\n| goal | ratio | target | met |")
     print("|---|---|---|---|")
 
