@@ -47,6 +47,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -214,29 +215,21 @@ int main(int argc, char **argv) {
   llvm::json::Array roundsJson;
   std::vector<double> capacities;
   for (unsigned r = 0; r < rounds; ++r) {
-    double one = 0;
-    std::vector<double> each;
     // Alternate which side runs first.
-    if (r % 2 == 0)
-      one = runTogether(loop, 1, ms)[0];
-    each = runTogether(loop, threads, ms);
+    double one = r % 2 == 0 ? runTogether(loop, 1, ms)[0] : 0;
+    std::vector<double> each = runTogether(loop, threads, ms);
     if (r % 2 == 1)
       one = runTogether(loop, 1, ms)[0];
-    double sum = 0;
-    for (double rate : each)
-      sum += rate;
-    double capacity = sum / one;
+    double capacity = std::accumulate(each.begin(), each.end(), 0.0) / one;
     capacities.push_back(capacity);
     std::printf("round %u  one %6.1f  each", r, one);
     for (double rate : each)
       std::printf(" %6.1f", rate);
     std::printf("  together %.2fx\n", capacity);
     std::fflush(stdout);
-    llvm::json::Array eachJson;
-    for (double rate : each)
-      eachJson.push_back(rate);
-    roundsJson.push_back(llvm::json::Object{
-        {"one", one}, {"each", std::move(eachJson)}, {"together", capacity}});
+    roundsJson.push_back(llvm::json::Object{{"one", one},
+                                            {"each", llvm::json::Array(each)},
+                                            {"together", capacity}});
   }
   auto [lo, hi] = std::minmax_element(capacities.begin(), capacities.end());
   double mid = median(capacities);
