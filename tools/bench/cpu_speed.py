@@ -178,6 +178,12 @@ def main():
     args = parser.parse_args()
     only = set(args.only.split(","))
     n = args.threads
+    goals = {"train", "forward", "scaling"}
+    if min(args.threads, args.steps, args.rounds) < 1 or not only <= goals:
+        # Nothing measured would print an empty table (or fail on it).
+        print("error: --threads, --steps and --rounds must be at least 1, "
+              "and --only a list of train, forward, scaling", file=sys.stderr)
+        return 1
     if not args.no_probe and n >= 2 and not cores_tool(args).exists():
         print("error: %s not found: build it (scripts/test.sh builds every "
               "tool) or pass --no-probe" % cores_tool(args), file=sys.stderr)
