@@ -5,15 +5,16 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/ErrorHandling.h"
 
+#include <cassert>
 #include <string>
 
 namespace remat::ir {
 
 static const OpInfo kOpInfos[] = {
 #define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,  \
-           TRAITS, COST, SUMMARY)                                              \
+           TRAITS, COST, INFER, KERNEL, GRAD_OPERANDS, ONNX_SINCE, SUMMARY)     \
   {#NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,        \
-   uint32_t(TRAITS), CostClass::COST, SUMMARY},
+   uint32_t(TRAITS), CostClass::COST, GRAD_OPERANDS, ONNX_SINCE, SUMMARY},
 #include "ir/Ops.def"
 };
 
@@ -28,6 +29,14 @@ llvm::ArrayRef<OpKind> allOps() { return kAllOps; }
 
 bool hasTrait(OpKind op, OpTrait trait) {
   return (getOpInfo(op).traits & trait) != 0;
+}
+
+bool isGradOperand(OpKind op, unsigned index) {
+  assert(hasTrait(op, kDifferentiable) && "not a differentiable op");
+  OperandSet operands = getOpInfo(op).gradOperands;
+  if (operands == kAllOperands)
+    return true;
+  return index < 32 && (operands >> index & 1) != 0;
 }
 
 llvm::StringRef costClassName(CostClass cost) {

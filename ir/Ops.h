@@ -4,6 +4,21 @@
 // with numpy broadcasting; ops outside ONNX live in domain "remat" and are
 // decomposed to standard ops on export.
 //
+// Note [The op table]
+// ~~~~~~~~~~~~~~~~~~~
+// A fact about an op that a pass, a backend or a frontend would otherwise
+// spell as a switch over OpKind is a column of its row in ir/Ops.def: its
+// arity, traits (elementwise, in place, foldable, differentiable, ...), cost
+// class, which operands carry gradients, since which ONNX opset it exists,
+// and the names of the rules that implement it: its shape-inference rule
+// (infer<Infer>, shared by ops that type alike) and its CPU kernel family
+// (select<Kernel>). Consumers expand the row with the OP macro into tables
+// indexed by OpKind, so a rule that is missing or misnamed is a compile
+// error, not a silent default. What stays per op is only the body of a
+// rule: an inference function, a kernel, a gradient rule. Adding an
+// elementwise op that fits an existing rule and kernel family therefore
+// touches Ops.def, one kernel body and a test.
+//
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_IR_OPS_H
 #define REMAT_IR_OPS_H
@@ -39,9 +54,26 @@ enum OpTrait : uint32_t {
   kShapeOnly = 1u << 2,
   /// Draws random numbers (Dropout in training mode).
   kRandom = 1u << 3,
-  /// Autodiff has a rule for it.
+  /// Autodiff knows it: its gradient flows to the operands in the row's
+  /// GradOperands, by the rule grad<Name>; none means the gradient is zero.
   kDifferentiable = 1u << 4,
+  /// Constant folding evaluates it: shape ops, data movement, elementwise
+  /// arithmetic and reductions. GEMMs, normalizations, the loss and random
+  /// ops (Dropout) stay for the runtime.
+  kFoldable = 1u << 5,
 };
+
+/// A set of operand indices, bit i for operand i; the GradOperands column.
+using OperandSet = uint32_t;
+/// No operand.
+constexpr OperandSet kNoOperands = 0;
+/// Every operand, however many (variadic ops).
+constexpr OperandSet kAllOperands = ~OperandSet(0);
+/// \returns the set of the operand indices \p indices (each below 32).
+template <typename... Indices>
+constexpr OperandSet operandSet(Indices... indices) {
+  return (OperandSet(0) | ... | (OperandSet(1) << indices));
+}
 
 /// What dominates an op's run time, for the cost model: Free for constants,
 /// Shape and pure views; Gemm for MatMul and Gemm; Reduction for the
@@ -64,6 +96,10 @@ struct OpInfo {
   /// OpTrait bits.
   uint32_t traits;
   CostClass cost;
+  /// The operands autodiff differentiates (kDifferentiable ops only).
+  OperandSet gradOperands;
+  /// The first default-domain ONNX opset with the op, 0 for none.
+  int onnxSince;
   llvm::StringRef summary;
 };
 
@@ -76,6 +112,9 @@ std::optional<OpKind> lookupOp(llvm::StringRef domain, llvm::StringRef name);
 llvm::ArrayRef<OpKind> allOps();
 /// \returns whether Ops.def gives \p op the trait \p trait.
 bool hasTrait(OpKind op, OpTrait trait);
+/// \returns whether autodiff differentiates operand \p index of \p op, a
+/// kDifferentiable op.
+bool isGradOperand(OpKind op, unsigned index);
 /// \returns the name of \p cost as Ops.def spells it ("MemoryBound").
 llvm::StringRef costClassName(CostClass cost);
 /// \returns the .rir spelling: the name, prefixed "remat." in domain remat.

@@ -475,11 +475,10 @@ Dims reduceDims(ArrayRef<int64_t> dims, ArrayRef<bool> reduced, bool keepDims) {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-/// Add, Sub, Mul, Div: same numeric dtype, broadcast.
-/// Operands of one dtype that satisfies \p accepts, numpy broadcasting.
-Expected<Results> inferArithmetic(const Node &node,
-                                  bool (*accepts)(DType) = isNumeric,
-                                  StringRef expected = "a numeric dtype") {
+/// Two operands of one dtype that satisfies \p accepts, numpy broadcasting;
+/// the result has that dtype.
+Expected<Results> inferBinary(const Node &node, bool (*accepts)(DType),
+                              StringRef expected) {
   if (auto err = checkDType(node, 0, accepts, expected))
     return std::move(err);
   if (auto err = checkSameDType(node, 1, 0))
@@ -490,10 +489,10 @@ Expected<Results> inferArithmetic(const Node &node,
   return Results{known(TensorType(operandType(node, 0).getDType(), *dims))};
 }
 
-Expected<Results> inferAdd(const Node &node) { return inferArithmetic(node); }
-Expected<Results> inferSub(const Node &node) { return inferArithmetic(node); }
-Expected<Results> inferMul(const Node &node) { return inferArithmetic(node); }
-Expected<Results> inferDiv(const Node &node) { return inferArithmetic(node); }
+/// Add, Sub, Mul, Div: same numeric dtype, broadcast.
+Expected<Results> inferArithmetic(const Node &node) {
+  return inferBinary(node, isNumeric, "a numeric dtype");
+}
 
 Expected<Results> inferPow(const Node &node) {
   if (auto err =
@@ -516,31 +515,24 @@ Expected<Results> inferUnary(const Node &node, bool (*accepts)(DType),
   return Results{known(operandType(node, 0))};
 }
 
-Expected<Results> inferSqrt(const Node &node) {
+/// Sqrt, Erf, Tanh, Sigmoid, Exp, Log, Sin, Cos, Reciprocal.
+Expected<Results> inferUnaryFloat(const Node &node) {
   return inferUnary(node, isFloatType, "a float dtype");
 }
-Expected<Results> inferErf(const Node &node) {
-  return inferUnary(node, isFloatType, "a float dtype");
-}
-Expected<Results> inferTanh(const Node &node) {
-  return inferUnary(node, isFloatType, "a float dtype");
-}
-Expected<Results> inferSigmoid(const Node &node) {
-  return inferUnary(node, isFloatType, "a float dtype");
-}
-Expected<Results> inferExp(const Node &node) {
-  return inferUnary(node, isFloatType, "a float dtype");
-}
-Expected<Results> inferLog(const Node &node) {
-  return inferUnary(node, isFloatType, "a float dtype");
-}
-Expected<Results> inferRelu(const Node &node) {
+/// Relu, Neg.
+Expected<Results> inferUnarySigned(const Node &node) {
   return inferUnary(node, isSignedNumeric, "a float or signed integer dtype");
 }
-Expected<Results> inferNeg(const Node &node) {
-  return inferUnary(node, isSignedNumeric, "a float or signed integer dtype");
+/// Abs.
+Expected<Results> inferUnaryNumeric(const Node &node) {
+  return inferUnary(node, isNumeric, "a numeric dtype");
 }
-Expected<Results> inferIdentity(const Node &node) {
+/// Not.
+Expected<Results> inferUnaryBool(const Node &node) {
+  return inferUnary(node, isBool, "dtype bool");
+}
+/// Identity.
+Expected<Results> inferUnaryAny(const Node &node) {
   return inferUnary(node, isAnyType, "any dtype");
 }
 
@@ -564,7 +556,8 @@ Expected<Results> inferEqual(const Node &node) {
   return Results{known(TensorType(DType::Bool, *dims))};
 }
 
-Expected<Results> inferGreaterOrEqual(const Node &node) {
+/// GreaterOrEqual, Greater, Less, LessOrEqual.
+Expected<Results> inferCompare(const Node &node) {
   if (auto err = checkDType(node, 0, isNumeric, "a numeric dtype"))
     return std::move(err);
   if (auto err = checkSameDType(node, 1, 0))
@@ -575,7 +568,8 @@ Expected<Results> inferGreaterOrEqual(const Node &node) {
   return Results{known(TensorType(DType::Bool, *dims))};
 }
 
-Expected<Results> inferAnd(const Node &node) {
+/// And, Or.
+Expected<Results> inferLogical(const Node &node) {
   for (unsigned i = 0; i < 2; ++i)
     if (auto err = checkDType(node, i, isBool, "dtype bool"))
       return std::move(err);
@@ -585,8 +579,9 @@ Expected<Results> inferAnd(const Node &node) {
   return Results{known(TensorType(DType::Bool, *dims))};
 }
 
-/// Max: one or more operands of one numeric dtype, all broadcast together.
-Expected<Results> inferMax(const Node &node) {
+/// Max, Min: one or more operands of one numeric dtype, all broadcast
+/// together.
+Expected<Results> inferMinMax(const Node &node) {
   if (auto err = checkDType(node, 0, isNumeric, "a numeric dtype"))
     return std::move(err);
   SmallVector<unsigned, 4> indices;
@@ -722,6 +717,7 @@ Expected<Results> inferGemm(const Node &node) {
   return Results{known(TensorType(a.getDType(), dims))};
 }
 
+/// Softmax, LogSoftmax.
 Expected<Results> inferSoftmaxLike(const Node &node) {
   if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
     return std::move(err);
@@ -734,13 +730,6 @@ Expected<Results> inferSoftmaxLike(const Node &node) {
       !normalized)
     return normalized.takeError();
   return Results{known(x)};
-}
-
-Expected<Results> inferSoftmax(const Node &node) {
-  return inferSoftmaxLike(node);
-}
-Expected<Results> inferLogSoftmax(const Node &node) {
-  return inferSoftmaxLike(node);
 }
 
 /// Y has X's type. Mean and InvStdDev keep X's leading dims and have size 1
@@ -856,13 +845,6 @@ Expected<Results> inferAttrReduction(const Node &node) {
     return axes.takeError();
   std::vector<int64_t> axisList = axes->value_or(std::vector<int64_t>());
   return reduceOver(node, axisList, *keepDims != 0, "attribute 'axes'");
-}
-
-Expected<Results> inferReduceMean(const Node &node) {
-  return inferAttrReduction(node);
-}
-Expected<Results> inferReduceMax(const Node &node) {
-  return inferAttrReduction(node);
 }
 
 /// ReduceSum takes axes as an optional operand since opset 13.
@@ -1572,30 +1554,10 @@ Expected<Results> inferSoftmaxCrossEntropyLoss(const Node &node) {
 // Ops added for the transformer families (issue 13)
 //===----------------------------------------------------------------------===//
 
-Expected<Results> inferSin(const Node &node) {
-  return inferUnary(node, isFloatType, "a float dtype");
-}
-Expected<Results> inferCos(const Node &node) {
-  return inferUnary(node, isFloatType, "a float dtype");
-}
-Expected<Results> inferAbs(const Node &node) {
-  return inferUnary(node, isNumeric, "a numeric dtype");
-}
-Expected<Results> inferNot(const Node &node) {
-  return inferUnary(node, isBool, "dtype bool");
-}
-
 Expected<Results> inferIsNaN(const Node &node) {
   if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
     return std::move(err);
   return Results{known(operandType(node, 0).withDType(DType::Bool))};
-}
-
-/// Min: as Max.
-Expected<Results> inferMin(const Node &node) { return inferMax(node); }
-
-Expected<Results> inferReciprocal(const Node &node) {
-  return inferUnary(node, isFloatType, "a float dtype");
 }
 
 Expected<Results> inferIsInf(const Node &node) {
@@ -1611,17 +1573,6 @@ Expected<Results> inferIsInf(const Node &node) {
     return std::move(err);
   return Results{known(operandType(node, 0).withDType(DType::Bool))};
 }
-
-Expected<Results> inferLess(const Node &node) {
-  return inferGreaterOrEqual(node);
-}
-Expected<Results> inferLessOrEqual(const Node &node) {
-  return inferGreaterOrEqual(node);
-}
-Expected<Results> inferGreater(const Node &node) {
-  return inferGreaterOrEqual(node);
-}
-Expected<Results> inferOr(const Node &node) { return inferAnd(node); }
 
 /// Checks that operand \p i holds one element (a 0-D tensor, or 1-D of one
 /// element, which exporters also write) of dtype \p accepts.
@@ -2011,17 +1962,13 @@ Expected<ConvGeometry> convGeometry(const Node &node) {
   return geometry;
 }
 
+/// Conv, ConvTranspose.
 Expected<Results> inferConvLike(const Node &node) {
   auto geometry = convGeometry(node);
   if (!geometry)
     return geometry.takeError();
   return Results{
       known(TensorType(operandType(node, 0).getDType(), geometry->resultDims))};
-}
-
-Expected<Results> inferConv(const Node &node) { return inferConvLike(node); }
-Expected<Results> inferConvTranspose(const Node &node) {
-  return inferConvLike(node);
 }
 
 //===----------------------------------------------------------------------===//
@@ -2050,7 +1997,7 @@ Expected<Results> inferGelu(const Node &node) {
 Expected<Results> inferGeluGrad(const Node &node) {
   if (auto err = checkGeluApproximate(node))
     return std::move(err);
-  return inferArithmetic(node, isFloatType, "a float dtype");
+  return inferBinary(node, isFloatType, "a float dtype");
 }
 
 /// remat.SoftmaxCrossEntropyGrad(log_prob, labels, scale): log_prob and
@@ -2210,15 +2157,19 @@ Expected<Results> inferPermutedMatMul(const Node &node) {
   return Results{known(TensorType(a.getDType(), dims))};
 }
 
-/// Dispatches to infer<Name> for every op in Ops.def.
-Expected<Results> dispatch(const Node &node) {
-  switch (node.getOp()) {
-#define OP(NAME, ...)                                                          \
-  case OpKind::NAME:                                                           \
-    return infer##NAME(node);
+using Rule = Expected<Results> (*)(const Node &);
+
+/// The inference rule of every op, infer<Infer> from its Ops.def row,
+/// indexed by OpKind.
+constexpr Rule kRules[] = {
+#define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS, \
+           TRAITS, COST, INFER, ...)                                           \
+  &infer##INFER,
 #include "ir/Ops.def"
-  }
-  llvm_unreachable("unknown op kind");
+};
+
+Expected<Results> dispatch(const Node &node) {
+  return kRules[size_t(node.getOp())](node);
 }
 
 } // namespace

@@ -79,23 +79,6 @@ namespace {
 /// True for ops that have a gradient rule (grad<Op> below).
 bool hasRule(OpKind op) { return hasTrait(op, kDifferentiable); }
 
-/// True if operand \p i of \p node (an op with a rule) carries a gradient.
-bool isDifferentiableOperand(const Node &node, unsigned i) {
-  switch (node.getOp()) {
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
-  case OpKind::Pow: case OpKind::Max: case OpKind::Concat: case OpKind::Gemm:
-  case OpKind::MatMul: case OpKind::LayerNormalization:
-  case OpKind::Min: case OpKind::Conv:
-    return true;
-  case OpKind::Pad:
-    return i == 0 || i == 2;
-  case OpKind::Where:
-    return i != 0;
-  default:
-    return i == 0;
-  }
-}
-
 /// Emits backward nodes. A failure to build a node is recorded once and
 /// poisons every later emit (they return null), so rules read straight.
 class Differentiator {
@@ -1207,9 +1190,11 @@ template <> Error grad<OpKind::Conv>(Differentiator &d, const GradArgs &args) {
 
 using GradRule = Error (*)(Differentiator &, const GradArgs &);
 
-/// grad<Op> for an op with trait kDifferentiable, else null.
-template <OpKind K, uint32_t Traits> constexpr GradRule ruleFor() {
-  if constexpr ((Traits & kDifferentiable) != 0)
+/// grad<Op> for an op with trait kDifferentiable whose gradient reaches an
+/// operand, else null.
+template <OpKind K, uint32_t Traits, OperandSet GradOperands>
+constexpr GradRule ruleFor() {
+  if constexpr ((Traits & kDifferentiable) != 0 && GradOperands != kNoOperands)
     return &grad<K>;
   else
     return nullptr;
@@ -1218,8 +1203,8 @@ template <OpKind K, uint32_t Traits> constexpr GradRule ruleFor() {
 /// The gradient rules, indexed by OpKind.
 constexpr GradRule kGradRules[] = {
 #define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS, \
-           TRAITS, COST, SUMMARY)                                              \
-  ruleFor<OpKind::NAME, uint32_t(TRAITS)>(),
+           TRAITS, COST, INFER, KERNEL, GRAD_OPERANDS, ONNX_SINCE, SUMMARY)    \
+  ruleFor<OpKind::NAME, uint32_t(TRAITS), GRAD_OPERANDS>(),
 #include "ir/Ops.def"
 };
 
@@ -1327,7 +1312,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
   auto carries = [&](const Node &node, unsigned i) {
     if (!active.contains(node.getOperand(i)))
       return false;
-    return !hasRule(node.getOp()) || isDifferentiableOperand(node, i);
+    return !hasRule(node.getOp()) || isGradOperand(node.getOp(), i);
   };
   for (Node &node : graph.getNodes()) {
     bool any = false;

@@ -124,66 +124,7 @@ llvm::Error checkCastRange(const Node &node, const TensorData &data,
 
 } // namespace
 
-bool remat::passes::isFoldable(OpKind op) {
-  switch (op) {
-  case OpKind::Shape:
-  case OpKind::Gather:
-  case OpKind::Unsqueeze:
-  case OpKind::Squeeze:
-  case OpKind::Concat:
-  case OpKind::Slice:
-  case OpKind::Reshape:
-  case OpKind::Expand:
-  case OpKind::Cast:
-  case OpKind::Identity:
-  case OpKind::Range:
-  case OpKind::ConstantOfShape:
-  case OpKind::Equal:
-  case OpKind::Where:
-  case OpKind::GreaterOrEqual:
-  case OpKind::And:
-  case OpKind::Max:
-  case OpKind::Mod:
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Pow:
-  case OpKind::Neg:
-  case OpKind::Sqrt:
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Erf:
-  case OpKind::Tanh:
-  case OpKind::Relu:
-  case OpKind::Sigmoid:
-  case OpKind::Gelu:
-  case OpKind::GeluGrad:
-  case OpKind::Transpose:
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMean:
-  case OpKind::ReduceMax:
-  case OpKind::Sin:
-  case OpKind::Cos:
-  case OpKind::Abs:
-  case OpKind::Not:
-  case OpKind::IsNaN:
-  case OpKind::Min:
-  case OpKind::Trilu:
-  case OpKind::CumSum:
-  case OpKind::GatherElements:
-  case OpKind::Pad:
-  case OpKind::Reciprocal:
-  case OpKind::IsInf:
-  case OpKind::Less:
-  case OpKind::LessOrEqual:
-  case OpKind::Greater:
-  case OpKind::Or:
-    return true;
-  default:
-    return false;
-  }
-}
+bool remat::passes::isFoldable(OpKind op) { return hasTrait(op, kFoldable); }
 
 llvm::Error
 remat::passes::checkFoldable(const Node &node,

@@ -16,9 +16,8 @@
 
 namespace remat::passes {
 
-/// \returns true if constant folding evaluates nodes of \p op: shape ops,
-/// data movement, elementwise arithmetic and reductions. GEMMs,
-/// normalizations, the loss and random ops (Dropout) stay for the runtime.
+/// \returns true if constant folding evaluates nodes of \p op: the ops with
+/// trait kFoldable in ir/Ops.def.
 bool isFoldable(ir::OpKind op);
 
 /// Checks \p node, whose operands hold \p operands, against the policy:

@@ -235,19 +235,31 @@ private:
 
   //===--- Step 3: nodes --------------------------------------------------===//
 
-  /// What an ONNX node becomes: a remat op, or a conversion at import.
-  enum class Conversion {
-    None,
-    Flatten,
-    GatherND,
-    CastLike,
-    ScatterND,
-    SplitToSequence,
-    SequenceAt
+  /// What convertNode collected for a node whose inputs are tensors.
+  struct NodeArgs {
+    /// The remat op of the node's op type; none for a conversion at import.
+    std::optional<OpKind> op;
+    SmallVector<Value *, 4> operands;
+    AttrList attrs;
+    /// The result names, one per output up to the last one given.
+    std::vector<std::string> names;
   };
-  /// Maps \p flat's op type. \returns false if remat has no such op.
-  bool mapOp(const FlatNode &flat, std::optional<OpKind> &op,
-             Conversion &conversion) const;
+  using Results = Expected<SmallVector<Value *, 2>>;
+  /// How one ONNX op type becomes remat IR (Note [Converter table]).
+  struct Converter {
+    /// The remat op it becomes; none for the conversions at import.
+    std::optional<OpKind> op;
+    /// The first default-domain opset with the op type; 0 outside it.
+    int64_t since = 0;
+    /// Converts a node whose inputs are tensors; null for a sequence op.
+    Results (Importer::*convert)(const FlatNode &, NodeArgs &) = nullptr;
+    /// Converts a node that reads or makes a tensor sequence, from its
+    /// proto.
+    Error (Importer::*convertSequence)(const FlatNode &,
+                                       const AttrList &) = nullptr;
+  };
+  /// \returns the converter of \p flat's op type, or null if remat has none.
+  static const Converter *findConverter(const FlatNode &flat);
   /// Fails, naming every unsupported op type once with its count and its
   /// first node, if any node's op is unsupported: a user fixes them all at
   /// once instead of meeting them one by one.
@@ -259,30 +271,26 @@ private:
   Expected<Value *> defaultOperand(const FlatNode &flat, OpKind op,
                                    unsigned index,
                                    ArrayRef<Value *> operandsSoFar);
-  Error convertConstant(const FlatNode &flat, AttrList &attrs);
-  Error convertAxesInput(const FlatNode &flat, OpKind op,
-                         SmallVector<Value *, 4> &operands, AttrList &attrs,
-                         bool &toIdentity);
-  Error convertSplit(const FlatNode &flat, SmallVector<Value *, 4> &operands,
-                     AttrList &attrs, unsigned numResults);
-  Expected<SmallVector<Value *, 2>> convertFlatten(const FlatNode &flat,
-                                                   ArrayRef<Value *> operands,
-                                                   const AttrList &attrs,
-                                                   const std::string &name);
-  Expected<SmallVector<Value *, 2>> convertGatherND(const FlatNode &flat,
-                                                    ArrayRef<Value *> operands,
-                                                    const AttrList &attrs,
-                                                    const std::string &name);
-  Expected<SmallVector<Value *, 2>> convertCastLike(const FlatNode &flat,
-                                                    ArrayRef<Value *> operands,
-                                                    const std::string &name);
-  /// SplitToSequence (constant split) and SequenceAt (constant position).
-  Error convertSequenceOp(const FlatNode &flat, Conversion conversion,
-                          const AttrList &attrs);
-  Expected<SmallVector<Value *, 2>> convertScatterND(const FlatNode &flat,
-                                                     ArrayRef<Value *> operands,
-                                                     const AttrList &attrs,
-                                                     const std::string &name);
+  // The converters of the table; each ends by emitting what the node
+  // becomes.
+  /// Emits args.op as it is: the op's ONNX and remat forms agree.
+  Results convertDirect(const FlatNode &flat, NodeArgs &args);
+  Results convertConstant(const FlatNode &flat, NodeArgs &args);
+  /// ReduceMean and ReduceMax, whose axes are an input from opset 18.
+  Results convertAttrReduction(const FlatNode &flat, NodeArgs &args);
+  Results convertSplit(const FlatNode &flat, NodeArgs &args);
+  Results convertDropout(const FlatNode &flat, NodeArgs &args);
+  Results convertCast(const FlatNode &flat, NodeArgs &args);
+  Results convertFlatten(const FlatNode &flat, NodeArgs &args);
+  Results convertGatherND(const FlatNode &flat, NodeArgs &args);
+  Results convertCastLike(const FlatNode &flat, NodeArgs &args);
+  Results convertScatterND(const FlatNode &flat, NodeArgs &args);
+  /// SequenceAt at a constant position.
+  Error convertSequenceAt(const FlatNode &flat, const AttrList &attrs);
+  /// SplitToSequence with a constant split.
+  Error convertSplitToSequence(const FlatNode &flat, const AttrList &attrs);
+  /// \returns input \p i of \p flat, a tensor (not a sequence).
+  Expected<Value *> tensorInput(const FlatNode &flat, int i);
 
   /// Creates \p op over \p operands with results named \p names, infers the
   /// result types, and replaces the node by Constants when it evaluates on
@@ -980,7 +988,14 @@ Expected<Value *> Importer::defaultOperand(const FlatNode &flat, OpKind op,
                              "remat knows no default for it");
 }
 
-Error Importer::convertConstant(const FlatNode &flat, AttrList &attrs) {
+Importer::Results Importer::convertDirect(const FlatNode &flat,
+                                          NodeArgs &args) {
+  return emit(flat, *args.op, args.operands, std::move(args.attrs), args.names);
+}
+
+Importer::Results Importer::convertConstant(const FlatNode &flat,
+                                            NodeArgs &args) {
+  AttrList &attrs = args.attrs;
   static const char *const kForms[] = {
       "value",      "value_float",  "value_int",     "value_floats",
       "value_ints", "value_string", "value_strings", "sparse_value"};
@@ -1000,7 +1015,7 @@ Error Importer::convertConstant(const FlatNode &flat, AttrList &attrs) {
   if (form == "value") {
     if (!attrs.getTensor(form))
       return nodeError(flat, "attribute 'value' must be a tensor");
-    return Error::success();
+    return convertDirect(flat, args);
   }
   if (form == "value_float") {
     auto value = attrs.getFloat(form);
@@ -1033,14 +1048,18 @@ Error Importer::convertConstant(const FlatNode &flat, AttrList &attrs) {
   }
   attrs.remove(form);
   attrs.set("value", std::move(data));
-  return Error::success();
+  return convertDirect(flat, args);
 }
 
-Error Importer::convertAxesInput(const FlatNode &flat, OpKind op,
-                                 SmallVector<Value *, 4> &operands,
-                                 AttrList &attrs, bool &toIdentity) {
+Importer::Results Importer::convertAttrReduction(const FlatNode &flat,
+                                                 NodeArgs &args) {
   // ReduceMean/ReduceMax take axes as an optional input from opset 18; remat
   // keeps opset 17's attribute.
+  if (flat.opset < 18)
+    return convertDirect(flat, args);
+  OpKind op = *args.op;
+  SmallVector<Value *, 4> &operands = args.operands;
+  AttrList &attrs = args.attrs;
   std::vector<int64_t> axes;
   if (operands.size() >= 2) {
     const TensorData *data = getConstantValue(operands[1]);
@@ -1060,20 +1079,22 @@ Error Importer::convertAxesInput(const FlatNode &flat, OpKind op,
   int64_t noop = attrs.getInt("noop_with_empty_axes").value_or(0);
   attrs.remove("noop_with_empty_axes");
   if (axes.empty() && noop != 0) {
-    toIdentity = true;
-    return Error::success();
+    args.op = OpKind::Identity;
+    attrs = AttrList();
+    return convertDirect(flat, args);
   }
   if (!axes.empty())
     attrs.set("axes", axes);
-  return Error::success();
+  return convertDirect(flat, args);
 }
 
-Error Importer::convertSplit(const FlatNode &flat,
-                             SmallVector<Value *, 4> &operands, AttrList &attrs,
-                             unsigned numResults) {
+Importer::Results Importer::convertSplit(const FlatNode &flat, NodeArgs &args) {
+  SmallVector<Value *, 4> &operands = args.operands;
+  AttrList &attrs = args.attrs;
+  unsigned numResults = args.names.size();
   std::optional<int64_t> numOutputs = attrs.getInt("num_outputs");
   if (!attrs.has("num_outputs"))
-    return Error::success();
+    return convertDirect(flat, args);
   if (!numOutputs)
     return nodeError(flat, "attribute 'num_outputs' must be an int");
   attrs.remove("num_outputs");
@@ -1106,12 +1127,30 @@ Error Importer::convertSplit(const FlatNode &flat,
   operands.push_back(
       emitConstant(TensorData::fromInts(TensorType(DType::I64, {n}), sizes),
                    flat.proto->output(0) + ".split"));
-  return Error::success();
+  return convertDirect(flat, args);
 }
 
-Expected<SmallVector<Value *, 2>>
-Importer::convertFlatten(const FlatNode &flat, ArrayRef<Value *> operands,
-                         const AttrList &attrs, const std::string &name) {
+Importer::Results Importer::convertDropout(const FlatNode &flat,
+                                           NodeArgs &args) {
+  if (!args.attrs.has("seed")) {
+    StringRef name = flat.proto->name();
+    args.attrs.set("seed",
+                   stableSeed(name.empty() ? StringRef(args.names[0]) : name));
+  }
+  return convertDirect(flat, args);
+}
+
+Importer::Results Importer::convertCast(const FlatNode &flat, NodeArgs &args) {
+  // Opset 19's 'saturate' only affects float8 types, which remat lacks.
+  args.attrs.remove("saturate");
+  return convertDirect(flat, args);
+}
+
+Importer::Results Importer::convertFlatten(const FlatNode &flat,
+                                           NodeArgs &args) {
+  ArrayRef<Value *> operands = args.operands;
+  const AttrList &attrs = args.attrs;
+  const std::string &name = args.names[0];
   // Flatten(x, axis) == Reshape(x, [prod(dims[:axis]), prod(dims[axis:])]).
   if (operands.size() != 1)
     return nodeError(flat, "expects 1 input, got " + Twine(operands.size()));
@@ -1133,9 +1172,10 @@ Importer::convertFlatten(const FlatNode &flat, ArrayRef<Value *> operands,
   return emit(flat, OpKind::Reshape, {operands[0], shape}, {}, {name});
 }
 
-Expected<SmallVector<Value *, 2>>
-Importer::convertCastLike(const FlatNode &flat, ArrayRef<Value *> operands,
-                          const std::string &name) {
+Importer::Results Importer::convertCastLike(const FlatNode &flat,
+                                            NodeArgs &args) {
+  ArrayRef<Value *> operands = args.operands;
+  const std::string &name = args.names[0];
   // CastLike(x, like) == Cast(x) {to = dtype of like}; like's values are
   // never read. Opset 19's 'saturate' only affects float8 types.
   if (operands.size() != 2)
@@ -1145,57 +1185,64 @@ Importer::convertCastLike(const FlatNode &flat, ArrayRef<Value *> operands,
   return emit(flat, OpKind::Cast, {operands[0]}, std::move(attrs), {name});
 }
 
-Error Importer::convertSequenceOp(const FlatNode &flat, Conversion conversion,
-                                  const AttrList &attrs) {
+Expected<Value *> Importer::tensorInput(const FlatNode &flat, int i) {
+  const onnx::NodeProto &proto = *flat.proto;
+  auto it = values_.find(proto.input(i));
+  if (it == values_.end())
+    return nodeError(flat, "input '" + proto.input(i) +
+                               "' is not a tensor remat knows (a sequence "
+                               "other than SplitToSequence's?)");
+  return it->second;
+}
+
+Error Importer::convertSequenceAt(const FlatNode &flat, const AttrList &) {
   const onnx::NodeProto &proto = *flat.proto;
   if (proto.output_size() != 1 || proto.output(0).empty())
     return nodeError(flat, "expects 1 output");
   const std::string &name = proto.output(0);
-  auto tensor = [&](int i) -> Expected<Value *> {
-    auto it = values_.find(proto.input(i));
-    if (it == values_.end())
-      return nodeError(flat, "input '" + proto.input(i) +
-                                 "' is not a tensor remat knows (a sequence "
-                                 "other than SplitToSequence's?)");
-    return it->second;
-  };
-  if (conversion == Conversion::SequenceAt) {
-    // SequenceAt(sequence, position) == element position (negative counts
-    // from the end), as an Identity named by the output.
-    if (proto.input_size() != 2)
-      return nodeError(flat, "expects 2 inputs");
-    auto seq = sequences_.find(proto.input(0));
-    if (seq == sequences_.end())
-      return nodeError(flat, "input '" + proto.input(0) +
-                                 "' is not a sequence SplitToSequence made; "
-                                 "remat supports no other sequences");
-    auto position = tensor(1);
-    if (!position)
-      return position.takeError();
-    const TensorData *value = getConstantValue(*position);
-    if (!value || value->getNumElements() != 1)
-      return nodeError(flat, "position '" + proto.input(1) +
-                                 "' must be a constant scalar: remat picks "
-                                 "the element when importing");
-    int64_t size = static_cast<int64_t>(seq->second.size());
-    int64_t index = value->getInts()[0];
-    if (index < -size || index >= size)
-      return nodeError(flat, "position " + Twine(index) +
-                                 " is out of range for a sequence of " +
-                                 Twine(size) + " tensors");
-    Value *element = seq->second[index < 0 ? index + size : index];
-    auto results = emit(flat, OpKind::Identity, {element}, {}, {name});
-    if (!results)
-      return results.takeError();
-    values_[name] = (*results)[0];
-    return Error::success();
-  }
+  // SequenceAt(sequence, position) == element position (negative counts
+  // from the end), as an Identity named by the output.
+  if (proto.input_size() != 2)
+    return nodeError(flat, "expects 2 inputs");
+  auto seq = sequences_.find(proto.input(0));
+  if (seq == sequences_.end())
+    return nodeError(flat, "input '" + proto.input(0) +
+                               "' is not a sequence SplitToSequence made; "
+                               "remat supports no other sequences");
+  auto position = tensorInput(flat, 1);
+  if (!position)
+    return position.takeError();
+  const TensorData *value = getConstantValue(*position);
+  if (!value || value->getNumElements() != 1)
+    return nodeError(flat, "position '" + proto.input(1) +
+                               "' must be a constant scalar: remat picks "
+                               "the element when importing");
+  int64_t size = static_cast<int64_t>(seq->second.size());
+  int64_t index = value->getInts()[0];
+  if (index < -size || index >= size)
+    return nodeError(flat, "position " + Twine(index) +
+                               " is out of range for a sequence of " +
+                               Twine(size) + " tensors");
+  Value *element = seq->second[index < 0 ? index + size : index];
+  auto results = emit(flat, OpKind::Identity, {element}, {}, {name});
+  if (!results)
+    return results.takeError();
+  values_[name] = (*results)[0];
+  return Error::success();
+}
+
+Error Importer::convertSplitToSequence(const FlatNode &flat,
+                                       const AttrList &attrs) {
+  const onnx::NodeProto &proto = *flat.proto;
+  if (proto.output_size() != 1 || proto.output(0).empty())
+    return nodeError(flat, "expects 1 output");
+  const std::string &name = proto.output(0);
   // SplitToSequence(input, split) {axis, keepdims}: a Split along axis into
   // pieces of 1 (without split; squeezed unless keepdims), of the scalar
   // split's size (the last one smaller), or of the listed sizes.
   if (proto.input_size() < 1 || proto.input_size() > 2)
     return nodeError(flat, "expects 1 or 2 inputs");
-  auto input = tensor(0);
+  auto input = tensorInput(flat, 0);
   if (!input)
     return input.takeError();
   const TensorType &type = (*input)->getType();
@@ -1211,7 +1258,7 @@ Error Importer::convertSequenceOp(const FlatNode &flat, Conversion conversion,
   std::vector<int64_t> sizes;
   bool hasSplit = proto.input_size() == 2 && !proto.input(1).empty();
   if (hasSplit) {
-    auto split = tensor(1);
+    auto split = tensorInput(flat, 1);
     if (!split)
       return split.takeError();
     const TensorData *value = getConstantValue(*split);
@@ -1265,9 +1312,11 @@ Error Importer::convertSequenceOp(const FlatNode &flat, Conversion conversion,
   return Error::success();
 }
 
-Expected<SmallVector<Value *, 2>>
-Importer::convertScatterND(const FlatNode &flat, ArrayRef<Value *> operands,
-                           const AttrList &attrs, const std::string &name) {
+Importer::Results Importer::convertScatterND(const FlatNode &flat,
+                                             NodeArgs &args) {
+  ArrayRef<Value *> operands = args.operands;
+  const AttrList &attrs = args.attrs;
+  const std::string &name = args.names[0];
   // With constant indices, ScatterND is a ScatterElements along axis 0 of
   // the data reshaped so that the indexed dims are one: data [D1..Dk, R...]
   // -> [D1*..*Dk, R], updates [M..., R...] -> [M, R], and each update row
@@ -1370,9 +1419,11 @@ Importer::convertScatterND(const FlatNode &flat, ArrayRef<Value *> operands,
   return emit(flat, OpKind::Reshape, {(*scattered)[0], shape}, {}, {name});
 }
 
-Expected<SmallVector<Value *, 2>>
-Importer::convertGatherND(const FlatNode &flat, ArrayRef<Value *> operands,
-                          const AttrList &attrs, const std::string &name) {
+Importer::Results Importer::convertGatherND(const FlatNode &flat,
+                                            NodeArgs &args) {
+  ArrayRef<Value *> operands = args.operands;
+  const AttrList &attrs = args.attrs;
+  const std::string &name = args.names[0];
   // With constant indices, GatherND is a Gather on the data reshaped so that
   // the indexed dims are one: data [B..., D1..Dk, R...] -> [B*D1*..*Dk, R...],
   // flat index = b * D1*..*Dk + sum(i_j * stride_j).
@@ -1628,33 +1679,61 @@ Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
   return results;
 }
 
-bool Importer::mapOp(const FlatNode &flat, std::optional<OpKind> &op,
-                     Conversion &conversion) const {
+// Note [Converter table]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// One table says how every ONNX op type remat reads becomes IR, keyed by
+// domain and op type. Its rows come from ir/Ops.def: each op of the default
+// domain, and each remat op with an OnnxSince (Gelu, ONNX opset 20), under
+// its ONNX name with that opset; each remat op under "remat.Name", with no
+// opset bound. They convert directly (the node becomes the op as it is),
+// except the few whose ONNX form differs from remat's opset-17 one
+// (Constant's value forms, ReduceMean/ReduceMax axes inputs, Split's
+// num_outputs, Dropout's seed, Cast's saturate). Then the op types remat
+// has no op for but converts at import with constant indices or sizes
+// (Flatten, GatherND, CastLike, ScatterND) and the two sequence ops
+// (SplitToSequence, SequenceAt), whose converters read the node's proto
+// because their inputs or results are sequences rather than tensors.
+const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
+  // Keyed by "domain.opType", "" for the default domain; built once,
+  // read-only afterwards.
+  static const llvm::StringMap<Converter> table = [] {
+    llvm::StringMap<Converter> map;
+    for (OpKind op : allOps()) {
+      const OpInfo &info = getOpInfo(op);
+      if (info.onnxSince > 0)
+        map["." + info.name.str()] = {op, info.onnxSince,
+                                      &Importer::convertDirect};
+      if (!info.domain.empty())
+        map[(info.domain + "." + info.name).str()] = {
+            op, 0, &Importer::convertDirect};
+    }
+    auto setConvert = [&](StringRef opType, auto convert) {
+      assert(map.count(opType) && "a converter for an op remat lacks");
+      map[opType].convert = convert;
+    };
+    setConvert(".Constant", &Importer::convertConstant);
+    setConvert(".ReduceMean", &Importer::convertAttrReduction);
+    setConvert(".ReduceMax", &Importer::convertAttrReduction);
+    setConvert(".Split", &Importer::convertSplit);
+    setConvert(".Dropout", &Importer::convertDropout);
+    setConvert(".Cast", &Importer::convertCast);
+    map[".Flatten"] = {std::nullopt, 1, &Importer::convertFlatten};
+    map[".GatherND"] = {std::nullopt, 11, &Importer::convertGatherND};
+    map[".CastLike"] = {std::nullopt, 15, &Importer::convertCastLike};
+    map[".ScatterND"] = {std::nullopt, 11, &Importer::convertScatterND};
+    map[".SplitToSequence"] = {std::nullopt, 11, nullptr,
+                               &Importer::convertSplitToSequence};
+    map[".SequenceAt"] = {std::nullopt, 11, nullptr,
+                          &Importer::convertSequenceAt};
+    return map;
+  }();
   StringRef domain = flat.proto->domain();
-  StringRef opType = flat.proto->op_type();
-  conversion = Conversion::None;
-  op.reset();
-  if (isDefaultDomain(domain)) {
-    if (opType == "Gelu")
-      op = OpKind::Gelu;
-    else if (opType == "Flatten")
-      conversion = Conversion::Flatten;
-    else if (opType == "GatherND")
-      conversion = Conversion::GatherND;
-    else if (opType == "CastLike")
-      conversion = Conversion::CastLike;
-    else if (opType == "ScatterND")
-      conversion = Conversion::ScatterND;
-    else if (opType == "SplitToSequence")
-      conversion = Conversion::SplitToSequence;
-    else if (opType == "SequenceAt")
-      conversion = Conversion::SequenceAt;
-    else
-      op = lookupOp("", opType);
-  } else if (domain == "remat") {
-    op = lookupOp(domain, opType);
-  }
-  return op || conversion != Conversion::None;
+  if (isDefaultDomain(domain))
+    domain = "";
+  else if (domain != "remat")
+    return nullptr;
+  auto it = table.find((domain + "." + flat.proto->op_type()).str());
+  return it == table.end() ? nullptr : &it->second;
 }
 
 Error Importer::checkOpsSupported() const {
@@ -1665,9 +1744,7 @@ Error Importer::checkOpsSupported() const {
   };
   std::vector<Unsupported> unsupported;
   for (const FlatNode &flat : flatNodes_) {
-    std::optional<OpKind> op;
-    Conversion conversion;
-    if (mapOp(flat, op, conversion))
+    if (findConverter(flat))
       continue;
     std::string key = flat.proto->op_type();
     if (!isDefaultDomain(flat.proto->domain()))
@@ -1713,34 +1790,22 @@ Error Importer::checkOpsSupported() const {
 
 Error Importer::convertNode(const FlatNode &flat) {
   const onnx::NodeProto &proto = *flat.proto;
-  StringRef domain = proto.domain();
   StringRef opType = proto.op_type();
 
-  if (isDefaultDomain(domain)) {
-    // Ops that appeared after opset 13.
-    static const std::pair<StringRef, int64_t> kSince[] = {
-        {"LayerNormalization", 17}, {"Gelu", 20}, {"Trilu", 14},
-        {"CastLike", 15}};
-    for (const auto &[name, since] : kSince)
-      if (opType == name && flat.opset < since)
-        return fileError(describeFull(flat) + ": unsupported op: '" + opType +
-                         "' exists in the default domain from opset " +
-                         Twine(since));
-  }
-  // Which remat op, or which import-time conversion (checkOpsSupported has
-  // refused the model if any node has neither).
-  std::optional<OpKind> op;
-  Conversion conversion;
-  bool supported = mapOp(flat, op, conversion);
-  assert(supported && "checkOpsSupported() checked every node");
-  (void)supported;
+  // checkOpsSupported() has refused the model if any node has none.
+  const Converter *converter = findConverter(flat);
+  assert(converter && "checkOpsSupported() checked every node");
+  // Only rows of the default domain have an opset bound.
+  if (flat.opset < converter->since)
+    return fileError(describeFull(flat) + ": unsupported op: '" + opType +
+                     "' exists in the default domain from opset " +
+                     Twine(converter->since));
 
   auto attrs = convertAttributes(flat);
   if (!attrs)
     return attrs.takeError();
-  if (conversion == Conversion::SplitToSequence ||
-      conversion == Conversion::SequenceAt)
-    return convertSequenceOp(flat, conversion, *attrs);
+  if (converter->convertSequence)
+    return (this->*converter->convertSequence)(flat, *attrs);
 
   // Operands: trailing omitted inputs are dropped, omitted ones in the
   // middle take the op's default.
@@ -1751,9 +1816,9 @@ Error Importer::convertNode(const FlatNode &flat) {
   for (int i = 0; i <= lastInput; ++i) {
     const std::string &name = proto.input(i);
     if (name.empty()) {
-      if (!op)
+      if (!converter->op)
         return nodeError(flat, "input " + Twine(i) + " is omitted");
-      auto value = defaultOperand(flat, *op, i, operands);
+      auto value = defaultOperand(flat, *converter->op, i, operands);
       if (!value)
         return value.takeError();
       operands.push_back(*value);
@@ -1783,52 +1848,9 @@ Error Importer::convertNode(const FlatNode &flat) {
                                  : name);
   }
 
-  Expected<SmallVector<Value *, 2>> results = SmallVector<Value *, 2>();
-  if (conversion == Conversion::Flatten) {
-    results = convertFlatten(flat, operands, *attrs, names[0]);
-  } else if (conversion == Conversion::GatherND) {
-    results = convertGatherND(flat, operands, *attrs, names[0]);
-  } else if (conversion == Conversion::CastLike) {
-    results = convertCastLike(flat, operands, names[0]);
-  } else if (conversion == Conversion::ScatterND) {
-    results = convertScatterND(flat, operands, *attrs, names[0]);
-  } else {
-    switch (*op) {
-    case OpKind::Constant:
-      if (auto err = convertConstant(flat, *attrs))
-        return err;
-      break;
-    case OpKind::ReduceMean:
-    case OpKind::ReduceMax:
-      if (flat.opset >= 18) {
-        bool toIdentity = false;
-        if (auto err =
-                convertAxesInput(flat, *op, operands, *attrs, toIdentity))
-          return err;
-        if (toIdentity) {
-          op = OpKind::Identity;
-          *attrs = AttrList();
-        }
-      }
-      break;
-    case OpKind::Split:
-      if (auto err = convertSplit(flat, operands, *attrs, names.size()))
-        return err;
-      break;
-    case OpKind::Dropout:
-      if (!attrs->has("seed"))
-        attrs->set("seed", stableSeed(proto.name().empty() ? StringRef(names[0])
-                                                           : proto.name()));
-      break;
-    case OpKind::Cast:
-      // Opset 19's 'saturate' only affects float8 types, which remat lacks.
-      attrs->remove("saturate");
-      break;
-    default:
-      break;
-    }
-    results = emit(flat, *op, operands, std::move(*attrs), names);
-  }
+  NodeArgs args{converter->op, std::move(operands), std::move(*attrs),
+                std::move(names)};
+  Results results = (this->*converter->convert)(flat, args);
   if (!results)
     return results.takeError();
 
