@@ -3,7 +3,8 @@
 // selectKernel() validates the node against shape inference (so every kernel
 // may assume ONNX opset-17-consistent operand and result types), rejects what
 // the CPU backend does not implement with a message naming the node, the op
-// and the dtype or attribute, and hands the node to its family:
+// and the dtype or attribute, and hands the node to the select<Kernel> its
+// Ops.def row names (Note [The op table]), in the file of its family:
 //
 //   Elementwise.cpp    unary and binary arithmetic, comparisons, Where, Max,
 //                      Mod, Pow, Cast, Gelu, Dropout, remat.DropoutGrad
@@ -200,6 +201,17 @@ Error precheck(const ir::Node &node) {
   return Error::success();
 }
 
+using Selector = Expected<Kernel> (*)(const ir::Node &);
+
+/// The kernel family of every op, select<Kernel> from its Ops.def row,
+/// indexed by OpKind.
+constexpr Selector kSelectors[] = {
+#define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS, \
+           TRAITS, COST, INFER, KERNEL, ...)                                   \
+  &select##KERNEL,
+#include "ir/Ops.def"
+};
+
 } // namespace
 
 Expected<Kernel> selectKernel(const ir::Node &node) {
@@ -212,102 +224,7 @@ Expected<Kernel> selectKernel(const ir::Node &node) {
       return nodeError(node, "result %" + node.getResult(i)->getName() + ": " +
                                  errorToString(std::move(err)));
 
-  using ir::OpKind;
-  switch (node.getOp()) {
-  case OpKind::Sqrt:
-  case OpKind::Erf:
-  case OpKind::Tanh:
-  case OpKind::Relu:
-  case OpKind::Sigmoid:
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Neg:
-  case OpKind::Gelu:
-    return selectUnary(node);
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Pow:
-  case OpKind::GeluGrad:
-  case OpKind::Equal:
-  case OpKind::GreaterOrEqual:
-  case OpKind::And:
-  case OpKind::Mod:
-    return selectBinary(node);
-  case OpKind::Where:
-    return selectWhere(node);
-  case OpKind::Max:
-    return selectMax(node);
-  case OpKind::Cast:
-    return selectCast(node);
-  case OpKind::Dropout:
-    return selectDropout(node);
-  case OpKind::DropoutGrad:
-    return selectDropoutGrad(node);
-  case OpKind::MatMul:
-    return selectMatMul(node);
-  case OpKind::Gemm:
-    return selectGemm(node);
-  case OpKind::PermutedMatMul:
-    return selectPermutedMatMul(node);
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax:
-    return selectSoftmax(node);
-  case OpKind::LayerNormalization:
-    return selectLayerNormalization(node);
-  case OpKind::SoftmaxGrad:
-    return selectSoftmaxGrad(node);
-  case OpKind::LayerNormalizationGrad:
-    return selectLayerNormalizationGrad(node);
-  case OpKind::SoftmaxCrossEntropyLoss:
-    return selectSoftmaxCrossEntropyLoss(node);
-  case OpKind::SoftmaxCrossEntropyGrad:
-    return selectSoftmaxCrossEntropyGrad(node);
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMean:
-  case OpKind::ReduceMax:
-    return selectReduce(node);
-  case OpKind::Identity:
-  case OpKind::Reshape:
-  case OpKind::Transpose:
-  case OpKind::Unsqueeze:
-  case OpKind::Squeeze:
-  case OpKind::Concat:
-  case OpKind::Slice:
-  case OpKind::Split:
-  case OpKind::Expand:
-  case OpKind::Gather:
-  case OpKind::ScatterElements:
-  case OpKind::Shape:
-  case OpKind::ConstantOfShape:
-  case OpKind::Constant:
-  case OpKind::Range:
-  case OpKind::OneHot:
-    return selectDataMovement(node);
-  case OpKind::Sin:
-  case OpKind::Cos:
-  case OpKind::Abs:
-  case OpKind::Not:
-  case OpKind::IsNaN:
-  case OpKind::Min:
-  case OpKind::Reciprocal:
-  case OpKind::IsInf:
-  case OpKind::Less:
-  case OpKind::LessOrEqual:
-  case OpKind::Greater:
-  case OpKind::Or:
-    return selectElementwiseMore(node);
-  case OpKind::GatherElements:
-  case OpKind::Trilu:
-  case OpKind::CumSum:
-  case OpKind::Pad:
-    return selectIndexing(node);
-  case OpKind::Conv:
-  case OpKind::ConvTranspose:
-    return selectConv(node);
-  }
-  llvm_unreachable("unknown op kind");
+  return kSelectors[size_t(node.getOp())](node);
 }
 
 } // namespace remat::runtime::cpu
