@@ -35,7 +35,14 @@ find_package(CUDAToolkit REQUIRED)
 message(STATUS "CUDA ${CUDAToolkit_VERSION}: ${CMAKE_CUDA_ARCHITECTURES}")
 
 add_library(remat_runtime_cuda STATIC
+  runtime/cuda/Conv.cpp
   runtime/cuda/CudaBackend.cpp
+  runtime/cuda/DataMovement.cpp
+  runtime/cuda/Elementwise.cpp
+  runtime/cuda/Indexing.cpp
+  runtime/cuda/Linalg.cpp
+  runtime/cuda/Normalization.cpp
+  runtime/cuda/Reductions.cpp
   runtime/cuda/Kernels.cu
   runtime/cuda/ScatterSort.cu
 )

@@ -1,0 +1,76 @@
+//===- runtime/cuda/Reductions.cpp - ReduceSum, ReduceMean, ReduceMax -----===//
+//
+// One kernel over the kept and the reduced axes, each as strides.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/RunnerImpl.h"
+
+namespace remat::runtime::cuda::detail {
+
+namespace {
+
+/// The reduced axes of a Reduce node, or nullopt when not known.
+std::optional<std::vector<bool>> reducedAxes(const ir::Node &node,
+                                             const KnownValues &known) {
+  unsigned rank = node.getOperand(0)->getType().getRank();
+  std::vector<int64_t> axes;
+  bool noopWithEmpty =
+      node.getAttrs().getInt("noop_with_empty_axes").value_or(0) != 0;
+  if (node.getOp() == ir::OpKind::ReduceSum) {
+    if (node.getNumOperands() == 2) {
+      const ir::TensorData *data = knownOf(known, node.getOperand(1));
+      if (!data)
+        return std::nullopt;
+      axes = data->getInts();
+    }
+  } else if (auto list = node.getAttrs().getInts("axes")) {
+    axes.assign(list->begin(), list->end());
+  }
+  std::vector<bool> reduced(rank, axes.empty() && !noopWithEmpty);
+  for (int64_t axis : axes)
+    reduced[axis < 0 ? axis + rank : axis] = true;
+  return reduced;
+}
+
+} // namespace
+
+MaybeRunner selectReduce(const ir::Node &node, const KnownValues &known) {
+  ir::DType dtype = node.getOperand(0)->getType().getDType();
+  if (!isFloatType(dtype))
+    return std::nullopt;
+  auto reduced = reducedAxes(node, known);
+  if (!reduced)
+    return std::nullopt;
+  ArrayRef<int64_t> dims = node.getOperand(0)->getType().getDims();
+  std::vector<int64_t> strides = rowMajor(dims);
+  body::Dims keptSpace, reducedSpace;
+  body::Strides kept, red;
+  int64_t count = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if ((*reduced)[d]) {
+      red.strides[reducedSpace.rank] = strides[d];
+      reducedSpace.dims[reducedSpace.rank++] = dims[d];
+      count *= dims[d];
+    } else {
+      kept.strides[keptSpace.rank] = strides[d];
+      keptSpace.dims[keptSpace.rank++] = dims[d];
+    }
+  }
+  if (count == 0 && node.getOp() != ir::OpKind::ReduceSum)
+    return std::nullopt; // the CPU's error
+  body::ReduceOp op = node.getOp() == ir::OpKind::ReduceSum ? body::ReduceOp::Sum
+                      : node.getOp() == ir::OpKind::ReduceMean
+                          ? body::ReduceOp::Mean
+                          : body::ReduceOp::Max;
+  ElemType type = *elemType(dtype);
+  return Runner([&node, op, type, keptSpace, kept, reducedSpace, red,
+                 count](const RunContext &ctx, ArrayRef<Tensor> in,
+                        ArrayRef<Tensor> out) -> Error {
+    return launched(launchReduce(ctx.device.getStream(), op, type,
+                                 in[0].getData(), out[0].getData(), keptSpace,
+                                 kept, reducedSpace, red, count),
+                    node);
+  });
+}
+
+} // namespace remat::runtime::cuda::detail
