@@ -31,10 +31,6 @@ std::string SweepRow::getLabel() const {
 
 namespace {
 
-bool isFixedStrategy(llvm::StringRef strategy) {
-  return strategy == "none" || strategy == "every-layer" || strategy == "sqrt";
-}
-
 /// What identifies a plan's rewrite: the values it drops and those it holds
 /// for recompute to start from (Solver::toRewrite).
 std::string getPlanKey(const PlanResult &plan) {
@@ -115,15 +111,19 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
   };
 
   for (const std::string &strategy : options.strategies) {
-    if (isFixedStrategy(strategy)) {
-      auto plan = solver.solve(strategy, std::nullopt);
+    std::optional<Strategy> parsed = parseStrategy(strategy);
+    if (!parsed)
+      return makeError("unknown strategy '" + strategy + "' (strategies: " +
+                       llvm::join(getStrategyNames(), ", ") + ")");
+    if (!isBudgetDriven(*parsed)) {
+      auto plan = solver.solve(*parsed, std::nullopt);
       if (!plan)
         return plan.takeError();
       addPlan(strategy, nullptr, **plan);
       continue;
     }
     for (const Budget &budget : budgets) {
-      auto plan = solver.solve(strategy, budget.bytes);
+      auto plan = solver.solve(*parsed, budget.bytes);
       if (!plan)
         return plan.takeError();
       if (*plan) {

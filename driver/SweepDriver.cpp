@@ -287,7 +287,7 @@ int sweepMain(int argc, char **argv) {
   if (options.strategies.empty())
     return reportError(makeError("--strategies: no strategy given"));
   for (const std::string &strategy : options.strategies)
-    if (!llvm::is_contained(passes::recompute::getStrategyNames(), strategy))
+    if (!passes::recompute::parseStrategy(strategy))
       return reportError(makeError(
           "--strategies: unknown strategy '" + strategy + "' (strategies: " +
           llvm::join(passes::recompute::getStrategyNames(), ", ") + ")"));
@@ -302,7 +302,7 @@ int sweepMain(int argc, char **argv) {
   }
   options.budgets = splitList(budgetsFlag);
   bool budgetDriven = llvm::any_of(options.strategies, [](llvm::StringRef s) {
-    return s == "chain-dp" || s == "selective" || s == "auto";
+    return passes::recompute::isBudgetDriven(*passes::recompute::parseStrategy(s));
   });
   if (budgetDriven && options.budgets.empty())
     return reportError(makeError("--budgets: no budget given"));

@@ -74,7 +74,7 @@ prepareRematProblem(ir::Graph &graph, llvm::StringRef costProfilePath,
   return std::move(problem);
 }
 
-llvm::Error makeInfeasibleError(Solver &solver, llvm::StringRef strategy,
+llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
                                 uint64_t budgetBytes,
                                 llvm::StringRef budgetText) {
   auto smallest = solver.smallestPlan();
@@ -87,7 +87,7 @@ llvm::Error makeInfeasibleError(Solver &solver, llvm::StringRef strategy,
     message += " of " + formatBytes(solver.getBasePeakBytes()) + ")";
   }
   message += " is below every plan of strategy '";
-  message += strategy;
+  message += getStrategyName(strategy);
   message += "'; the smallest feasible planned peak is " +
              formatBytes(smallest->plannedPeakBytes) + " (" +
              std::to_string(smallest->plannedPeakBytes) + " B, strategy '" +
@@ -100,8 +100,8 @@ llvm::Error makeInfeasibleError(Solver &solver, llvm::StringRef strategy,
 
 llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
   report_.reset();
-  bool budgetDriven = strategy_ == "chain-dp" || strategy_ == "selective" ||
-                      strategy_ == "auto";
+  // declareEnumOption accepts only getStrategyNames().
+  Strategy strategy = *parseStrategy(strategy_);
   std::vector<std::string> boundaries;
   for (llvm::StringRef name : llvm::split(boundaries_, ','))
     if (!name.trim().empty())
@@ -109,7 +109,7 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
   auto problem = prepareRematProblem(graph, costProfile_, boundaries);
   if (!problem)
     return problem.takeError();
-  if (budgetDriven && !budget_.isSet)
+  if (isBudgetDriven(strategy) && !budget_.isSet)
     return makeError("strategy '" + strategy_ +
                      "' needs a budget (budget=6GiB or budget=40%)");
   Solver &solver = *(*problem)->solver;
@@ -117,11 +117,11 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
   if (budget_.isSet)
     budget = budget_.resolve(solver.getBasePeakBytes());
 
-  auto plan = solver.solve(strategy_, budget);
+  auto plan = solver.solve(strategy, budget);
   if (!plan)
     return plan.takeError();
   if (!*plan)
-    return makeInfeasibleError(solver, strategy_, *budget, budget_.str());
+    return makeInfeasibleError(solver, strategy, *budget, budget_.str());
   const PlanResult &chosen = **plan;
   report_ = solver.explainJson(chosen, budget);
   if (explain_) {

@@ -18,9 +18,36 @@
 namespace remat::passes::recompute {
 
 llvm::ArrayRef<std::string> getStrategyNames() {
+  // Indexed by Strategy.
   static const std::vector<std::string> names = {
       "none", "every-layer", "sqrt", "chain-dp", "selective", "auto"};
   return names;
+}
+
+llvm::StringRef getStrategyName(Strategy strategy) {
+  return getStrategyNames()[size_t(strategy)];
+}
+
+std::optional<Strategy> parseStrategy(llvm::StringRef name) {
+  llvm::ArrayRef<std::string> names = getStrategyNames();
+  const std::string *it = llvm::find(names, name);
+  if (it == names.end())
+    return std::nullopt;
+  return Strategy(it - names.begin());
+}
+
+bool isBudgetDriven(Strategy strategy) {
+  switch (strategy) {
+  case Strategy::None:
+  case Strategy::EveryLayer:
+  case Strategy::Sqrt:
+    return false;
+  case Strategy::ChainDp:
+  case Strategy::Selective:
+  case Strategy::Auto:
+    return true;
+  }
+  llvm_unreachable("unknown strategy");
 }
 
 llvm::StringRef segmentOptionName(SegmentOption option) {
@@ -114,20 +141,20 @@ bool Solver::isCheap(const ir::Value *value) const {
   return seconds <= kCheapPasses * std::max(passSeconds, 1e-9);
 }
 
-std::vector<SegmentChoice> Solver::fixedPlan(llvm::StringRef strategy) const {
+std::vector<SegmentChoice> Solver::fixedPlan(Strategy strategy) const {
   size_t n = chain_.segments.size();
   std::vector<SegmentChoice> choices(n);
   auto group = [&](size_t begin, size_t end) {
     for (size_t s = begin; s < end && s < n; ++s)
       choices[s] = {SegmentOption::Recompute, unsigned(begin)};
   };
-  if (strategy == "every-layer") {
+  if (strategy == Strategy::EveryLayer) {
     for (const LayerStack &stack : chain_.stacks)
       for (unsigned layer = 0; layer < stack.numLayers; ++layer) {
         size_t begin = stack.firstSegment + layer * stack.period;
         group(begin, begin + stack.period);
       }
-  } else if (strategy == "sqrt") {
+  } else if (strategy == Strategy::Sqrt) {
     if (chain_.numLayers >= 2) {
       for (const LayerStack &stack : chain_.stacks) {
         unsigned k = unsigned(std::ceil(std::sqrt(double(stack.numLayers))));
@@ -319,8 +346,8 @@ std::vector<PlanResult> &Solver::getPool() {
       return;
     pool_.push_back(std::move(plan));
   };
-  for (llvm::StringRef fixed : {"none", "every-layer", "sqrt"})
-    add(evaluate(fixed, fixedPlan(fixed)));
+  for (Strategy fixed : {Strategy::None, Strategy::EveryLayer, Strategy::Sqrt})
+    add(evaluate(getStrategyName(fixed), fixedPlan(fixed)));
   for (auto &[name, choices] : compactPlans())
     add(evaluate(name, choices));
 
@@ -414,17 +441,17 @@ std::vector<PlanResult> &Solver::getPool() {
 
 /// \returns true if a plan of \p strategy may come from the pool member
 /// \p plan.
-static bool belongsTo(llvm::StringRef strategy, const PlanResult &plan) {
-  if (strategy == "auto" || plan.strategy == "none")
+static bool belongsTo(Strategy strategy, const PlanResult &plan) {
+  if (strategy == Strategy::Auto || plan.strategy == "none")
     return true;
-  return plan.strategy == strategy;
+  return plan.strategy == getStrategyName(strategy);
 }
 
 llvm::Expected<std::optional<PlanResult>>
-Solver::solve(llvm::StringRef strategy, std::optional<uint64_t> budgetBytes) {
+Solver::solve(Strategy strategy, std::optional<uint64_t> budgetBytes) {
   assert(basePeakBytes_ != 0 && "initialize() first");
-  if (strategy == "none" || strategy == "every-layer" || strategy == "sqrt") {
-    PlanResult result = evaluate(strategy, fixedPlan(strategy));
+  if (!isBudgetDriven(strategy)) {
+    PlanResult result = evaluate(getStrategyName(strategy), fixedPlan(strategy));
     if (auto err = planExactly(result))
       return std::move(err);
     if (budgetBytes && result.plannedPeakBytes > *budgetBytes)
@@ -451,8 +478,8 @@ std::vector<std::pair<std::string, std::vector<SegmentChoice>>>
 Solver::compactPlans() const {
   size_t n = chain_.segments.size();
   std::vector<std::pair<std::string, std::vector<SegmentChoice>>> plans;
-  plans.push_back({"every-layer", fixedPlan("every-layer")});
-  plans.push_back({"sqrt", fixedPlan("sqrt")});
+  plans.push_back({"every-layer", fixedPlan(Strategy::EveryLayer)});
+  plans.push_back({"sqrt", fixedPlan(Strategy::Sqrt)});
   std::vector<SegmentChoice> each(n), selective(n);
   for (size_t s = 0; s < n; ++s) {
     each[s] = {SegmentOption::Recompute, unsigned(s)};
@@ -462,7 +489,7 @@ Solver::compactPlans() const {
   plans.push_back({"selective", selective});
   // The layer plans with every segment outside the layers selective, or
   // rebuilt from its own boundary.
-  for (llvm::StringRef layered : {"every-layer", "sqrt"})
+  for (Strategy layered : {Strategy::EveryLayer, Strategy::Sqrt})
     for (SegmentOption outside :
          {SegmentOption::Selective, SegmentOption::Recompute}) {
       std::vector<SegmentChoice> choices = fixedPlan(layered);

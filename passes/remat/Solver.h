@@ -71,8 +71,20 @@
 
 namespace remat::passes::recompute {
 
+/// What remat's `strategy` option asks for, in the order --help lists them
+/// (Note [Monotone budgets]).
+enum class Strategy : uint8_t { None, EveryLayer, Sqrt, ChainDp, Selective, Auto };
+
 /// \returns the strategy names in the order --help lists them.
 llvm::ArrayRef<std::string> getStrategyNames();
+/// \returns the name of \p strategy, as the option spells it.
+llvm::StringRef getStrategyName(Strategy strategy);
+/// \returns the strategy named \p name, or std::nullopt if none is.
+std::optional<Strategy> parseStrategy(llvm::StringRef name);
+/// \returns true if \p strategy picks a plan by the budget (chain-dp,
+/// selective, auto: they need one), false for a fixed plan (none,
+/// every-layer, sqrt: a budget only checks it).
+bool isBudgetDriven(Strategy strategy);
 
 /// What a segment does in a plan.
 enum class SegmentOption : uint8_t { Keep, Selective, Recompute };
@@ -125,7 +137,7 @@ public:
   /// \returns the best plan of \p strategy whose planned peak is at most
   /// \p budgetBytes (no bound when unset), or std::nullopt if it has none.
   llvm::Expected<std::optional<PlanResult>>
-  solve(llvm::StringRef strategy, std::optional<uint64_t> budgetBytes);
+  solve(Strategy strategy, std::optional<uint64_t> budgetBytes);
 
   /// \returns the plan of the smallest planned peak any strategy reaches.
   llvm::Expected<PlanResult> smallestPlan();
@@ -160,7 +172,7 @@ private:
   llvm::Error planExactly(PlanResult &plan);
   /// Every candidate plan, in the fixed order solve() reads them in.
   std::vector<PlanResult> &getPool();
-  std::vector<SegmentChoice> fixedPlan(llvm::StringRef strategy) const;
+  std::vector<SegmentChoice> fixedPlan(Strategy strategy) const;
   /// The plans that hold the least: layer groups with the rest selective or
   /// rebuilt, every segment rebuilt, every segment selective.
   std::vector<std::pair<std::string, std::vector<SegmentChoice>>>
@@ -215,7 +227,7 @@ prepareRematProblem(ir::Graph &graph, llvm::StringRef costProfilePath,
 /// The error for a budget no plan of \p strategy fits: the budget (and
 /// \p budgetText when it was a percentage), the smallest feasible planned
 /// peak and the peak without remat.
-llvm::Error makeInfeasibleError(Solver &solver, llvm::StringRef strategy,
+llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
                                 uint64_t budgetBytes,
                                 llvm::StringRef budgetText);
 
