@@ -70,7 +70,8 @@ STATIC_OPERANDS = {
 }
 
 # Ops the importer accepts although Ops.def does not list them under the
-# default domain: it converts them (OnnxImporter.cpp, convertNode).
+# default domain: it converts them (OnnxImporter.cpp, Note [Converter
+# table]).
 IMPORTER_CONVERSIONS = {
     "Flatten": "converted to Reshape",
     "GatherND": "converted to Reshape + Gather (constant indices only)",

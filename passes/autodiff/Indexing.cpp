@@ -1,0 +1,112 @@
+//===- passes/autodiff/Indexing.cpp - Indexing gradient rules -------------===//
+//
+// Trilu, CumSum, GatherElements and Pad.
+//
+// Note [Autodiff] (passes/Autodiff.cpp) says what each rule differentiates.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/autodiff/GradRules.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+#include <numeric>
+
+namespace remat::passes::autodiff {
+
+/// The same triangle of the gradient.
+template <> Error grad<OpKind::Trilu>(Differentiator &d, const GradArgs &args) {
+  llvm::SmallVector<Value *, 2> operands{args.g};
+  if (args.node.getNumOperands() > 1)
+    operands.push_back(args.in(1));
+  d.contribute(args.in(0),
+               d.emit(OpKind::Trilu, operands, args.node.getAttrs()));
+  return Error::success();
+}
+
+/// The running sum of the gradient in the other direction: x_j reaches
+/// y_i for i >= j (i > j when exclusive).
+template <>
+Error grad<OpKind::CumSum>(Differentiator &d, const GradArgs &args) {
+  AttrList attrs = args.node.getAttrs();
+  attrs.set("reverse", int64_t(intAttr(args.node, "reverse", 0) == 0));
+  d.contribute(args.in(0),
+               d.emit(OpKind::CumSum, {args.g, args.in(1)}, attrs));
+  return Error::success();
+}
+
+/// Scatter-add of the gradient into zeros at the gathered positions.
+template <>
+Error grad<OpKind::GatherElements>(Differentiator &d, const GradArgs &args) {
+  AttrList attrs;
+  attrs.set("axis", int64_t(intAttr(args.node, "axis", 0)));
+  attrs.set("reduction", std::string("add"));
+  d.contribute(args.in(0), d.emit(OpKind::ScatterElements,
+                                  {d.zeros(args.typeOf(0)), args.in(1), args.g},
+                                  attrs));
+  return Error::success();
+}
+
+/// Mode constant: the data's gradient is the gradient padded by the negated
+/// pads (a crop where the forward padded, zeros where it cropped); the
+/// constant's is the sum of the gradient over the padding. Modes reflect,
+/// edge and wrap: scatter-add the gradient at the input positions the same
+/// Pad takes from an iota of the data's shape.
+template <> Error grad<OpKind::Pad>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  const TensorType &tx = args.typeOf(0);
+  std::string mode = node.getAttrs().getString("mode").value_or("constant");
+  const TensorData *padsData = getConstantValue(node.getOperand(1));
+  if (!padsData)
+    return makeError(node.describe() +
+                     ": autodiff needs a constant pads operand");
+  std::vector<int64_t> pads = padsData->getInts();
+  Value *axes = node.getNumOperands() > 3 ? args.in(3) : nullptr;
+  if (mode == "constant") {
+    std::vector<int64_t> negated;
+    for (int64_t pad : pads)
+      negated.push_back(-pad);
+    llvm::SmallVector<Value *, 4> operands{args.g, d.ints(negated),
+                                           d.scalar(args.dt, 0)};
+    if (axes)
+      operands.push_back(axes);
+    Value *gx = d.emit(OpKind::Pad, operands);
+    if (d.wants(node, 0))
+      d.contribute(args.in(0), gx);
+    if (node.getNumOperands() > 2 && d.wants(node, 2)) {
+      AttrList keep;
+      keep.set("keepdims", int64_t(0));
+      Value *outside = d.emit(OpKind::Sub, {d.emit(OpKind::ReduceSum, {args.g}, keep),
+                                            d.emit(OpKind::ReduceSum, {gx}, keep)});
+      d.contribute(args.in(2), d.reshape(outside, args.typeOf(2).getDims()));
+    }
+    return Error::success();
+  }
+  if (!d.wants(node, 0))
+    return Error::success();
+  int64_t n = tx.getNumElements();
+  Value *iota = d.emit(OpKind::Range, {d.scalar(DType::I64, 0),
+                                       d.scalar(DType::I64, double(n)),
+                                       d.scalar(DType::I64, 1)});
+  llvm::SmallVector<Value *, 4> operands{d.reshape(iota, tx.getDims()),
+                                         args.in(1)};
+  if (axes) {
+    operands.push_back(d.scalar(DType::I64, 0));
+    operands.push_back(axes);
+  }
+  AttrList attrs;
+  attrs.set("mode", mode);
+  Value *taken = d.emit(OpKind::Pad, operands, attrs);
+  int64_t m = args.y->getType().getNumElements();
+  AttrList scatter;
+  scatter.set("axis", int64_t(0));
+  scatter.set("reduction", std::string("add"));
+  Value *flat = d.emit(OpKind::ScatterElements,
+                       {d.zeros(TensorType(args.dt, {n})),
+                        d.reshape(taken, {m}), d.reshape(args.g, {m})},
+                       scatter);
+  d.contribute(args.in(0), d.reshape(flat, tx.getDims()));
+  return Error::success();
+}
+
+} // namespace remat::passes::autodiff
