@@ -1,16 +1,17 @@
-//===- api/Model.cpp - remat's public C++ API over the driver -------------===//
+//===- api/Model.cpp - remat's public C++ API over the session library ----===//
 //
-// remat/remat.h over the libraries the tools use: driver/ModelLoader,
-// driver/Pipeline, driver/MemoryReport, driver/Sweep and the ONNX frontend.
+// remat/remat.h over the library the tools use too (session/: ModelLoader,
+// Pipeline, MemoryReport, Sweep) and the ONNX frontend; nothing of the
+// tools' command line (driver/) is linked into libremat.so.
 // Every llvm::Error becomes a Status here, with the message the tools print.
 //
 //===----------------------------------------------------------------------===//
 #include "remat/remat.h"
 
-#include "driver/MemoryReport.h"
-#include "driver/ModelLoader.h"
-#include "driver/Pipeline.h"
-#include "driver/Sweep.h"
+#include "session/MemoryReport.h"
+#include "session/ModelLoader.h"
+#include "session/Pipeline.h"
+#include "session/Sweep.h"
 #include "frontends/onnx/OnnxExporter.h"
 #include "frontends/onnx/OnnxImporter.h"
 #include "ir/Parser.h"
@@ -63,9 +64,9 @@ Model &Model::operator=(Model &&other) noexcept = default;
 Model::~Model() = default;
 
 Result<Model> Model::load(std::string_view path, const LoadOptions &options) {
-  driver::LoadOptions loadOptions;
+  session::LoadOptions loadOptions;
   loadOptions.bind = options.bind;
-  auto graph = driver::loadModel(llvm::StringRef(path.data(), path.size()),
+  auto graph = session::loadModel(llvm::StringRef(path.data(), path.size()),
                                  loadOptions);
   if (!graph)
     return toStatus(graph.takeError());
@@ -113,14 +114,14 @@ Result<Model> Model::fromRir(std::string_view text,
 std::string Model::getName() const { return impl_->graph->getName().str(); }
 
 bool Model::isTrainingStep() const {
-  return driver::isTrainingStep(*impl_->graph);
+  return session::isTrainingStep(*impl_->graph);
 }
 
 /// Runs \p pipeline on \p impl with \p options' pass options set.
 static Status run(Model::Impl &impl, const std::string &pipeline,
-                  const driver::PipelineOptions &options) {
+                  const session::PipelineOptions &options) {
   llvm::raw_string_ostream diag(impl.diagnostics);
-  auto result = driver::runPipeline(*impl.graph, pipeline, options, diag);
+  auto result = session::runPipeline(*impl.graph, pipeline, options, diag);
   if (!result)
     return toStatus(result.takeError());
   impl.pipeline = pipeline;
@@ -130,7 +131,7 @@ static Status run(Model::Impl &impl, const std::string &pipeline,
 }
 
 Status Model::runPipeline(std::string_view pipeline) {
-  return run(*impl_, std::string(pipeline), driver::PipelineOptions());
+  return run(*impl_, std::string(pipeline), session::PipelineOptions());
 }
 
 Status Model::optimize(const OptimizeOptions &options) {
@@ -147,7 +148,7 @@ Status Model::optimize(const OptimizeOptions &options) {
         "--strategy: unknown strategy '" + options.strategy +
         "' (strategies: " +
         llvm::join(passes::recompute::getStrategyNames(), ", ") + ")");
-  driver::PipelineOptions pipelineOptions;
+  session::PipelineOptions pipelineOptions;
   pipelineOptions.pipeline = options.pipeline;
   pipelineOptions.budget = options.budget;
   pipelineOptions.strategy = options.strategy;
@@ -157,14 +158,14 @@ Status Model::optimize(const OptimizeOptions &options) {
       options.strategy.empty())
     pipelineOptions.strategy = "auto";
   std::string pipeline =
-      driver::choosePipeline(*impl_->graph, pipelineOptions, "");
-  if (auto err = driver::checkPipeline(pipeline, pipelineOptions))
+      session::choosePipeline(*impl_->graph, pipelineOptions, "");
+  if (auto err = session::checkPipeline(pipeline, pipelineOptions))
     return toStatus(std::move(err));
   return run(*impl_, pipeline, pipelineOptions);
 }
 
 std::string Model::getMemoryReportJson() const {
-  llvm::json::Object report = driver::getMemoryReport(*impl_->graph);
+  llvm::json::Object report = session::getMemoryReport(*impl_->graph);
   if (impl_->rematReport)
     report["remat"] = llvm::json::Object(*impl_->rematReport);
   return toJson(std::move(report));
@@ -180,28 +181,28 @@ Result<std::string> Model::sweep(const SweepOptions &options) {
   // The passes remat-sweep runs before planning (driver/SweepDriver.cpp).
   std::string pipeline =
       isTrainingStep() ? std::string("schedule")
-                       : std::string(driver::kTrainingPipeline) + ",schedule";
-  if (Status status = run(*impl_, pipeline, driver::PipelineOptions());
+                       : std::string(session::kTrainingPipeline) + ",schedule";
+  if (Status status = run(*impl_, pipeline, session::PipelineOptions());
       !status.ok())
     return status;
-  driver::SweepOptions sweepOptions;
+  session::SweepOptions sweepOptions;
   sweepOptions.strategies = options.strategies;
   // none first: every ratio is relative to it (as remat-sweep does).
   if (!llvm::is_contained(sweepOptions.strategies, "none"))
     sweepOptions.strategies.insert(sweepOptions.strategies.begin(), "none");
   sweepOptions.budgets = options.budgets;
   sweepOptions.costProfile = options.costProfile;
-  driver::SweepResult result;
+  session::SweepResult result;
   result.model = getName();
   result.bind = impl_->bind;
   auto rows =
-      driver::planSweep(*impl_->graph, sweepOptions, result.noRematPeakBytes,
+      session::planSweep(*impl_->graph, sweepOptions, result.noRematPeakBytes,
                         result.noRematPredictedSeconds);
   if (!rows)
     return toStatus(rows.takeError());
   result.rows = std::move(*rows);
-  driver::markParetoFront(result.rows);
-  return toJson(driver::getSweepJson(result));
+  session::markParetoFront(result.rows);
+  return toJson(session::getSweepJson(result));
 }
 
 std::string Model::takeDiagnostics() {

@@ -17,6 +17,8 @@
 
 namespace remat::driver {
 
+using namespace session;
+
 namespace cl = llvm::cl;
 
 /// The strategies joined by '|'. llvm::cl keeps a StringRef to it, so it

@@ -9,7 +9,7 @@
 #ifndef REMAT_DRIVER_COMMANDLINE_H
 #define REMAT_DRIVER_COMMANDLINE_H
 
-#include "driver/Pipeline.h"
+#include "session/Pipeline.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
@@ -48,7 +48,7 @@ struct ToolFlags {
   llvm::cl::opt<std::string> maxMemory;
 
   /// \returns the pipeline-related flags as PipelineOptions.
-  PipelineOptions getPipelineOptions() const;
+  session::PipelineOptions getPipelineOptions() const;
   /// Checks the values that do not need a model: budget syntax, strategy
   /// name, unused-weights mode, --max-memory, and the pass options of -p;
   /// sets the memory limit (ir/Limits.h) from --max-memory.

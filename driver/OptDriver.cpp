@@ -2,8 +2,9 @@
 #include "driver/OptDriver.h"
 
 #include "driver/CommandLine.h"
-#include "driver/MemoryReport.h"
-#include "driver/ModelLoader.h"
+#include "driver/Plots.h"
+#include "session/MemoryReport.h"
+#include "session/ModelLoader.h"
 #include "ir/OutputFile.h"
 #include "frontends/onnx/OnnxExporter.h"
 #include "ir/Printer.h"
@@ -24,6 +25,8 @@
 #include <dlfcn.h>
 
 namespace remat::driver {
+
+using namespace session;
 
 llvm::StringRef getVersionString() { return "remat " REMAT_VERSION_STRING; }
 

@@ -2,7 +2,7 @@
 #ifndef REMAT_DRIVER_OPTDRIVER_H
 #define REMAT_DRIVER_OPTDRIVER_H
 
-#include "driver/Pipeline.h"
+#include "session/Pipeline.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -27,7 +27,7 @@ struct OptOptions {
   std::string outputPath = "-";
   /// The pipeline and the flags that stand for pass options (-p, --budget,
   /// --strategy, --explain, --unused-weights, --timing, ...).
-  PipelineOptions pipeline;
+  session::PipelineOptions pipeline;
   bool splitInputFile = false;
   bool printIr = false;
   /// Symbolic dims of an .onnx input or batch/seq of a BERT config:

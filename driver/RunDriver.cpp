@@ -2,10 +2,10 @@
 #include "driver/RunDriver.h"
 
 #include "driver/CommandLine.h"
-#include "driver/MemoryReport.h"
-#include "driver/ModelLoader.h"
+#include "session/MemoryReport.h"
+#include "session/ModelLoader.h"
 #include "driver/OptDriver.h"
-#include "driver/Pipeline.h"
+#include "session/Pipeline.h"
 #include "frontends/bert/BertBuilder.h"
 #include "frontends/onnx/OnnxExporter.h"
 #include "frontends/onnx/TensorFile.h"
@@ -40,6 +40,7 @@
 #include <sys/resource.h>
 
 namespace remat::driver {
+using namespace session;
 namespace {
 
 

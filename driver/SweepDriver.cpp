@@ -1,6 +1,6 @@
 //===- driver/SweepDriver.cpp - The library behind remat-sweep ------------===//
 //
-// Plans every point in this process (driver/Sweep.cpp), then with --measure
+// Plans every point in this process (session/Sweep.cpp), then with --measure
 // runs each distinct plan as `remat-run ... --step-json` in a process of its
 // own, so that one point's memory cannot leak into the next one's RSS. The
 // rounds alternate direction and each row keeps its best round. After every
@@ -11,9 +11,10 @@
 #include "driver/SweepDriver.h"
 
 #include "driver/CommandLine.h"
-#include "driver/ModelLoader.h"
-#include "driver/Pipeline.h"
-#include "driver/Sweep.h"
+#include "driver/Plots.h"
+#include "session/ModelLoader.h"
+#include "session/Pipeline.h"
+#include "session/Sweep.h"
 #include "ir/OutputFile.h"
 #include "ir/Support.h"
 #include "passes/Pass.h"
@@ -36,6 +37,8 @@
 #include <csignal>
 
 namespace remat::driver {
+
+using namespace session;
 
 namespace {
 

@@ -17,8 +17,8 @@
 // and exits 77, which ctest (SKIP_RETURN_CODE) shows as skipped.
 //
 //===----------------------------------------------------------------------===//
-#include "driver/ModelLoader.h"
-#include "driver/Pipeline.h"
+#include "session/ModelLoader.h"
+#include "session/Pipeline.h"
 #include "driver/RunDriver.h"
 #include "ir/Support.h"
 #include "runtime/Backend.h"
@@ -131,18 +131,18 @@ std::string compare(const ir::Value &output, const runtime::OwnedTensor &gpu,
 
 /// \returns true when \p model passes.
 bool checkModel(const std::string &model, const Options &options) {
-  driver::LoadOptions load;
+  session::LoadOptions load;
   load.bind = options.bind;
   load.splitInputFile = false;
-  auto graph = driver::loadModel(model, load);
+  auto graph = session::loadModel(model, load);
   if (!graph) {
     llvm::outs() << model << ": FAIL: " << errorToString(graph.takeError())
                  << '\n';
     return false;
   }
   if (!options.pipeline.empty()) {
-    driver::PipelineOptions pipelineOptions;
-    auto ran = driver::runPipeline(**graph, options.pipeline, pipelineOptions,
+    session::PipelineOptions pipelineOptions;
+    auto ran = session::runPipeline(**graph, options.pipeline, pipelineOptions,
                                    llvm::nulls());
     if (!ran) {
       llvm::outs() << model << ": FAIL: " << errorToString(ran.takeError())

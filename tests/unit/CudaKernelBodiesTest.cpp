@@ -728,8 +728,8 @@ TEST_CASE("cuda bodies: Dropout draws the CPU's mask and values") {
 }
 
 #if REMAT_HAVE_CUDA
-#include "driver/ModelLoader.h"
-#include "driver/Pipeline.h"
+#include "session/ModelLoader.h"
+#include "session/Pipeline.h"
 #include "runtime/cuda/CudaBackend.h"
 
 namespace {
@@ -737,13 +737,13 @@ namespace {
 /// The training step of \p model in its planned arena, as remat-run runs it.
 std::unique_ptr<Graph> trainingStep(const std::string &model,
                                     const std::string &bind) {
-  driver::LoadOptions load;
+  session::LoadOptions load;
   load.bind = bind;
-  auto graph = driver::loadModel(model, load);
+  auto graph = session::loadModel(model, load);
   REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
-  auto ran = driver::runPipeline(
-      **graph, std::string(driver::kTrainingPipeline) + ",schedule,plan-memory",
-      driver::PipelineOptions(), llvm::nulls());
+  auto ran = session::runPipeline(
+      **graph, std::string(session::kTrainingPipeline) + ",schedule,plan-memory",
+      session::PipelineOptions(), llvm::nulls());
   REQUIRE_MESSAGE(bool(ran), errorToString(ran.takeError()));
   return std::move(*graph);
 }

@@ -1,6 +1,7 @@
 //===- tests/unit/MemoryTest.cpp - Liveness, schedule, plan-memory, arena -===//
-#include "driver/MemoryReport.h"
-#include "driver/ModelLoader.h"
+#include "driver/Plots.h"
+#include "session/MemoryReport.h"
+#include "session/ModelLoader.h"
 #include "driver/RunDriver.h"
 #include "frontends/bert/BertBuilder.h"
 #include "ir/Parser.h"
@@ -275,7 +276,7 @@ llvm::Error runPipeline(Graph &graph, llvm::StringRef pipeline) {
 /// which is persistent + arena (with a plan) and \p expectedPeak when it is
 /// not 0, that its percentages sum to 100.0, and arena / peak live >= 1.
 void checkReportSumsToPeak(const Graph &graph, uint64_t expectedPeak = 0) {
-  llvm::json::Object report = driver::getMemoryReport(graph);
+  llvm::json::Object report = session::getMemoryReport(graph);
   const llvm::json::Object *breakdown = report.getObject("breakdown");
   REQUIRE(breakdown);
   uint64_t sum = 0;
@@ -298,7 +299,7 @@ void checkReportSumsToPeak(const Graph &graph, uint64_t expectedPeak = 0) {
   // The table: the percentages of the rows above "peak" sum to 100.0.
   std::string text;
   llvm::raw_string_ostream os(text);
-  driver::printMemoryReport(graph, os);
+  session::printMemoryReport(graph, os);
   os.flush();
   uint64_t tenths = 0, rows = 0, tableSum = 0;
   for (llvm::StringRef line : llvm::split(text, '\n')) {
@@ -633,18 +634,18 @@ TEST_CASE("schedule + plan-memory: 200 random DAGs") {
 }
 
 TEST_CASE("arena allocator: bert-tiny matches the heap bitwise") {
-  driver::LoadOptions options;
+  session::LoadOptions options;
   options.bind = "batch=2,seq=16";
-  auto graph = driver::loadModel(REMAT_TEST_DIR "/../models/bert-tiny.json",
+  auto graph = session::loadModel(REMAT_TEST_DIR "/../models/bert-tiny.json",
                                  options);
   REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
   checkArenaRun(std::move(*graph));
 }
 
 TEST_CASE("arena allocator: ONNX fixture matches the heap bitwise") {
-  driver::LoadOptions options;
+  session::LoadOptions options;
   options.bind = "batch=2,seq=16";
-  auto graph = driver::loadModel(
+  auto graph = session::loadModel(
       REMAT_TEST_DIR "/fixtures/bert_ts_op17_nodrop/model.onnx", options);
   REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
   checkArenaRun(std::move(*graph));
@@ -654,9 +655,9 @@ TEST_CASE("arena allocator: a bert-tiny training step with in-place reuse "
           "matches the heap bitwise") {
   // The backward pass is where in-place reuse happens most (gradients of
   // elementwise ops): run the training step, not only the forward graph.
-  driver::LoadOptions options;
+  session::LoadOptions options;
   options.bind = "batch=2,seq=16";
-  auto graph = driver::loadModel(REMAT_TEST_DIR "/../models/bert-tiny.json",
+  auto graph = session::loadModel(REMAT_TEST_DIR "/../models/bert-tiny.json",
                                  options);
   REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
   llvm::Error err =
@@ -677,10 +678,10 @@ TEST_CASE("fold-transpose: the peak does not grow and the arena run matches "
           "the heap bitwise") {
   // Note [fold-transpose]: every folded Transpose goes, its source living
   // instead of it, so no point of the schedule holds more bytes.
-  driver::LoadOptions options;
+  session::LoadOptions options;
   options.bind = "batch=2,seq=16";
   auto graph =
-      driver::loadModel(REMAT_TEST_DIR "/../models/bert-tiny.json", options);
+      session::loadModel(REMAT_TEST_DIR "/../models/bert-tiny.json", options);
   REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
   llvm::Error err = runPipeline(
       **graph, "canonicalize,disable-dropout,autodiff,dce,schedule");
@@ -880,10 +881,10 @@ TEST_CASE("fold-transpose: 300 random graphs keep their bits and peak") {
 
 TEST_CASE("plan-memory: bert-base and bert-large, batch 8 seq 512") {
   for (const char *model : {"bert-base", "bert-large"}) {
-    driver::LoadOptions options;
+    session::LoadOptions options;
     options.bind = "batch=8,seq=512";
     options.initWeights = false;
-    auto graph = driver::loadModel(
+    auto graph = session::loadModel(
         std::string(REMAT_TEST_DIR "/../models/") + model + ".json", options);
     REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
     using Clock = std::chrono::steady_clock;

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "doctest/doctest.h"
 
-#include "driver/ModelLoader.h"
+#include "session/ModelLoader.h"
 #include "driver/RunDriver.h"
 #include "ir/Parser.h"
 #include "ir/Support.h"
@@ -317,9 +317,9 @@ TEST_CASE("remat: planned peak never rises as the budget shrinks") {
   for (uint64_t seed = 1; seed <= 40; ++seed)
     check(trainingStep(parseText(randomTrainingGraph(seed))),
           "random seed " + std::to_string(seed));
-  driver::LoadOptions options;
+  session::LoadOptions options;
   options.bind = "batch=2,seq=32";
-  auto mini = driver::loadModel(REMAT_TEST_DIR "/../models/bert-mini.json",
+  auto mini = session::loadModel(REMAT_TEST_DIR "/../models/bert-mini.json",
                                 options);
   REQUIRE(bool(mini));
   check(trainingStep(std::move(*mini)), "bert-mini");
@@ -328,9 +328,9 @@ TEST_CASE("remat: planned peak never rises as the budget shrinks") {
 TEST_CASE("remat: bert-tiny and bert-mini, every strategy at four budgets, "
           "bitwise") {
   for (const char *model : {"bert-tiny", "bert-mini"}) {
-    driver::LoadOptions options;
+    session::LoadOptions options;
     options.bind = "batch=2,seq=16";
-    auto graph = driver::loadModel(
+    auto graph = session::loadModel(
         std::string(REMAT_TEST_DIR "/../models/") + model + ".json", options);
     REQUIRE(bool(graph));
     checkAllStrategies(trainingStep(std::move(*graph)), model,
@@ -342,9 +342,9 @@ TEST_CASE("remat: ONNX fixtures, every strategy at four budgets, bitwise") {
   for (const char *fixture :
        {"bert_ts_op14", "bert_ts_op17", "bert_ts_op17_nodrop", "bert_dynamo",
         "txenc_ts_op17", "txenc_dynamo_op17"}) {
-    driver::LoadOptions options;
+    session::LoadOptions options;
     options.bind = "batch=2,seq=16";
-    auto graph = driver::loadModel(std::string(REMAT_TEST_DIR "/fixtures/") +
+    auto graph = session::loadModel(std::string(REMAT_TEST_DIR "/fixtures/") +
                                        fixture + "/model.onnx",
                                    options);
     REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
@@ -354,9 +354,9 @@ TEST_CASE("remat: ONNX fixtures, every strategy at four budgets, bitwise") {
 }
 
 TEST_CASE("remat: segments of BERT repeat per layer") {
-  driver::LoadOptions options;
+  session::LoadOptions options;
   options.bind = "batch=1,seq=16";
-  auto graph = driver::loadModel(REMAT_TEST_DIR "/../models/bert-mini.json",
+  auto graph = session::loadModel(REMAT_TEST_DIR "/../models/bert-mini.json",
                                  options);
   REQUIRE(bool(graph));
   std::unique_ptr<Graph> step = trainingStep(std::move(*graph));

@@ -5,7 +5,8 @@
 // peers file's errors.
 //
 //===----------------------------------------------------------------------===//
-#include "driver/Sweep.h"
+#include "driver/Plots.h"
+#include "session/Sweep.h"
 #include "ir/Support.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -15,6 +16,7 @@
 
 using namespace remat;
 using namespace remat::driver;
+using namespace remat::session;
 
 namespace {
 

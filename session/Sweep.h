@@ -1,14 +1,15 @@
-//===- driver/Sweep.h - The memory/time trade-off curve ---------*- C++ -*-===//
+//===- session/Sweep.h - The memory/time trade-off curve --------*- C++ -*-===//
 //
 // remat-sweep's library: every (strategy, budget) point of one training
 // step planned by the remat solver, the points that land on the same plan
-// merged, the Pareto front marked, and the curve written as a table, CSV,
-// JSON and SVG. Measuring a point runs remat-run in a process of its own
-// (driver/SweepDriver.cpp); this file only plans and reports.
+// merged, the Pareto front marked, and the curve written as a table, CSV
+// and JSON. Measuring a point runs remat-run in a process of its own and the
+// SVG plot is drawn by the tool (driver/SweepDriver.cpp, driver/Plots.h);
+// this file only plans and reports.
 //
 //===----------------------------------------------------------------------===//
-#ifndef REMAT_DRIVER_SWEEP_H
-#define REMAT_DRIVER_SWEEP_H
+#ifndef REMAT_SESSION_SWEEP_H
+#define REMAT_SESSION_SWEEP_H
 
 #include "ir/Graph.h"
 
@@ -21,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace remat::driver {
+namespace remat::session {
 
 /// What to sweep.
 struct SweepOptions {
@@ -129,12 +130,11 @@ void computeRatios(SweepResult &result);
 llvm::Expected<std::vector<PeerPoint>> readPeers(llvm::StringRef path);
 
 /// The curve as CSV (one line per row; the columns are documented in
-/// docs/benchmarks.md), JSON, an aligned table, and an SVG plot.
+/// docs/benchmarks.md), JSON and an aligned table.
 std::string getSweepCsv(const SweepResult &result);
 llvm::json::Object getSweepJson(const SweepResult &result);
 void printSweepTable(const SweepResult &result, llvm::raw_ostream &os);
-std::string getSweepSvg(const SweepResult &result);
 
-} // namespace remat::driver
+} // namespace remat::session
 
-#endif // REMAT_DRIVER_SWEEP_H
+#endif // REMAT_SESSION_SWEEP_H

@@ -1,6 +1,6 @@
-//===- driver/MemoryReport.h - Peak memory reports --------------*- C++ -*-===//
-#ifndef REMAT_DRIVER_MEMORYREPORT_H
-#define REMAT_DRIVER_MEMORYREPORT_H
+//===- session/MemoryReport.h - Peak memory reports -------------*- C++ -*-===//
+#ifndef REMAT_SESSION_MEMORYREPORT_H
+#define REMAT_SESSION_MEMORYREPORT_H
 
 #include "ir/Graph.h"
 
@@ -9,7 +9,15 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
-namespace remat::driver {
+namespace remat::passes {
+class Liveness;
+} // namespace remat::passes
+
+namespace remat::session {
+
+/// \returns the node at which \p liveness peaks as "%name = Op [stage]",
+/// for the reports and the memory timeline.
+std::string describePeak(const passes::Liveness &liveness);
 
 /// Prints the peak breakdown of \p graph's schedule (Liveness) as a table:
 /// weights, inputs, activations kept for backward, gradients, recompute
@@ -27,13 +35,6 @@ llvm::Error writeMemoryReports(
     llvm::StringRef path, llvm::ArrayRef<const ir::Graph *> graphs,
     llvm::ArrayRef<const llvm::json::Object *> rematReports);
 
-/// An SVG plot of \p graph's live bytes (persistent + live arena, Liveness)
-/// over its schedule: forward / backward / recompute ranges shaded, the peak
-/// marked, MiB ticks, and with a MemoryPlan the planned peak (persistent +
-/// arena) as a dashed line. At most about 2000 points: each of up to 1000
-/// buckets of positions keeps its minimum and maximum, so the peak stays.
-std::string getMemoryTimelineSvg(const ir::Graph &graph);
+} // namespace remat::session
 
-} // namespace remat::driver
-
-#endif // REMAT_DRIVER_MEMORYREPORT_H
+#endif // REMAT_SESSION_MEMORYREPORT_H

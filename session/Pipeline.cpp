@@ -1,5 +1,5 @@
-//===- driver/Pipeline.cpp - Pipelines the tools share --------------------===//
-#include "driver/Pipeline.h"
+//===- session/Pipeline.cpp - Pipelines the tools share -------------------===//
+#include "session/Pipeline.h"
 
 #include "ir/GradientName.h"
 #include "ir/Support.h"
@@ -11,7 +11,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 
-namespace remat::driver {
+namespace remat::session {
 
 bool isTrainingStep(const ir::Graph &graph) {
   return llvm::any_of(graph.getOutputs(), [](const ir::Value *value) {
@@ -190,4 +190,4 @@ llvm::Expected<PipelineResult> runPipeline(ir::Graph &graph,
   return result;
 }
 
-} // namespace remat::driver
+} // namespace remat::session

@@ -1,5 +1,5 @@
-//===- driver/ModelLoader.cpp - Reading a model of any format -------------===//
-#include "driver/ModelLoader.h"
+//===- session/ModelLoader.cpp - Reading a model of any format ------------===//
+#include "session/ModelLoader.h"
 
 #include "frontends/bert/BertBuilder.h"
 #include "frontends/bert/BertConfig.h"
@@ -13,7 +13,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
-namespace remat::driver {
+namespace remat::session {
 
 llvm::Expected<ModelFormat> getInputFormat(llvm::StringRef path) {
   llvm::StringRef extension = llvm::sys::path::extension(path);
@@ -135,4 +135,4 @@ loadModel(llvm::StringRef path, const LoadOptions &options) {
   return std::move(graphs->front());
 }
 
-} // namespace remat::driver
+} // namespace remat::session

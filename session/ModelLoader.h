@@ -1,6 +1,6 @@
-//===- driver/ModelLoader.h - Reading a model of any format -----*- C++ -*-===//
-#ifndef REMAT_DRIVER_MODELLOADER_H
-#define REMAT_DRIVER_MODELLOADER_H
+//===- session/ModelLoader.h - Reading a model of any format ----*- C++ -*-===//
+#ifndef REMAT_SESSION_MODELLOADER_H
+#define REMAT_SESSION_MODELLOADER_H
 
 #include "ir/Graph.h"
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace remat::driver {
+namespace remat::session {
 
 /// The formats remat reads and writes, chosen by file extension.
 enum class ModelFormat { Rir, Onnx, BertConfig };
@@ -42,6 +42,6 @@ loadModels(llvm::StringRef path, const LoadOptions &options);
 llvm::Expected<std::unique_ptr<ir::Graph>>
 loadModel(llvm::StringRef path, const LoadOptions &options);
 
-} // namespace remat::driver
+} // namespace remat::session
 
-#endif // REMAT_DRIVER_MODELLOADER_H
+#endif // REMAT_SESSION_MODELLOADER_H

@@ -1,4 +1,4 @@
-//===- driver/Pipeline.h - Pipelines the tools share ------------*- C++ -*-===//
+//===- session/Pipeline.h - Pipelines the tools share -----------*- C++ -*-===//
 //
 // One definition, for remat-opt, remat-run and remat-sweep, of which passes
 // run on a model and how the flags that stand for pass options reach them
@@ -7,8 +7,8 @@
 // already a training step skips autodiff).
 //
 //===----------------------------------------------------------------------===//
-#ifndef REMAT_DRIVER_PIPELINE_H
-#define REMAT_DRIVER_PIPELINE_H
+#ifndef REMAT_SESSION_PIPELINE_H
+#define REMAT_SESSION_PIPELINE_H
 
 #include "ir/Graph.h"
 
@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace remat::driver {
+namespace remat::session {
 
 /// The passes that turn a model into a training step.
 constexpr const char *kTrainingPipeline = "canonicalize,autodiff,dce";
@@ -93,6 +93,6 @@ llvm::Expected<PipelineResult> runPipeline(ir::Graph &graph,
                                            const PipelineOptions &options,
                                            llvm::raw_ostream &diag);
 
-} // namespace remat::driver
+} // namespace remat::session
 
-#endif // REMAT_DRIVER_PIPELINE_H
+#endif // REMAT_SESSION_PIPELINE_H
