@@ -82,6 +82,7 @@ IntRange findRange(const ir::Value *value) {
           return {user.getOperand(0)->getType().getDim(1), false, std::nullopt};
         break;
       case ir::OpKind::Expand: // repeats values; shape-only ops keep them
+      case ir::OpKind::Slice:  // a subset (the chunked loss head's labels)
         if (use.operandIndex == 0)
           work.push_back(user.getResult(0));
         break;

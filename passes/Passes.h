@@ -242,6 +242,8 @@ private:
   std::string boundaries_;
   std::string costProfile_;
   bool explain_ = false;
+  /// auto, off or a number of chunks (Note [Chunked loss head]).
+  std::string chunkLoss_ = "auto";
   std::optional<llvm::json::Object> report_;
 };
 

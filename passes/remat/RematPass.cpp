@@ -1,6 +1,7 @@
 //===- passes/remat/RematPass.cpp - The remat pass ------------------------===//
 #include "ir/Support.h"
 #include "passes/Passes.h"
+#include "passes/remat/ChunkLoss.h"
 #include "passes/remat/Solver.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -31,6 +32,11 @@ RematPass::RematPass() {
                 "built-in GEMM rate and bandwidth)",
                 &costProfile_);
   declareOption("explain", "print the decisions and their reasons", &explain_);
+  declareOption("chunk-loss",
+                "compute the loss head (a Gemm and its softmax cross-entropy) "
+                "in chunks of tokens: auto (when the solver's plan needs it), "
+                "off, or a number of chunks",
+                &chunkLoss_);
 }
 
 namespace recompute {
@@ -76,10 +82,22 @@ prepareRematProblem(ir::Graph &graph, llvm::StringRef costProfilePath,
 
 llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
                                 uint64_t budgetBytes,
-                                llvm::StringRef budgetText) {
+                                llvm::StringRef budgetText,
+                                Solver *alternative,
+                                llvm::StringRef alternativeNote) {
   auto smallest = solver.smallestPlan();
   if (!smallest)
     return smallest.takeError();
+  std::string note;
+  if (alternative) {
+    auto other = alternative->smallestPlan();
+    if (!other)
+      return other.takeError();
+    if (other->plannedPeakBytes < smallest->plannedPeakBytes) {
+      smallest = std::move(other);
+      note = (", " + alternativeNote).str();
+    }
+  }
   std::string message = "budget " + formatBytes(budgetBytes);
   if (budgetText.endswith("%")) {
     message += " (";
@@ -91,7 +109,7 @@ llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
   message += "'; the smallest feasible planned peak is " +
              formatBytes(smallest->plannedPeakBytes) + " (" +
              std::to_string(smallest->plannedPeakBytes) + " B, strategy '" +
-             smallest->strategy + "'); without remat it is " +
+             smallest->strategy + "'" + note + "); without remat it is " +
              formatBytes(solver.getBasePeakBytes());
   return makeError(message);
 }
@@ -102,6 +120,9 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
   report_.reset();
   // declareEnumOption accepts only getStrategyNames().
   Strategy strategy = *parseStrategy(strategy_);
+  auto chunkSetting = parseChunkLoss(chunkLoss_);
+  if (!chunkSetting)
+    return chunkSetting.takeError();
   std::vector<std::string> boundaries;
   for (llvm::StringRef name : llvm::split(boundaries_, ','))
     if (!name.trim().empty())
@@ -117,21 +138,80 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
   if (budget_.isSet)
     budget = budget_.resolve(solver.getBasePeakBytes());
 
-  auto plan = solver.solve(strategy, budget);
-  if (!plan)
-    return plan.takeError();
-  if (!*plan)
-    return makeInfeasibleError(solver, strategy, *budget, budget_.str());
-  const PlanResult &chosen = **plan;
-  report_ = solver.explainJson(chosen, budget);
+  // The step with its loss head chunked is a second pool of plans (Note
+  // [Chunked loss head]); the pick is the fastest predicted plan that fits,
+  // of either, so budgets stay monotone (Note [Monotone budgets]).
+  std::string headWhyNot;
+  std::unique_ptr<ChunkedStep> chunked;
+  if (chunkSetting->mode == ChunkLossSetting::Mode::Fixed ||
+      (chunkSetting->mode == ChunkLossSetting::Mode::Auto && budget)) {
+    auto step = prepareChunkedStep(graph, *chunkSetting, costProfile_,
+                                   boundaries, headWhyNot);
+    if (!step)
+      return step.takeError();
+    chunked = std::move(*step);
+  }
+  Solver *chunkedSolver = chunked ? chunked->problem->solver.get() : nullptr;
+  std::optional<PlanResult> chosen;
+  Solver *chosenSolver = nullptr;
+  for (Solver *candidate : {&solver, chunkedSolver}) {
+    if (!candidate || (candidate == &solver && chunkSetting->mode ==
+                                                   ChunkLossSetting::Mode::Fixed))
+      continue;
+    auto plan = candidate->solve(strategy, budget);
+    if (!plan)
+      return plan.takeError();
+    if (!*plan)
+      continue;
+    double seconds = candidate->getPredictedSeconds(**plan);
+    if (chosen) {
+      double best = chosenSolver->getPredictedSeconds(*chosen);
+      if (seconds > best || (seconds == best && (*plan)->plannedPeakBytes >=
+                                                    chosen->plannedPeakBytes))
+        continue;
+    }
+    chosen = std::move(**plan);
+    chosenSolver = candidate;
+  }
+  bool isChunked = chosenSolver && chosenSolver == chunkedSolver;
+  if (!chosen) {
+    if (chunkSetting->mode == ChunkLossSetting::Mode::Fixed)
+      return makeInfeasibleError(*chunkedSolver, strategy, *budget,
+                                 budget_.str());
+    return makeInfeasibleError(
+        solver, strategy, *budget, budget_.str(), chunkedSolver,
+        chunked ? "loss head in " + std::to_string(chunked->chunks) + " chunks"
+                : "");
+  }
+  std::string chunkNote;
+  if (isChunked)
+    chunkNote = chunked->description;
+  else if (chunked)
+    chunkNote = chunked->description +
+                " was not needed: the whole head's plan is as fast or faster";
+  else if (chunkSetting->mode == ChunkLossSetting::Mode::Off)
+    chunkNote = "off";
+  else if (budget)
+    chunkNote = "the loss head is left whole: " + headWhyNot;
+  report_ = chosenSolver->explainJson(*chosen, budget);
+  // Without a budget auto has nothing to meet: no note.
+  if (!chunkNote.empty())
+    report_->try_emplace("chunk_loss", chunkNote);
   if (explain_) {
-    std::string text;
+    std::string text =
+        chunkNote.empty() ? "" : "chunk-loss: " + chunkNote + "\n";
     llvm::raw_string_ostream os(text);
-    solver.explain(chosen, budget, os);
+    chosenSolver->explain(*chosen, budget, os);
     os.flush();
     emitRaw(text);
   }
-  RecomputeStats stats = solver.apply(chosen);
+  if (isChunked) {
+    auto stats = applyChunkedPlan(graph, *chunked, *chosen);
+    if (!stats)
+      return stats.takeError();
+    return true;
+  }
+  RecomputeStats stats = solver.apply(*chosen);
   return stats.clonedNodes != 0;
 }
 

@@ -52,25 +52,63 @@ private:
     return stashed && !plan_.drop.count(value);
   }
 
-  /// \returns \p value itself if held, else its recompute clone, building
-  /// it (and what it needs) before \p before.
+  /// \returns \p value itself if held, else its recompute clone for
+  /// backward, building it (and what it needs) before \p before. An inner
+  /// boundary on the way comes from its own pass (materializeBoundary).
   ir::Value *materialize(ir::Value *value, ir::Node *before) {
     if (isHeld(value))
       return value;
+    if (plan_.innerBoundaries.count(value))
+      return materializeBoundary(value, before);
     if (auto it = clones_.find(value); it != clones_.end())
       return it->second;
     ir::Node *def = value->getDefiningNode();
     for (ir::Value *operand : def->getOperands())
       materialize(operand, before);
+    cloneInto(clones_, *def, before);
+    return clones_.lookup(value);
+  }
+
+  /// \returns the clone of the inner boundary \p value, building it before
+  /// \p before from what is held and the inner boundaries before it: the
+  /// dropped values on the way are cloned into transient_, which no backward
+  /// node reads, so they die within this pass (Note [Nested recompute]).
+  ir::Value *materializeBoundary(ir::Value *value, ir::Node *before) {
+    if (auto it = clones_.find(value); it != clones_.end())
+      return it->second;
+    ir::Node *def = value->getDefiningNode();
+    for (ir::Value *operand : def->getOperands())
+      materializeTransient(operand, before);
+    cloneInto(transient_, *def, before);
+    for (ir::Value *result : def->getResults())
+      clones_[result] = transient_.lookup(result);
+    return clones_.lookup(value);
+  }
+
+  void materializeTransient(ir::Value *value, ir::Node *before) {
+    if (isHeld(value) || transient_.count(value))
+      return;
+    if (plan_.innerBoundaries.count(value)) {
+      transient_[value] = materializeBoundary(value, before);
+      return;
+    }
+    ir::Node *def = value->getDefiningNode();
+    for (ir::Value *operand : def->getOperands())
+      materializeTransient(operand, before);
+    cloneInto(transient_, *def, before);
+  }
+
+  /// Clones \p def before \p before, its operands read through \p map.
+  void cloneInto(llvm::DenseMap<const ir::Value *, ir::Value *> &map,
+                 const ir::Node &def, ir::Node *before) {
     ir::Node *clone =
-        graph_.cloneNode(*def, clones_, before, ir::Stage::Recompute, ".remat");
+        graph_.cloneNode(def, map, before, ir::Stage::Recompute, ".remat");
     if (undo_)
       undo_->clones.push_back(clone);
     ++stats_.clonedNodes;
-    stats_.clonedNames.push_back(def->getResult(0)->getName().str());
-    stats_.recomputeFlops += nodeFlops(*def);
-    stats_.recomputeSeconds += nodeSeconds(*def, profile_);
-    return clones_.lookup(value);
+    stats_.clonedNames.push_back(def.getResult(0)->getName().str());
+    stats_.recomputeFlops += nodeFlops(def);
+    stats_.recomputeSeconds += nodeSeconds(def, profile_);
   }
 
   ir::Graph &graph_;
@@ -80,6 +118,8 @@ private:
   /// Original forward value -> its clone. Filled by Graph::cloneNode, which
   /// also reads it to rewire the clone's operands.
   llvm::DenseMap<const ir::Value *, ir::Value *> clones_;
+  /// The same for the passes that rebuild inner boundaries.
+  llvm::DenseMap<const ir::Value *, ir::Value *> transient_;
   RecomputeStats stats_;
 };
 

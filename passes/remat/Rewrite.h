@@ -12,6 +12,23 @@
 // clone draws the same mask from its (seed, index) stream, so every
 // recomputed value equals its original bit for bit.
 //
+// Note [Nested recompute]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A recomputed group rebuilt as above holds its whole rebuilt stash through
+// its backward: the first backward node of the group needs a value near its
+// end, whose clone chain runs from the group's input through every segment.
+// Rotor's recompute-within-recompute cuts the group again: its inner
+// boundaries (the inputs of its segments after the first) are rebuilt first,
+// in one pass from the group's input whose other clones (transient ones)
+// serve only that pass and die in it; then each segment's dropped values are
+// rebuilt from its inner boundary's clone when backward first needs them,
+// that is during the segment's own backward. Held during the group's
+// backward: its inner boundaries and one segment's stash, instead of the
+// whole group's stash; paid: the values before the last inner boundary are
+// computed twice. Two levels in the plans the solver builds: layers, then
+// the segments of each layer (Solver::nestedPlans). Clones are the same
+// computation on the same inputs, so the bits stay those of the original.
+//
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_PASSES_REMAT_REWRITE_H
 #define REMAT_PASSES_REMAT_REWRITE_H
@@ -34,6 +51,11 @@ struct RecomputePlan {
   /// stashed (the segment boundaries recompute starts from). A value in
   /// both sets is kept.
   llvm::DenseSet<const ir::Value *> keep;
+  /// Dropped values at which a recomputed group is cut again (Note [Nested
+  /// recompute]): each is rebuilt once, from what is held, by a pass whose
+  /// other clones serve only it; the dropped values between two of them are
+  /// rebuilt from the earlier one when backward first needs them.
+  llvm::DenseSet<const ir::Value *> innerBoundaries;
 };
 
 /// What a rewrite added.

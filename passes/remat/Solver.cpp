@@ -193,6 +193,9 @@ PlanResult Solver::evaluate(llvm::StringRef strategy,
       if (choice.option == SegmentOption::Recompute &&
           choice.groupStart == s && segment.input)
         result.keepNames.push_back(segment.input->getName().str());
+      if (choice.option == SegmentOption::Recompute && choice.nested &&
+          choice.groupStart != s && segment.input)
+        result.nestedNames.push_back(segment.input->getName().str());
     }
     // Side inputs are held for every segment that reads them (Note [Side
     // inputs]), so that recompute never rebuilds them.
@@ -226,11 +229,17 @@ PlanResult Solver::evaluate(llvm::StringRef strategy,
 }
 
 RecomputePlan Solver::toRewrite(const PlanResult &plan) const {
+  return toRecomputePlan(graph_, plan);
+}
+
+RecomputePlan toRecomputePlan(const ir::Graph &graph, const PlanResult &plan) {
   RecomputePlan rewrite;
   for (const std::string &name : plan.dropNames)
-    rewrite.drop.insert(graph_.lookup(name));
+    rewrite.drop.insert(graph.lookup(name));
   for (const std::string &name : plan.keepNames)
-    rewrite.keep.insert(graph_.lookup(name));
+    rewrite.keep.insert(graph.lookup(name));
+  for (const std::string &name : plan.nestedNames)
+    rewrite.innerBoundaries.insert(graph.lookup(name));
   return rewrite;
 }
 
@@ -341,7 +350,8 @@ std::vector<PlanResult> &Solver::getPool() {
   auto add = [&](PlanResult plan) {
     // One member per distinct rewrite.
     std::string key = llvm::join(plan.dropNames, ",") + "|" +
-                      llvm::join(plan.keepNames, ",");
+                      llvm::join(plan.keepNames, ",") + "|" +
+                      llvm::join(plan.nestedNames, ",");
     if (!seen.insert(key).second)
       return;
     pool_.push_back(std::move(plan));
@@ -425,6 +435,14 @@ std::vector<PlanResult> &Solver::getPool() {
       }
     }
   }
+  // Every plan so far with its groups cut again inside (Note [Nested
+  // recompute]).
+  std::vector<std::pair<std::string, std::vector<SegmentChoice>>> flat;
+  for (const PlanResult &plan : pool_)
+    flat.push_back({plan.strategy, plan.choices});
+  for (auto &[name, choices] : nestedPlans(flat))
+    add(evaluate(name, std::move(choices)));
+
   // Note [Monotone budgets]: one fixed order, independent of the budget:
   // least recompute time, then least estimated peak, then pool order.
   for (size_t i = 0; i < pool_.size(); ++i)
@@ -499,6 +517,26 @@ Solver::compactPlans() const {
       plans.push_back({"chain-dp+selective", std::move(choices)});
     }
   return plans;
+}
+
+std::vector<std::pair<std::string, std::vector<SegmentChoice>>>
+Solver::nestedPlans(
+    const std::vector<std::pair<std::string, std::vector<SegmentChoice>>>
+        &plans) const {
+  std::vector<std::pair<std::string, std::vector<SegmentChoice>>> nested;
+  for (const auto &[name, choices] : plans) {
+    std::vector<SegmentChoice> cut = choices;
+    bool inner = false;
+    for (size_t s = 0; s < cut.size(); ++s)
+      if (cut[s].option == SegmentOption::Recompute &&
+          cut[s].groupStart != s && chain_.segments[s].input) {
+        cut[s].nested = true;
+        inner = true;
+      }
+    if (inner)
+      nested.push_back({"nested", std::move(cut)});
+  }
+  return nested;
 }
 
 llvm::Expected<PlanResult> Solver::smallestPlan() {

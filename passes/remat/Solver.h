@@ -95,6 +95,9 @@ llvm::StringRef segmentOptionName(SegmentOption option);
 struct SegmentChoice {
   SegmentOption option = SegmentOption::Keep;
   unsigned groupStart = 0;
+  /// Recompute only: the group is cut again at this segment's input during
+  /// its own backward (Note [Nested recompute]).
+  bool nested = false;
 };
 
 /// A plan and what it costs, measured on a rewritten copy.
@@ -104,6 +107,8 @@ struct PlanResult {
   /// Stashed values dropped, then (for a single-tensor plan) those only.
   std::vector<std::string> dropNames;
   std::vector<std::string> keepNames;
+  /// Inner boundaries of nested groups (RecomputePlan::innerBoundaries).
+  std::vector<std::string> nestedNames;
   /// persistent + arena of plan-memory on the rewritten graph (0 until
   /// planned).
   uint64_t plannedPeakBytes = 0;
@@ -177,6 +182,12 @@ private:
   /// rebuilt, every segment rebuilt, every segment selective.
   std::vector<std::pair<std::string, std::vector<SegmentChoice>>>
   compactPlans() const;
+  /// The plans of \p plans whose recomputed groups of several segments are
+  /// cut again at every segment inside (Note [Nested recompute]).
+  std::vector<std::pair<std::string, std::vector<SegmentChoice>>>
+  nestedPlans(const std::vector<std::pair<std::string,
+                                          std::vector<SegmentChoice>>> &plans)
+      const;
   /// The chain DP's plan under \p arenaBudget: of least predicted time, or
   /// with \p leastHeld the one holding the fewest bytes at the end of
   /// forward, counted in buckets (least time among those).
@@ -206,6 +217,9 @@ private:
   static constexpr unsigned kLadderSteps = 12;
 };
 
+/// \returns \p plan's values in \p graph (which has them by name).
+RecomputePlan toRecomputePlan(const ir::Graph &graph, const PlanResult &plan);
+
 /// What the remat pass builds before it chooses a plan: the stash, the
 /// segment chain, the cost profile and an initialized Solver over them.
 /// remat-sweep asks it for many budgets; the pass asks it once.
@@ -226,10 +240,13 @@ prepareRematProblem(ir::Graph &graph, llvm::StringRef costProfilePath,
 
 /// The error for a budget no plan of \p strategy fits: the budget (and
 /// \p budgetText when it was a percentage), the smallest feasible planned
-/// peak and the peak without remat.
+/// peak (of \p solver, or of \p alternative, named by \p alternativeNote,
+/// when that is smaller) and the peak without remat.
 llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
                                 uint64_t budgetBytes,
-                                llvm::StringRef budgetText);
+                                llvm::StringRef budgetText,
+                                Solver *alternative = nullptr,
+                                llvm::StringRef alternativeNote = "");
 
 } // namespace remat::passes::recompute
 
