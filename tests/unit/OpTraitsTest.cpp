@@ -180,6 +180,10 @@ const Sample kSamples[] = {
   {OpKind::ConvTranspose, "f64[1,1,2,2]", R"(%k = Constant() {value = dense<f64[1,1,2,2]: [1.0, 2.0, 3.0, 4.0]>} : f64[1,1,2,2]
     %y = ConvTranspose(%w, %k) : f64[1,1,3,3])",
    "op ConvTranspose has no gradient rule"},
+  // Sign's gradient is zero: its result acts as a constant, so the weight
+  // reaches the loss only through Mul's second operand.
+  {OpKind::Sign, "f64[2,3]", "%s = Sign(%w) : f64[2,3]\n"
+   "    %y = Mul(%s, %w) : f64[2,3]"},
 };
 // clang-format on
 
