@@ -19,7 +19,7 @@
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
 #include "passes/remat/CostModel.h"
-#include "runtime/Backend.h"
+#include "runtime/Backends.h"
 #if REMAT_HAVE_CUDA
 #include "runtime/cuda/CudaBackend.h"
 #endif

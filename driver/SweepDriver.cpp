@@ -19,7 +19,7 @@
 #include "ir/Support.h"
 #include "passes/Pass.h"
 #include "passes/remat/Solver.h"
-#include "runtime/Backend.h"
+#include "runtime/Backends.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"

@@ -2,6 +2,8 @@
 //
 // A Backend compiles a scheduled graph into an Executable that runs steps.
 // The CPU backend is the reference every other backend is tested against.
+// The list of backends a build has is runtime/Backends.h, above this core
+// and every backend.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKEND_H
@@ -69,14 +71,6 @@ public:
   virtual llvm::Expected<std::unique_ptr<Executable>>
   compile(const ir::Graph &graph, const CompileOptions &options) = 0;
 };
-
-/// \returns the names of the backends this build has, in the order of the
-/// registry (runtime/Backend.cpp): "cpu" always, "cuda" when it is built.
-std::vector<llvm::StringRef> listBackends();
-
-/// \returns the backend named \p name, or an error naming it and listing the
-/// backends this build has.
-llvm::Expected<std::unique_ptr<Backend>> createBackend(llvm::StringRef name);
 
 /// Checks that \p inputs match the inputs of \p graph in count and type;
 /// errors name the input, the expected and the actual type.

@@ -13,6 +13,7 @@ jobs=$(nproc)
 cmake -S . -B "$build_dir" -G Ninja \
   -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} \
   -DREMAT_SANITIZE=${REMAT_SANITIZE:-OFF} \
+  -DREMAT_BUILD_BENCHMARKS=ON \
   -DREMAT_WERROR=${REMAT_WERROR:-ON} >/dev/null
 cmake --build "$build_dir" -j "$jobs"
 build_seconds=$SECONDS

@@ -33,6 +33,10 @@ if getattr(config, "remat_sanitize", "").upper() in ("ON", "1", "TRUE", "YES"):
 # was found (REMAT_CUDA), with or without a GPU.
 if getattr(config, "remat_have_cuda", "").upper() in ("ON", "1", "TRUE", "YES"):
     config.available_features.add("cuda-backend")
+# Tests of the benchmarks' arguments (tools/bench) declare
+# `REQUIRES: benchmarks`: built with -DREMAT_BUILD_BENCHMARKS=ON.
+if getattr(config, "remat_build_benchmarks", "").upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("benchmarks")
 # A machine with an NVIDIA driver and device nodes: the GPU tests run there.
 if os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-device")

@@ -56,18 +56,6 @@ llvm::Expected<Kernel> selectKernel(const ir::Node &node);
 /// true when the element is kept. Exposed for tests and other backends.
 bool dropoutKeep(uint64_t seed, uint64_t index, float ratio);
 
-/// Chooses OpenBLAS's kernels (its "core type") from the CPU's features and
-/// re-initialises OpenBLAS with them when they differ from its own choice;
-/// OPENBLAS_CORETYPE in the environment wins (Note [OpenBLAS core type] in
-/// runtime/cpu/Linalg.cpp). Runs once before the first GEMM kernel is
-/// selected; must not race with OpenBLAS calls. \returns the core in use.
-std::string selectOpenBlasCore();
-
-/// Re-initialises a DYNAMIC_ARCH OpenBLAS with core type \p core (an
-/// OPENBLAS_CORETYPE name). \returns false when the library cannot (static
-/// or single-architecture builds). For benchmarks and selectOpenBlasCore.
-bool reinitOpenBlasCore(const char *core);
-
 } // namespace remat::runtime::cpu
 
 #endif // REMAT_RUNTIME_CPU_KERNELS_H

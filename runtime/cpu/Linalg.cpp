@@ -16,14 +16,15 @@
 // 7x13x1000 split 3+4 rows; that is fine: the tiling is a fixed function of the
 // shapes, so a recomputed MatMul reproduces the original exactly.)
 //
-// On a CPU with AVX-512F or AVX2 + FMA, f32 tiles run remat's own kernel
-// instead (packedSgemm, Note [Packed sgemm] in runtime/cpu/PackedSgemm.cpp),
-// on tiles of up to 512 x 1024 (kMaxPackedTile): it was faster in the step
-// than OpenBLAS's SkylakeX kernels on an AVX-512 Xeon and than its Haswell
-// kernels on a Zen 3 (docs/benchmarks.md), and an element's bits depend on
-// K alone, so any tiling gives the same results. REMAT_GEMM=openblas in the
-// environment keeps OpenBLAS (for comparisons; unit.openblas_path runs the
-// kernel tests that way). f64 always runs OpenBLAS.
+// f32 tiles run on the process's GEMM provider (runtime/cpu/GemmProvider.h):
+// unless a program chooses otherwise, remat's own kernel on a CPU with
+// AVX-512F or AVX2 + FMA (packedSgemm, Note [Packed sgemm] in
+// runtime/cpu/PackedSgemm.cpp), on tiles of up to 512 x 1024
+// (kMaxPackedTile): it runs the step faster than OpenBLAS on both kinds of
+// CPU (docs/benchmarks.md), and an element's bits depend on K alone, so any
+// tiling gives the same results. The tools' REMAT_GEMM=openblas chooses
+// OpenBLAS (for comparisons; unit.openblas_path runs the kernel tests that
+// way). f64 always runs OpenBLAS.
 //
 // Batched MatMul whose right operand has no batch dims (activations times a
 // weight, the common case) folds the batch into M: one product of
@@ -57,7 +58,6 @@
 #include "llvm/ADT/Twine.h"
 
 #include <cblas.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -73,83 +73,6 @@ using llvm::Error;
 using llvm::Expected;
 using llvm::Twine;
 
-namespace remat::runtime::cpu {
-
-// Note [OpenBLAS core type]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~
-// A DYNAMIC_ARCH OpenBLAS (Debian's) picks its kernels at load time from the
-// CPU's vendor, family and model, and 0.3.21 falls back to its oldest
-// kernels on a CPU it has no entry for: on an AVX-512 Xeon VM it ran
-// Prescott kernels, and the forward step took 2x as long as with
-// OPENBLAS_CORETYPE=Haswell (docs/benchmarks.md, issue 4). (On an AMD EPYC
-// Zen 3 it picks "Zen", whose sgemm is Haswell's: the same bits and speed,
-// remat-bench-gemm.) remat picks from what the CPU can do instead
-// (cpuid feature bits, which name no model and so hold for CPUs newer than
-// the library): AVX-512 F/BW/DQ/VL -> SkylakeX (what later OpenBLAS
-// releases run on Zen 4 too), AVX2 + FMA -> Haswell, anything else ->
-// OpenBLAS's own choice; a choice of OpenBLAS's that is as good is kept. It re-initialises OpenBLAS with
-// that core through gotoblas_dynamic_quit/gotoblas_dynamic_init (exported by
-// DYNAMIC_ARCH builds only; looked up with dlsym, so a static or single-arch
-// OpenBLAS is left as it is). This runs once, before remat's first GEMM
-// kernel is selected; OPENBLAS_CORETYPE set by the user wins. Bits then
-// depend on the core type, which depends only on the CPU: results stay
-// identical for every thread count (Note [OpenBLAS threads]).
-
-std::string selectOpenBlasCore() {
-  std::string current = openblas_get_corename();
-  if (std::getenv("OPENBLAS_CORETYPE"))
-    return current;
-  const char *wanted = nullptr;
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    wanted = "SkylakeX";
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    wanted = "Haswell";
-#endif
-  // Keep a library's choice that is at least as good (a newer OpenBLAS may
-  // know a newer core): any AVX-512 core, and on an AVX2 CPU Haswell or Zen
-  // (Zen's sgemm is Haswell's). Every other x86 core name has older kernels.
-  static const char *const kAvx512Cores[] = {"SkylakeX", "Cooperlake",
-                                             "SapphireRapids"};
-  static const char *const kAvx2Cores[] = {"Haswell", "Zen"};
-  auto isOneOf = [&](llvm::ArrayRef<const char *> names) {
-    return llvm::any_of(names, [&](const char *name) {
-      return llvm::StringRef(current).equals_insensitive(name);
-    });
-  };
-  if (!wanted || isOneOf(kAvx512Cores) ||
-      (llvm::StringRef(wanted) == "Haswell" && isOneOf(kAvx2Cores)))
-    return current;
-  reinitOpenBlasCore(wanted);
-  return openblas_get_corename();
-}
-
-bool reinitOpenBlasCore(const char *core) {
-  using InitFn = void (*)();
-  auto quit = reinterpret_cast<InitFn>(
-      dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
-  auto init = reinterpret_cast<InitFn>(
-      dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
-  if (!quit || !init)
-    return false;
-  // gotoblas_dynamic_init reads the core from OPENBLAS_CORETYPE; restore
-  // the environment afterwards.
-  const char *old = std::getenv("OPENBLAS_CORETYPE");
-  std::string saved = old ? old : "";
-  setenv("OPENBLAS_CORETYPE", core, 1);
-  quit();
-  init();
-  if (old)
-    setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
-  else
-    unsetenv("OPENBLAS_CORETYPE");
-  return true;
-}
-
-} // namespace remat::runtime::cpu
-
 namespace remat::runtime::cpu::detail {
 
 namespace {
@@ -161,20 +84,14 @@ struct Tile {
   int64_t rows, cols;
 };
 /// Each tile is one cblas call, which packs its own panels of A and B: the
-/// larger the tile, the less packing per flop. Tiles of fewer than 256 rows
-/// cost most: over bert-base's 13 GEMM shapes at seq 512, OpenBLAS's
-/// SkylakeX kernels on an AVX-512 Xeon took 155 ms in 128 x 256 tiles,
-/// 145 in 128 x 768, 136 in 256 x 512, 130 in 256 x 1024 and 123 as whole
-/// products (`remat-bench-gemm --tile`, one thread). So a tile is at most
-/// this large,
+/// larger the tile, the less packing per flop, and tiles of fewer than 256
+/// rows cost most (`remat-bench-gemm --tile` times bert-base's shapes in
+/// any tiling). So a tile is at most this large,
 constexpr Tile kMaxTile = {256, 1024};
-/// remat's own kernel (f32 on CPUs with AVX-512F or AVX2) gives the same bits
-/// whatever the tiling, so its tiles may take all the rows of a 512-row
-/// product: each B block is then packed once, not once per 256 rows (B is
-/// mostly a weight, read from memory). In the step, alternated with 256-row
-/// tiles six rounds at 2 threads, the Gemm nodes' fastest round went from
-/// 1645 to 1542 ms at batch 4 seq 128 and from 1596 to 1435 ms at batch 1
-/// seq 512 (the rounds spread 15-25%).
+/// remat's own kernel gives the same bits whatever the tiling, so its tiles
+/// may take all the rows of a 512-row product: each B block is then packed
+/// once, not once per 256 rows (B is mostly a weight, read from memory),
+/// which makes the step's Gemm nodes faster than 256-row tiles do.
 constexpr Tile kMaxPackedTile = {512, 1024};
 /// Either tile is split further (its longer side first, into equal parts) until
 /// a MatMul or Gemm has this many tasks for the threads, unless a side would
@@ -205,12 +122,9 @@ constexpr int64_t kStripAlign = 32;
 /// the AVX-512 machine's 2 MiB L2, all of the Zen 3's; strips narrower than
 /// kMaxPackedTile's 1024 columns where it takes): every K block reads and
 /// writes the strip's C again, and the MLM decoder's 512 x 1024 strips (2 MiB
-/// of C next to a 1 MiB B block) went to L3 for it. Its forward product
-/// (`remat-run --forward` on that Gemm alone, 8 steps) took 105.3-151.9 ms in
-/// 256-column strips against 107.4-137.3 ms (six alternated pairs at 2 threads,
-/// five faster), and 205.3-284.8 ms against 210.7-244.3 ms at 1 thread (three
-/// of five pairs faster). Of bert-base's other products only the FFN's weight
-/// gradients change (384 and 512 columns to 256 and 320), inside the noise.
+/// of C next to a 1 MiB B block) went to L3 for it; its 256-column strips
+/// stay in L2. Of bert-base's other products only the FFN's weight
+/// gradients change (384 and 512 columns to 256 and 320).
 constexpr int64_t kMaxStripCFloats = 128 * 1024;
 /// Tile sides are multiples of this, which the unroll sizes of OpenBLAS's
 /// x86 sgemm kernels divide, so only a product's last row and column of
@@ -223,10 +137,7 @@ constexpr int64_t kFlopsPerChunk = 2 * 1000 * 1000;
 
 void useSingleThreadedBlas() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    openblas_set_num_threads(1);
-    selectOpenBlasCore();
-  });
+  std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
 /// One matrix product C = alpha * op(A) op(B) + beta * C over row-major

@@ -26,13 +26,14 @@
 // on the leading dims, and remat's results stay the same for every thread
 // count.
 //
-// Why not OpenBLAS: on the AVX-512 Xeon this was written on (Sapphire
-// Rapids class, 160-167 GFLOP/s per thread in an FMA loop), OpenBLAS
-// 0.3.21's SkylakeX kernels and this one run bert-base's tiles at about the
-// same rate with their operands in cache (remat-bench-gemm --tile 256x1024:
-// 0.96-1.02x), but in a training step this one took about 10% less time
-// (alternated profiles, docs/benchmarks.md), and it lets remat.PermutedMatMul
-// pass strided operands as they are instead of copying them. Its packing
+// Why not OpenBLAS: OpenBLAS 0.3.21's kernels and this one run bert-base's
+// tiles at about the same rate with their operands in cache
+// (`remat-bench-gemm --tile 256x1024`), but the training step is faster
+// with this one (docs/benchmarks.md, CPU speed): an op(A) packed once per
+// node and shared by column strips instead of once per 256 x 1024 tile,
+// remat.PermutedMatMul's strided operands taken as they are instead of
+// gathered and scattered, the bias started in the kernel, and 512-row
+// tiles (any tiling gives the same bits, Bits above). Its packing
 // buffers (1.3 MiB per thread, like OpenBLAS's own, and up to 8 MiB for an
 // op(A) packed once per node, Note [op(A) packed once per node]) are
 // outside the arena.
@@ -58,39 +59,26 @@
 // (a test checks it where both run), so remat's results do not depend on
 // which one the CPU picks either.
 //
-// Register shapes with their operands where the kernel keeps them (B panel
-// in L1, A block in L2), one thread, `remat-bench-register-shapes`, three
-// runs on the Zen 3 in a quiet phase: an FMA loop of 12 chains 98.8-99.7
-// GFLOP/s; 6 x 16 93.7-94.4 (94-95% of it); 4 x 24 93.5-96.9; 5 x 16
-// 93.5-96.6; 8 x 8 80.2-82.3 (eight accumulators for two FMA pipes of
-// latency 4); 3 x 32 41.1-43.3 (17 registers: spills). The three fastest are
-// level within the runs' spread; 4 x 24's 24-column panels would leave edges
-// on bert-base's 64-, 128- and 512-column products (a 64-column head:
-// panels of 24, 24 and 16) and not divide the runtime's strips (Linalg.cpp,
+// Why 6 x 16 (`remat-bench-register-shapes` times the candidates with
+// their operands where the kernel keeps them): 6 x 16, 4 x 24 and 5 x 16
+// run at about the FMA loop's rate; 8 x 8 has eight accumulators for two
+// FMA pipes of latency 4, and 3 x 32 needs 17 registers (spills). Of the
+// three fast ones, 4 x 24's 24-column panels would leave edges on
+// bert-base's 64-, 128- and 512-column products (a 64-column head: panels of
+// 24, 24 and 16) and not divide the runtime's strips (Linalg.cpp,
 // kStripAlign), and 5 x 16 packs A in panels of five; 6 x 16's edges are
-// rows, at most one panel per block.
-//
-// Against OpenBLAS 0.3.21's Haswell kernels (what remat ran here before),
-// `remat-bench-gemm --tile 512x1024 --rounds 3` over bert-base's 13 shapes,
-// one thread: OpenBLAS 265.18 ms, this kernel 279.77 (OpenBLAS 2-9% ahead
-// on the large products; on the attention's this one level to 12% ahead).
-// The step is faster with this one all the same (docs/benchmarks.md, eleventh
-// round): an op(A) packed once per node and shared by column strips
-// instead of once per 256 x 1024 tile, remat.PermutedMatMul's strided
-// operands without gathers and scatters, the bias started in the kernel,
-// and 512-row tiles.
+// rows, at most one panel per block. The reasons the step runs faster on it
+// than on OpenBLAS's Haswell kernels are the AVX-512 kernel's (Note [Packed
+// sgemm]), though OpenBLAS runs the largest single tiles a little faster.
 //
 // Note [A in place for narrow products]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Packing op(A) pays when each A panel then feeds many B panels. In a
 // product of at most 64 columns (two of the AVX-512 kernel's B panels:
 // attention's P V, dS K, P^T dO and dS^T Q, one head at a time) it feeds
-// two, and the copy took about an eighth of the product's time: in a
-// one-thread harness on the AVX-512 machine over 12 heads of
-// 512 x 64 x 512, 104 GFLOP/s with A packed and 119 with it read in place
-// (88 and 98 with A transposed; 128 x 64 x 128: 96 and 108, 82 and 102),
-// while at 128 columns the two were level (108 and 111) and at 768 packing
-// won (109 and 105). So such a product's kernel broadcasts op(A)'s
+// two, and the copy took about an eighth of the product's time on the
+// AVX-512 machine, while at 128 columns reading in place and packing were
+// level and at 768 packing won. So such a product's kernel broadcasts op(A)'s
 // elements from where they lie, through the view's strides. The FMAs,
 // their order and the writes to C are those of the packed path (a last
 // panel of fewer than kMR rows is still packed, zero-padded): same bits.
@@ -99,18 +87,9 @@
 // stored transposed (P^T dO, dS^T Q; kNarrowReadsTransposedA). Read in
 // place, such an A panel's k are a row of the stored matrix apart (2 KiB
 // at seq 512, all in two sets of the Zen 3's L1), and each panel is read
-// again for each of the four B panels. In the bert-base step on the Zen 3
-// (b1s512, one thread, `--profile`, an experimental switch alternated in
-// two rounds each), the twelve layers' dS^T Q took 121.8 and 128.1 ms read
-// in place against 99.0 and 92.3 packed, P^T dO 123.4 and 124.8 against
-// 98.9 and 92.7; packed, P V and dS K (101.3 and 101.7 ms; 100.3 and
-// 96.9) were slower than in each of the four runs that read their A in
-// place (88.5-96.3; 86.3-93.9), which spread by up to 7% among
-// themselves. At two threads (three alternated pairs, this change against
-// its build with the AVX-512 choice) the 72 attention products took 378.6,
-// 337.3 and 342.1 ms against 308.6, 311.5 and 286.3; at b4s128 (seq 128,
-// one thread) P^T dO went from 28.8 and 29.3 ms to 23.6 and 24.9. Same
-// bits either way, as above (bert-base's 203 outputs, b4s128 and b1s512).
+// again for each of the four B panels, which in the bert-base step on the
+// Zen 3 (`remat-run --profile`) made dS^T Q and P^T dO slower read in place
+// than packed, and P V and dS K faster. Same bits either way, as above.
 //
 // Note [Tiles that share a packed A]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -119,10 +98,8 @@
 // 768 product in four tiles packed its A two or four times, the MLM
 // decoder's 30 column tiles packed the same 512 x 768 A thirty times. And
 // with four tiles on two threads, whichever thread the machine slowed
-// during the node left the other idle at its end: the pool's threads were
-// idle for 2-11% of their time in the bert-base step (b4s128, 2 threads,
-// an instrumented build), nearly all of it in the 4- and 6-tile GEMMs,
-// where the two threads finished a node 1.1 ms apart on average (of 8.4).
+// during the node left the other idle at its end (an instrumented build
+// found nearly all of the pool's idle time in the 4- and 6-tile GEMMs).
 // So the runtime cuts a product whose op(A) fits (packed, at most 8 MiB
 // for the node) into column strips, at least 12 tasks where the strips
 // stay 64 columns wide, and the strips of a row of tiles read one packed
@@ -132,10 +109,8 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The strips of a row of tiles first shared op(A) per thread: each thread
 // packed it, lazily, the first time one of its strips needed a block. With
-// one row of strips (512 tokens) both threads then packed all of op(A): in
-// the bert-base step (b4s128, an instrumented build counting cycles in the
-// packing) packing A took 1.59-1.77e9 cycles of 2.2-2.4e10 in the GEMMs at
-// 2 threads against 1.13e9 at 1, as much as packing B. So op(A) is packed
+// one row of strips (512 tokens) both threads then packed all of op(A), and
+// packing A cost as much as packing B. So op(A) is packed
 // once per node instead, before the strips: packedSgemmPackA packs one
 // block (kKC values of k by kMC rows) into the layout the block loop reads,
 // the runtime spreads the blocks over its threads and then runs the strips,
@@ -147,10 +122,11 @@
 
 #include "runtime/cpu/PackedSgemm.h"
 
+#include "runtime/cpu/GemmProvider.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <vector>
@@ -323,17 +299,15 @@ REMAT_TARGET void packALines(View src, int64_t full, int64_t kc, float *out,
 } // namespace avx2
 
 PackedSgemmIsa packedSgemmIsa() {
-  static const PackedSgemmIsa isa = [] {
-    const char *choice = std::getenv("REMAT_GEMM");
-    if (choice && std::strcmp(choice, "openblas") == 0)
-      return PackedSgemmIsa::None;
-    bool wantsAvx2 = choice && std::strcmp(choice, "avx2") == 0;
-    if (!wantsAvx2 && packedSgemmSupports(PackedSgemmIsa::Avx512))
-      return PackedSgemmIsa::Avx512;
-    return packedSgemmSupports(PackedSgemmIsa::Avx2) ? PackedSgemmIsa::Avx2
-                                                     : PackedSgemmIsa::None;
-  }();
-  return isa;
+  switch (getGemmProvider()) {
+  case GemmProvider::RematAvx512:
+    return PackedSgemmIsa::Avx512;
+  case GemmProvider::RematAvx2:
+    return PackedSgemmIsa::Avx2;
+  case GemmProvider::OpenBlas:
+    break;
+  }
+  return PackedSgemmIsa::None;
 }
 
 bool packedSgemmSupports(PackedSgemmIsa isa) {

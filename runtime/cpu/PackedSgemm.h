@@ -16,11 +16,10 @@ namespace remat::runtime::cpu {
 /// remat's kernels, by the instructions they need.
 enum class PackedSgemmIsa { None, Avx2, Avx512 };
 
-/// The kernel packedSgemm runs, chosen once from the CPU: AVX-512F ->
-/// Avx512, else AVX2 + FMA -> Avx2, else None (not x86-64 either).
-/// REMAT_GEMM=openblas in the environment makes it None (the runtime then
-/// runs OpenBLAS), REMAT_GEMM=avx2 makes it Avx2 on a CPU with AVX-512F;
-/// other values change nothing.
+/// The kernel packedSgemm runs: the process's GEMM provider's
+/// (runtime/cpu/GemmProvider.h; by default AVX-512F -> Avx512, else
+/// AVX2 + FMA -> Avx2), None when the provider is OpenBLAS (the runtime then
+/// runs OpenBLAS) or this is not x86-64.
 PackedSgemmIsa packedSgemmIsa();
 /// True when this build and this CPU can run \p isa's kernel.
 bool packedSgemmSupports(PackedSgemmIsa isa);

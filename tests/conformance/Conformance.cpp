@@ -24,7 +24,7 @@
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
 #include "passes/FoldingPolicy.h"
-#include "runtime/Backend.h"
+#include "runtime/Backends.h"
 #include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/STLExtras.h"

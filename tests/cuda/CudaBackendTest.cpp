@@ -21,7 +21,7 @@
 #include "session/Pipeline.h"
 #include "driver/RunDriver.h"
 #include "ir/Support.h"
-#include "runtime/Backend.h"
+#include "runtime/Backends.h"
 #include "runtime/cuda/CudaBackend.h"
 
 #include "llvm/Support/Format.h"

@@ -18,7 +18,7 @@
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
-#include "runtime/Backend.h"
+#include "runtime/Backends.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Evaluator.h"
+#include "runtime/cpu/GemmProvider.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/Parallel.h"
 
@@ -1949,8 +1950,9 @@ TEST_CASE("selecting a MatMul pins OpenBLAS to one thread") {
 
 extern "C" char *openblas_get_corename(void);
 
-TEST_CASE("selecting a MatMul picks OpenBLAS's kernels from the CPU") {
-  // Note [OpenBLAS core type] in runtime/cpu/Linalg.cpp.
+TEST_CASE("the tools' main picks OpenBLAS's kernels from the CPU") {
+  // Note [OpenBLAS core type] in runtime/cpu/GemmProvider.cpp: this binary's
+  // main, like every tool's, calls selectOpenBlasCore (tools/GemmOption.h).
   bool userSet = std::getenv("OPENBLAS_CORETYPE") != nullptr;
   Rng rng(41001);
   auto a = randomData(TensorType(DType::F32, {4, 4}), rng, -1, 1);

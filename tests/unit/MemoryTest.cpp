@@ -10,7 +10,7 @@
 #include "passes/Liveness.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
-#include "runtime/Backend.h"
+#include "runtime/Backends.h"
 #include "runtime/Executor.h"
 #include "runtime/cpu/Evaluator.h"
 

@@ -5,7 +5,7 @@
 #include "ir/Verifier.h"
 #include "passes/Liveness.h"
 #include "passes/Passes.h"
-#include "runtime/Backend.h"
+#include "runtime/Backends.h"
 
 #include <doctest/doctest.h>
 

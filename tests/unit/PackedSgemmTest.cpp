@@ -11,6 +11,9 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/PackedSgemm.h"
 
+#include "runtime/cpu/GemmProvider.h"
+#include "ir/Support.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -467,4 +470,57 @@ TEST_CASE("packedSgemm's kernel follows REMAT_GEMM") {
   } else {
     CHECK(packedSgemmIsa() == PackedSgemmIsa::None);
   }
+}
+
+TEST_CASE("the GEMM provider is the program's explicit choice") {
+  using namespace remat::runtime::cpu;
+  const GemmProvider before = getGemmProvider();
+  // The library reads no environment variable: REMAT_GEMM is the tools'.
+  const char *old = std::getenv("REMAT_GEMM");
+  std::string saved = old ? old : "";
+  setenv("REMAT_GEMM", "openblas", 1);
+  CHECK(getGemmProvider() == before);
+  if (old)
+    setenv("REMAT_GEMM", saved.c_str(), 1);
+  else
+    unsetenv("REMAT_GEMM");
+
+  // The default is the fastest provider the CPU runs.
+  GemmProvider fastest = isGemmProviderSupported(GemmProvider::RematAvx512)
+                             ? GemmProvider::RematAvx512
+                         : isGemmProviderSupported(GemmProvider::RematAvx2)
+                             ? GemmProvider::RematAvx2
+                             : GemmProvider::OpenBlas;
+  CHECK(getDefaultGemmProvider() == fastest);
+
+  for (GemmProvider provider : {GemmProvider::OpenBlas, GemmProvider::RematAvx2,
+                                GemmProvider::RematAvx512}) {
+    CAPTURE(getGemmProviderName(provider).str());
+    auto parsed = parseGemmProvider(getGemmProviderName(provider));
+    REQUIRE(bool(parsed));
+    CHECK(*parsed == provider);
+    llvm::Error err = setGemmProvider(provider);
+    if (!isGemmProviderSupported(provider)) {
+      std::string name = getGemmProviderName(provider).str();
+      CHECK(remat::errorToString(std::move(err)) ==
+            "this CPU cannot run the " + name + " GEMM provider (remat's " +
+                name + " kernel needs " +
+                (provider == GemmProvider::RematAvx512 ? "AVX-512F"
+                                                       : "AVX2 and FMA") +
+                ")");
+      continue;
+    }
+    REQUIRE(!err);
+    CHECK(getGemmProvider() == provider);
+    CHECK(packedSgemmIsa() ==
+          (provider == GemmProvider::RematAvx512 ? PackedSgemmIsa::Avx512
+           : provider == GemmProvider::RematAvx2 ? PackedSgemmIsa::Avx2
+                                                 : PackedSgemmIsa::None));
+    CHECK(packedSgemmAvailable() == (provider != GemmProvider::OpenBlas));
+  }
+  auto unknown = parseGemmProvider("blis");
+  REQUIRE(!unknown);
+  CHECK(remat::errorToString(unknown.takeError()) ==
+        "unknown GEMM provider 'blis' (known: openblas, avx2, avx512)");
+  REQUIRE(!setGemmProvider(before));
 }

@@ -18,7 +18,7 @@
 #include "passes/remat/CostModel.h"
 #include "passes/remat/Segments.h"
 #include "passes/remat/Solver.h"
-#include "runtime/Backend.h"
+#include "runtime/Backends.h"
 #include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/SmallString.h"

@@ -12,7 +12,7 @@
 #include "ir/Support.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
-#include "runtime/Backend.h"
+#include "runtime/Backends.h"
 #include "runtime/Device.h"
 #include "runtime/Executor.h"
 #include "runtime/cpu/Kernels.h"

@@ -3,12 +3,12 @@
 // Note [The host's cores]
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // A VM's vCPUs are threads of the host, and the host decides where they
-// run. On the 2-core Zen 3 VM of docs/benchmarks.md ("Thirteenth round"),
-// an FMA loop in registers (no memory, nothing shared) ran at 85-97
-// GFLOP/s on one thread; on two threads at once each usually ran as fast,
-// but in some half-second windows both ran at 48 GFLOP/s, with no steal
-// time in /proc/stat: both vCPUs ran, at half rate, as two threads on one
-// physical core's SMT siblings do. In such a window no program gets more
+// run. On the 2-core Zen 3 VM of docs/benchmarks.md (CPU speed), an FMA
+// loop in registers (no memory, nothing shared) on two threads at once
+// usually ran as fast on each as on one thread alone, but in some
+// half-second windows both ran at half rate, with no steal time in
+// /proc/stat: both vCPUs ran as two threads on one physical core's SMT
+// siblings do. In such a window no program gets more
 // from two threads than from one, and a 1 -> 2 thread scaling figure
 // measures the host.
 //

@@ -16,11 +16,12 @@
 // Candidates: remat's own kernels (runtime/cpu/PackedSgemm.cpp:
 // remat-avx512 where the CPU has AVX-512F, which the runtime runs there, and
 // remat-avx2 where it has AVX2 + FMA, which the runtime runs on CPUs
-// without AVX-512F or with REMAT_GEMM=avx2; each checked
+// without AVX-512F or with the tools' REMAT_GEMM=avx2; each checked
 // first against a double-precision loop on odd shapes, edges, transposes,
 // alpha and beta); OpenBLAS with
 // the core type it picks itself; OpenBLAS re-initialised with the core type
-// remat picks from cpuid (runtime/cpu/Linalg.cpp, selectOpenBlasCore); and,
+// remat picks from cpuid (runtime/cpu/GemmProvider.cpp,
+// selectOpenBlasCore); and,
 // where the build found them, BLIS (bli_sgemm, one thread), oneDNN (dnnl_sgemm,
 // OpenMP at one thread) and Eigen (compiled for the build machine's ISA: no
 // run-time dispatch, listed for reference). Each candidate's result is compared
@@ -31,8 +32,9 @@
 // checks only the arguments this takes.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/GemmProvider.h"
 #include "runtime/cpu/PackedSgemm.h"
+#include "tools/GemmOption.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
@@ -250,10 +252,7 @@ __attribute__((target("avx512f"))) double fmaPeakGflops() {
 /// copy), warm and cold. In a training step the weights and saved
 /// activations come from memory, so the packing's share of a GEMM is set
 /// by the cold figures. The product's rate swings from one invocation to
-/// the next more than the FMA loop's (2026-12-02, five invocations: 65-133
-/// GFLOP/s, the FMA loop 87-151; five more with every figure measured once
-/// per round, rounds one after another: 98-142, the FMA loop 152-157, and
-/// the warm figures colder, so not kept): read it as a range, over several
+/// the next more than the FMA loop's: read it as a range, over several
 /// invocations.
 struct Ceilings {
   double fmaGflops = 0, kernelGflops = 0;
@@ -469,6 +468,10 @@ int main(int argc, char **argv) {
                      "runs; AVX-512F CPUs only)"));
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "remat-bench-gemm: GEMM candidates on bert-base's shapes\n");
+  // REMAT_GEMM only: this compares OpenBLAS's own core with remat's choice,
+  // and sets each itself.
+  if (!remat::tools::applyGemmProviderOption())
+    return 1;
   if (rounds == 0 || reps == 0 || seq <= 0) {
     std::fprintf(stderr, "error: --rounds, --reps and --seq must be "
                          "positive\n");

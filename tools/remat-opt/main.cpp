@@ -5,10 +5,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "driver/OptDriver.h"
+#include "tools/GemmOption.h"
 
 #include "llvm/Support/InitLLVM.h"
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  if (!remat::tools::applyGemmOption())
+    return 1;
   return remat::driver::optMain(argc, argv);
 }

@@ -6,10 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "driver/RunDriver.h"
+#include "tools/GemmOption.h"
 
 #include "llvm/Support/InitLLVM.h"
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  if (!remat::tools::applyGemmOption())
+    return 1;
   return remat::driver::runMain(argc, argv);
 }
