@@ -306,6 +306,12 @@ Expected<Kernel> selectKernel(const ir::Node &node) {
   case OpKind::Conv:
   case OpKind::ConvTranspose:
     return selectConv(node);
+  case OpKind::Extern:
+    // Another front end's op (remat.torch): planned by remat, run there.
+    return nodeError(node, "remat.Extern ('" +
+                               node.getAttrs().getString("target").value_or("") +
+                               "') has no kernel: remat plans it, its own "
+                               "front end runs it");
   }
   llvm_unreachable("unknown op kind");
 }
