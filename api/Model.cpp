@@ -136,18 +136,9 @@ Status Model::runPipeline(std::string_view pipeline) {
 
 Status Model::optimize(const OptimizeOptions &options) {
   // The flags' own checks, with remat-opt's messages (ToolFlags::validate).
-  if (!options.budget.empty())
-    if (auto amount =
-            passes::parseByteAmount(options.budget, /*allowPercent=*/true);
-        !amount)
-      return Status::error("--budget: " + errorToString(amount.takeError()));
-  if (!options.strategy.empty() &&
-      !llvm::is_contained(passes::recompute::getStrategyNames(),
-                          options.strategy))
-    return Status::error(
-        "--strategy: unknown strategy '" + options.strategy +
-        "' (strategies: " +
-        llvm::join(passes::recompute::getStrategyNames(), ", ") + ")");
+  if (Status status = checkRematFlags(options.budget, options.strategy);
+      !status.ok())
+    return status;
   session::PipelineOptions pipelineOptions;
   pipelineOptions.pipeline = options.pipeline;
   pipelineOptions.budget = options.budget;

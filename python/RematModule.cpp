@@ -3,7 +3,8 @@
 // nanobind bindings of remat/remat.h for the Python package (python/remat):
 // a Model class whose methods raise remat.Error, with the message the tools
 // print, on a failed Status. The Python functions optimize, plan and sweep
-// are written over it in python/remat/__init__.py.
+// are written over it in python/remat/__init__.py; plan_joint_graph is what
+// remat.torch's partition function asks (python/remat/torch.py).
 //
 //===----------------------------------------------------------------------===//
 #include "remat/remat.h"
@@ -40,6 +41,39 @@ NB_MODULE(_remat, m) {
   m.doc() = "remat's C++ API (remat/remat.h); use the functions of remat";
   nb::exception<RematError>(m, "Error");
   m.def("version", [] { return std::string(remat::getVersion()); });
+
+  m.def(
+      "check_remat_flags",
+      [](const std::string &budget, const std::string &strategy) {
+        check(remat::checkRematFlags(budget, strategy));
+      },
+      nb::arg("budget"), nb::arg("strategy"));
+  m.def(
+      "plan_joint_graph",
+      [](const std::string &text, const std::string &budget,
+         const std::string &strategy, const std::string &costProfile,
+         bool explain, bool smallest) {
+        remat::JointPlanOptions options;
+        options.budget = budget;
+        options.strategy = strategy;
+        options.costProfile = costProfile;
+        options.explain = explain;
+        options.smallest = smallest;
+        remat::JointPlan plan = take(remat::planJointGraph(text, options));
+        nb::dict result;
+        result["kept"] = nb::cast(plan.kept);
+        result["report_json"] = plan.reportJson;
+        result["predicted_peak"] = plan.plannedPeakBytes;
+        result["no_remat_peak"] = plan.noRematPeakBytes;
+        result["smallest_feasible"] =
+            smallest ? nb::cast(plan.smallestPeakBytes) : nb::none();
+        result["diagnostics"] = plan.diagnostics;
+        return result;
+      },
+      nb::arg("text"), nb::arg("budget") = "", nb::arg("strategy") = "auto",
+      nb::arg("cost_profile") = "", nb::arg("explain") = false,
+      nb::arg("smallest") = false,
+      "Plans a joint training step in .rir text (remat::planJointGraph).");
 
   nb::class_<remat::Model>(m, "Model")
       .def_static(

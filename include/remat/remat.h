@@ -21,6 +21,7 @@
 #include "remat/Version.h"
 
 #include <cassert>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -179,6 +180,51 @@ private:
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+/// Checks a budget ("6GiB", "40%"; "" for none) and a strategy ("" for the
+/// default) as remat-opt checks --budget and --strategy, with its messages.
+REMAT_API Status checkRematFlags(const std::string &budget,
+                                 const std::string &strategy);
+
+/// What planJointGraph() does: the remat pass's budget, strategy,
+/// cost-profile and explain options.
+struct JointPlanOptions {
+  /// As OptimizeOptions::budget; "" with strategy none.
+  std::string budget;
+  std::string strategy = "auto";
+  std::string costProfile;
+  /// Put remat-opt --explain's table into JointPlan::diagnostics.
+  bool explain = false;
+  /// Also find the smallest planned peak any plan reaches (a second search).
+  bool smallest = false;
+};
+
+/// The plan of a joint training step.
+struct JointPlan {
+  /// The graph inputs and forward values that backward reads once the plan
+  /// is applied (recompute nodes included), in the order first read:
+  /// everything else backward needs from forward is recomputed.
+  std::vector<std::string> kept;
+  /// The memory report of the planned step with the remat pass's decisions
+  /// under "remat" (one graph of remat-opt --report).
+  std::string reportJson;
+  /// The planned peak (persistent + arena) of the step under the plan, and
+  /// without remat.
+  uint64_t plannedPeakBytes = 0;
+  uint64_t noRematPeakBytes = 0;
+  /// The smallest planned peak of any plan (JointPlanOptions::smallest).
+  uint64_t smallestPeakBytes = 0;
+  /// What the passes printed: the --explain table, warnings.
+  std::string diagnostics;
+};
+
+/// Plans a training step another front end wrote (remat.torch's joint
+/// forward+backward graph) as one graph of .rir text: forward nodes, then
+/// backward ones (stage bwd), ops remat has no kernel for as remat.Extern.
+/// The graph's order is its schedule. An impossible budget is remat-opt's
+/// error naming the smallest feasible planned peak.
+REMAT_API Result<JointPlan> planJointGraph(std::string_view rirText,
+                                           const JointPlanOptions &options);
 
 } // namespace remat
 

@@ -622,4 +622,30 @@ Expected<Results> inferOneHot(const Node &node) {
   return Results{known(TensorType(values.getDType(), dims))};
 }
 
+/// remat.Extern(...) {target, cost, flops, bytes}: an op remat has no kernel
+/// for (another front end's, e.g. an aten op from remat.torch). Its results
+/// are the types declared; 'target' (a non-empty string) names it, 'cost' is
+/// "gemm", "memory" (the default) or "free", and 'flops' and 'bytes', when
+/// given, are counts of at least 0.
+Expected<Results> inferExtern(const Node &node) {
+  const AttrList &attrs = node.getAttrs();
+  std::optional<std::string> target = attrs.getString("target");
+  if (!target || target->empty())
+    return nodeError(node, "needs a non-empty string attribute 'target'");
+  if (std::optional<std::string> cost = attrs.getString("cost"))
+    if (*cost != "gemm" && *cost != "memory" && *cost != "free")
+      return nodeError(node, "attribute 'cost' is \"" + *cost +
+                                 "\"; expected \"gemm\", \"memory\" or "
+                                 "\"free\"");
+  for (StringRef name : {"flops", "bytes"})
+    if (std::optional<int64_t> count = attrs.getInt(name); count && *count < 0)
+      return nodeError(node, "attribute '" + name + "' is " + Twine(*count) +
+                                 "; it must be at least 0");
+  Results results;
+  for (const Value *result : node.getResults())
+    results.push_back(known(result->getType()));
+  return results;
+}
+
+
 } // namespace remat::ir::inference

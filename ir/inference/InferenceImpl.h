@@ -13,7 +13,7 @@
 //   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax
 //   DataMovement.cpp   shape ops, Concat, Slice, Split, Expand, Gather,
 //                      ScatterElements, Shape, Constant, ConstantOfShape,
-//                      Range, OneHot
+//                      Range, OneHot, remat.Extern (types as declared)
 //   Indexing.cpp       GatherElements, Trilu, CumSum, Pad
 //
 // Each rule is infer<Infer> for an Infer of ir/Ops.def (Note [The op

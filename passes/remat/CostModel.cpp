@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -30,11 +32,33 @@ CostKind getCostKind(ir::OpKind op) {
   llvm_unreachable("unknown cost class");
 }
 
+CostKind getCostKind(const ir::Node &node) {
+  if (node.getOp() != ir::OpKind::Extern)
+    return getCostKind(node.getOp());
+  // remat.Extern carries its class (shape inference checked the spelling).
+  std::string cost = node.getAttrs().getString("cost").value_or("memory");
+  if (cost == "gemm")
+    return CostKind::Gemm;
+  return cost == "free" ? CostKind::Free : CostKind::MemoryBound;
+}
+
+/// \returns remat.Extern's own count \p name ("flops", "bytes"), if given.
+static std::optional<double> externCount(const ir::Node &node,
+                                         llvm::StringRef name) {
+  if (node.getOp() != ir::OpKind::Extern)
+    return std::nullopt;
+  if (std::optional<int64_t> count = node.getAttrs().getInt(name))
+    return double(*count);
+  return std::nullopt;
+}
+
 double nodeFlops(const ir::Node &node) {
+  if (std::optional<double> flops = externCount(node, "flops"))
+    return *flops;
   const ir::TensorType &out = node.getResult(0)->getType();
   double elements = double(out.getNumElements());
-  if (getCostKind(node.getOp()) != CostKind::Gemm)
-    return getCostKind(node.getOp()) == CostKind::Free ? 0 : elements;
+  if (getCostKind(node) != CostKind::Gemm)
+    return getCostKind(node) == CostKind::Free ? 0 : elements;
   // The contracted dim: A's last dim for MatMul, or its first with transA.
   const ir::TensorType &a = node.getOperand(0)->getType();
   int64_t k = a.getRank() == 0 ? 1 : a.getDim(a.getRank() - 1);
@@ -51,6 +75,8 @@ double nodeFlops(const ir::Node &node) {
 }
 
 double nodeBytes(const ir::Node &node) {
+  if (std::optional<double> bytes = externCount(node, "bytes"))
+    return *bytes;
   double bytes = 0;
   for (const ir::Value *operand : node.getOperands())
     bytes += double(operand->getType().getByteSize());
@@ -69,7 +95,7 @@ double nodeSeconds(const ir::Node &node, const CostProfile &profile) {
     if (it != profile.nodeSeconds.end())
       return it->second;
   }
-  switch (getCostKind(node.getOp())) {
+  switch (getCostKind(node)) {
   case CostKind::Free:
     return 0;
   case CostKind::Gemm:
@@ -96,7 +122,7 @@ FittedRates fitRates(const ir::Graph &graph, llvm::ArrayRef<double> seconds,
     double beyond = seconds[i++] - base.nodeOverheadSeconds;
     if (!(beyond > 0) || !std::isfinite(beyond))
       continue;
-    switch (getCostKind(node.getOp())) {
+    switch (getCostKind(node)) {
     case CostKind::Free:
       break;
     case CostKind::Gemm:

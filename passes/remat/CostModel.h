@@ -68,10 +68,13 @@ FittedRates fitRates(const ir::Graph &graph, llvm::ArrayRef<double> seconds,
 
 /// \returns the cost kind of \p op.
 CostKind getCostKind(ir::OpKind op);
+/// \returns the cost kind of \p node: its op's, or remat.Extern's 'cost'.
+CostKind getCostKind(const ir::Node &node);
 /// \returns the floating-point operations of \p node (2*M*N*K for a GEMM,
-/// one per result element otherwise).
+/// one per result element otherwise; remat.Extern's 'flops' when given).
 double nodeFlops(const ir::Node &node);
-/// \returns the bytes \p node reads and writes.
+/// \returns the bytes \p node reads and writes (remat.Extern's 'bytes'
+/// when given).
 double nodeBytes(const ir::Node &node);
 /// \returns the predicted seconds of \p node under \p profile. A recompute
 /// clone (".remat" names) costs what its original costs.

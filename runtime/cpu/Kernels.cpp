@@ -201,6 +201,15 @@ Error precheck(const ir::Node &node) {
   return Error::success();
 }
 
+/// remat.Extern: another front end's op (remat.torch), planned by remat and
+/// run by that front end.
+Expected<Kernel> selectExtern(const ir::Node &node) {
+  return nodeError(node, "remat.Extern ('" +
+                             node.getAttrs().getString("target").value_or("") +
+                             "') has no kernel: remat plans it, its own front "
+                             "end runs it");
+}
+
 using Selector = Expected<Kernel> (*)(const ir::Node &);
 
 /// The kernel family of every op, select<Kernel> from its Ops.def row,

@@ -323,7 +323,9 @@ def uncovered_ops(ops_def, inputs):
     for path in inputs:
         with open(path) as f:
             used.update(re.findall(r"=\s*([\w.]+)\(", f.read()))
-    return [op for op in ops if op not in used]
+    # remat.Extern stands for another front end's op (remat.torch) and has
+    # no ONNX form: the exporter refuses it (OnnxExporterTest).
+    return [op for op in ops if op not in used and op != "remat.Extern"]
 
 
 def main():

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""remat.torch against PyTorch's own answers to running out of memory
+(issue 37): for each model, side by side,
+  eager; eager with gradient_checkpointing_enable(); torch.compile with
+  PyTorch's min-cut partitioner at activation_memory_budget 1.0 ... 0.0;
+  torch.compile with remat's backend at byte budgets from the no-remat
+  planned peak down to the smallest feasible one;
+all compiled points with the same forward/backward compiler (aot_eager's:
+the modules run as traced), so only the save/recompute decision differs.
+
+Each point runs in its own process (so that one point's allocations and
+caches do not shape the next), the points alternate their order from round
+to round, and each process reports: the measured peak (torch.profiler's
+peak live CPU tensor bytes during one step, plus the parameters and the
+batch), remat's predicted peak (remat points), and the median of --steps
+timed steps after one warm-up step. A point's figures are the medians over
+rounds. Output: a table, and --json PATH.
+
+    tools/bench/torch_partitioner.py --models bert --batch 4 --seq 512
+    tools/bench/torch_partitioner.py --models bert,gpt2,llama --layers 2 \\
+        --hidden 128 --seq 128 --rounds 2   # a reduced scope
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+MIN_CUT_BUDGETS = [1.0, 0.8, 0.6, 0.4, 0.2, 0.0]
+
+
+def build_model(args):
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    big = args.hidden is None
+    hidden = args.hidden or 768
+    layers = args.layers or 12
+    heads = args.heads or (12 if big else max(1, hidden // 64))
+    inter = 4 * hidden
+    if args.model == "bert":
+        config = transformers.BertConfig(
+            hidden_size=hidden, num_hidden_layers=layers,
+            num_attention_heads=heads, intermediate_size=inter,
+            max_position_embeddings=max(512, args.seq),
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = transformers.BertForMaskedLM(config)
+    elif args.model == "gpt2":
+        config = transformers.GPT2Config(
+            n_embd=hidden, n_layer=layers, n_head=heads,
+            n_positions=max(1024, args.seq), resid_pdrop=0.0,
+            embd_pdrop=0.0, attn_pdrop=0.0)
+        model = transformers.GPT2LMHeadModel(config)
+    elif args.model == "llama":
+        config = transformers.LlamaConfig(
+            vocab_size=32000, hidden_size=hidden, num_hidden_layers=layers,
+            num_attention_heads=heads, num_key_value_heads=heads,
+            intermediate_size=int(hidden * 8 / 3) // 64 * 64 or inter,
+            max_position_embeddings=max(2048, args.seq))
+        model = transformers.LlamaForCausalLM(config)
+    else:
+        raise SystemExit("unknown model %r" % args.model)
+    model.config.use_cache = False
+    model.config._attn_implementation = "eager"
+    vocab = model.config.vocab_size
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, vocab, (args.batch, args.seq), generator=generator)
+    labels = torch.randint(0, vocab, (args.batch, args.seq),
+                           generator=generator)
+    return model.train(), ids, labels
+
+
+def step_function(args, model):
+    """The callable of one point: loss of (ids, labels)."""
+    import torch
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    def loss(ids, labels):
+        return model(input_ids=ids, labels=labels).loss
+
+    def nop(gm, example_inputs):
+        return make_boxed_func(gm.forward)
+
+    kind, _, value = args.point.partition("=")
+    info = {}
+    if kind == "eager":
+        return loss, info
+    if kind == "checkpoint":
+        model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": False})
+        return loss, info
+    if kind == "mincut":
+        from torch._functorch import config
+        from torch._functorch.partitioners import \
+            min_cut_rematerialization_partition
+        config.activation_memory_budget = float(value)
+        backend = aot_autograd(fw_compiler=nop, bw_compiler=nop,
+                               partition_fn=min_cut_rematerialization_partition)
+        return torch.compile(loss, backend=backend, dynamic=False), info
+    if kind in ("remat", "probe"):
+        import remat.torch
+        backend = remat.torch.backend(budget=value or "100%")
+        info["planner"] = backend.planner
+        return torch.compile(loss, backend=backend, dynamic=False), info
+    raise SystemExit("unknown point %r" % args.point)
+
+
+def measured_peak(fn, model, batch):
+    """Parameters + batch + the peak of torch.profiler's running total of
+    live CPU tensor bytes during one step."""
+    from torch.profiler import ProfilerActivity, profile
+    model.zero_grad(set_to_none=True)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
+        fn(*batch).backward()
+    peak = 0
+    stack = list(p.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        event = stack.pop()
+        fields = event.extra_fields
+        if type(fields).__name__ == "_ExtraFields_Allocation" and \
+                str(fields.device) == "cpu":
+            peak = max(peak, fields.total_allocated)
+        stack.extend(event.children)
+    persistent = sum(t.numel() * t.element_size() for t in model.parameters())
+    persistent += sum(t.numel() * t.element_size() for t in batch)
+    return persistent + peak
+
+
+def run_point(args):
+    """One point in this process: prints one JSON line."""
+    import torch
+    torch.set_num_threads(args.threads)
+    model, ids, labels = build_model(args)
+    fn, info = step_function(args, model)
+    batch = (ids, labels)
+    result = {"model": args.model, "point": args.point}
+    start = time.perf_counter()
+    model.zero_grad(set_to_none=True)
+    fn(*batch).backward()  # warm-up (and compile)
+    result["first_step_seconds"] = time.perf_counter() - start
+    planner = info.get("planner")
+    if planner is not None and planner.plans:
+        result["predicted_peak"] = sum(p["predicted_peak"]
+                                       for p in planner.plans)
+        result["no_remat_peak"] = sum(p["no_remat_peak"]
+                                      for p in planner.plans)
+        result["graphs"] = len(planner.plans)
+        if args.point.startswith("probe"):
+            import remat
+            result["smallest"] = sum(
+                remat._remat.plan_joint_graph(p["rir"], "100%",
+                                              smallest=True)
+                ["smallest_feasible"] for p in planner.plans)
+            print(json.dumps(result), flush=True)
+            return
+    result["measured_peak"] = measured_peak(fn, model, batch)
+    times = []
+    for _ in range(args.steps):
+        model.zero_grad(set_to_none=True)
+        start = time.perf_counter()
+        fn(*batch).backward()
+        times.append(time.perf_counter() - start)
+    result["step_seconds"] = statistics.median(times)
+    print(json.dumps(result), flush=True)
+
+
+def spawn(args, model, point):
+    command = [sys.executable, os.path.abspath(__file__), "--point", point,
+               "--model", model, "--batch", str(args.batch), "--seq",
+               str(args.seq), "--threads", str(args.threads), "--steps",
+               str(args.steps)]
+    for flag in ("hidden", "layers", "heads"):
+        if getattr(args, flag):
+            command += ["--" + flag, str(getattr(args, flag))]
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    done = subprocess.run(command, capture_output=True, text=True, env=env,
+                          timeout=args.timeout)
+    lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        print("  %s %s: failed: %s" % (model, point, tail), flush=True)
+        return {"model": model, "point": point, "error": tail}
+    result = json.loads(lines[-1])
+    print("  " + json.dumps(result), flush=True)
+    return result
+
+
+def remat_budgets(probe, count):
+    """count byte budgets from the no-remat peak down to the smallest."""
+    top, bottom = probe["no_remat_peak"], probe["smallest"]
+    return [top - (top - bottom) * i // (count - 1) for i in range(count)]
+
+
+def summarize(model, rows):
+    """Medians per point, ratios to eager, and the goals."""
+    by_point = {}
+    for row in rows:
+        if "error" not in row:
+            by_point.setdefault(row["point"], []).append(row)
+    table = []
+    for point, runs in by_point.items():
+        entry = {"point": point,
+                 "measured_peak": statistics.median(
+                     r["measured_peak"] for r in runs),
+                 "step_seconds": statistics.median(
+                     r["step_seconds"] for r in runs),
+                 "rounds": len(runs)}
+        if "predicted_peak" in runs[0]:
+            entry["predicted_peak"] = runs[0]["predicted_peak"]
+        table.append(entry)
+    eager = next((e for e in table if e["point"] == "eager"), None)
+    for entry in table:
+        if eager:
+            entry["peak_ratio"] = entry["measured_peak"] / eager["measured_peak"]
+            entry["time_ratio"] = entry["step_seconds"] / eager["step_seconds"]
+    remat = [e for e in table if e["point"].startswith("remat=")]
+    remat.sort(key=lambda e: -int(e["point"].split("=")[1]))
+    goals = {}
+    peaks = [e["measured_peak"] for e in remat]
+    goals["remat_monotone"] = all(b <= a for a, b in zip(peaks, peaks[1:]))
+    goals["remat_within_10pct_of_predicted"] = all(
+        abs(e["measured_peak"] - e["predicted_peak"]) <= 0.1 *
+        e["predicted_peak"] for e in remat)
+    mincut = [e for e in table if e["point"].startswith("mincut=")]
+    goals["remat_dominates_mincut"] = all(
+        any(r["measured_peak"] <= m["measured_peak"] and
+            r["step_seconds"] <= m["step_seconds"] for r in remat)
+        for m in mincut)
+    checkpoint = next((e for e in table if e["point"] == "checkpoint"), None)
+    if checkpoint:
+        fits = [r for r in remat
+                if r["measured_peak"] <= checkpoint["measured_peak"]]
+        goals["remat_15pct_faster_at_checkpoint_peak"] = bool(fits) and min(
+            r["step_seconds"] for r in fits) <= \
+            checkpoint["step_seconds"] / 1.15
+    return {"model": model, "points": table, "goals": goals}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="bert,gpt2,llama")
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=512)
+    parser.add_argument("--hidden", type=int, help="default: the base config")
+    parser.add_argument("--layers", type=int)
+    parser.add_argument("--heads", type=int)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--remat-points", type=int, default=8)
+    parser.add_argument("--mincut", default=",".join(
+        str(b) for b in MIN_CUT_BUDGETS))
+    parser.add_argument("--timeout", type=int, default=3600)
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--point", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.rounds < 1 or args.steps < 1 or args.remat_points < 2:
+        parser.error("--rounds and --steps must be at least 1, "
+                     "--remat-points at least 2")
+    if args.point:
+        return run_point(args)
+
+    results = []
+    for model in args.models.split(","):
+        print("%s: batch %d, seq %d, %d threads" % (
+            model, args.batch, args.seq, args.threads), flush=True)
+        probe = spawn(args, model, "probe=100%")
+        if "error" in probe:
+            results.append({"model": model, "error": probe["error"]})
+            continue
+        points = ["eager", "checkpoint"]
+        points += ["mincut=%s" % b for b in args.mincut.split(",") if b]
+        points += ["remat=%d" % b for b in remat_budgets(
+            probe, args.remat_points)]
+        rows = []
+        for round_index in range(args.rounds):
+            order = points if round_index % 2 == 0 else points[::-1]
+            for point in order:
+                rows.append(spawn(args, model, point))
+        summary = summarize(model, rows)
+        summary["probe"] = probe
+        summary["failed"] = [r for r in rows if "error" in r]
+        results.append(summary)
+        print_table(summary)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": {k: v for k, v in vars(args).items()
+                                if k not in ("point", "model")},
+                       "results": results}, f, indent=2)
+            f.write("\n")
+
+
+def print_table(summary):
+    print("%-18s %12s %12s %9s %8s %8s" % (
+        "point", "measured", "predicted", "step s", "peak/e", "time/e"))
+    for e in summary["points"]:
+        print("%-18s %12d %12s %9.3f %8.3f %8.3f" % (
+            e["point"], e["measured_peak"],
+            e.get("predicted_peak", "-"), e["step_seconds"],
+            e.get("peak_ratio", float("nan")),
+            e.get("time_ratio", float("nan"))))
+    for goal, met in summary["goals"].items():
+        print("goal %s: %s" % (goal, "met" if met else "MISSED"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
