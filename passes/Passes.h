@@ -242,6 +242,7 @@ private:
   std::string boundaries_;
   std::string costProfile_;
   bool explain_ = false;
+  std::string dumpModel_;
   std::optional<llvm::json::Object> report_;
 };
 

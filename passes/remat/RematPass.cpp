@@ -1,10 +1,12 @@
 //===- passes/remat/RematPass.cpp - The remat pass ------------------------===//
+#include "ir/OutputFile.h"
 #include "ir/Support.h"
 #include "passes/Passes.h"
 #include "passes/remat/Solver.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace remat::passes {
 
@@ -31,6 +33,11 @@ RematPass::RematPass() {
                 "built-in GEMM rate and bandwidth)",
                 &costProfile_);
   declareOption("explain", "print the decisions and their reasons", &explain_);
+  declareOption("dump-model",
+                "write remat's model of the step (nodes, bytes, predicted "
+                "seconds, stash) as JSON to this file, for "
+                "tools/bench/remat_oracle.py",
+                &dumpModel_);
 }
 
 namespace recompute {
@@ -113,6 +120,13 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
     return makeError("strategy '" + strategy_ +
                      "' needs a budget (budget=6GiB or budget=40%)");
   Solver &solver = *(*problem)->solver;
+  if (!dumpModel_.empty())
+    if (auto err = writeOutputFile(
+            dumpModel_,
+            llvm::formatv("{0:1}\n",
+                          llvm::json::Value(solver.describeModel()))
+                .str()))
+      return makeError("dump-model: " + errorToString(std::move(err)));
   std::optional<uint64_t> budget;
   if (budget_.isSet)
     budget = budget_.resolve(solver.getBasePeakBytes());
