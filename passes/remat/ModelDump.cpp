@@ -3,14 +3,19 @@
 // remat{dump-model=FILE}: what the solver knows about a training step, for
 // tools outside remat that check its plans (tools/bench/remat_oracle.py
 // writes it as a mixed-integer program). Every node in schedule order with
-// its stage, its operands, its results and their bytes, and the seconds the
-// cost model predicts for it; the graph inputs (persistent bytes), the
+// its stage, its operands, its results (name, bytes, and the last position
+// where they count in the no-remat memory plan: before their last use where
+// plan-memory overwrites one in place) and the seconds the cost model
+// predicts for it; the graph inputs (persistent bytes), the
 // outputs, the stashed values, the segment boundaries and side inputs; the
 // arena's alignment (plan-memory rounds every buffer up to it); the
 // no-remat planned peak and predicted time.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/remat/Solver.h"
+
+#include "passes/Liveness.h"
+#include "passes/Passes.h"
 
 namespace remat::passes::recompute {
 
@@ -27,12 +32,16 @@ llvm::json::Object Solver::describeModel() const {
   llvm::json::Array inputs;
   for (const ir::Value *input : graph_.getInputs())
     inputs.push_back(llvm::json::Array{input->getName().str(), bytesOf(input)});
+  // initialize() planned this graph, so planning it again succeeds.
+  ir::MemoryPlan plan = llvm::cantFail(planMemory(graph_));
+  Liveness liveness(graph_, plan);
   llvm::json::Array nodes;
   for (const ir::Node &node : graph_.getNodes()) {
     llvm::json::Array results;
     for (const ir::Value *result : node.getResults())
       results.push_back(
-          llvm::json::Array{result->getName().str(), bytesOf(result)});
+          llvm::json::Array{result->getName().str(), bytesOf(result),
+                            int64_t(liveness.getCountedRange(result).lastUse)});
     nodes.push_back(llvm::json::Object{
         {"op", node.getOpSpelling()},
         {"stage", ir::stageName(node.getStage())},

@@ -29,8 +29,9 @@ the budget replaced by a variable that is minimised.
 How the accounting differs from remat's planned peak (plan-memory's arena):
   - a value is counted over [definition, last use] as remat's Liveness does,
     its bytes rounded up to the arena's alignment as plan-memory rounds each
-    buffer, but without plan-memory's in-place sharing (an in-place result
-    and the operand it overwrites count twice here) and without
+    buffer, and where the no-remat memory plan overwrites it in place it
+    stops counting where that plan's does (a recompute clone is never taken
+    to be overwritten in place, and no other sharing is modelled); without
     fragmentation (the arena's offsets are not modelled);
   - a node recomputed at j counts all its results through the whole of
     position j (Checkmate frees inside a stage; this program does not, so
@@ -142,7 +143,7 @@ class Program:
         self.align = align
         n_positions = len(nodes)
         self.n_positions = n_positions
-        size, defined_at, node_of = {}, {}, {}
+        size, defined_at, node_of, counted_last = {}, {}, {}, {}
         last_use = {}
         last_forward_use = {}
         for j, node in enumerate(nodes):
@@ -152,10 +153,11 @@ class Program:
                 last_use[name] = j
                 if node["stage"] == "fwd":
                     last_forward_use[name] = j
-            for name, nbytes in node["results"]:
+            for name, nbytes, counted in node["results"]:
                 # plan-memory rounds every buffer up to the alignment.
                 nbytes = -(-nbytes // align) * align
                 size[name] = nbytes
+                counted_last[name] = counted
                 defined_at[name] = j
                 node_of[name] = j
                 last_use.setdefault(name, j)
@@ -168,7 +170,7 @@ class Program:
         for j, node in enumerate(nodes):
             if node["stage"] != "fwd" or node["op"] == "Constant":
                 continue
-            if any(name in outputs for name, _ in node["results"]):
+            if any(name in outputs for name, *_ in node["results"]):
                 continue
             self.recomputable.add(j)
         choosable = {name for name in size
@@ -182,11 +184,12 @@ class Program:
                 continue
             # Later nodes are final: this node's results are.
             results_need = max(need.get(name, -1)
-                               for name, _ in nodes[j]["results"])
+                               for name, *_ in nodes[j]["results"])
             for name in nodes[j]["operands"]:
                 if name in choosable:
                     need[name] = max(need.get(name, -1), results_need)
         self.nodes, self.size, self.node_of = nodes, size, node_of
+        self.counted_last, self.last_use = counted_last, last_use
         self.outputs = [name for name in outputs if name in size]
         self.choosable, self.need = choosable, need
         self.last_forward_use = last_forward_use
@@ -194,12 +197,15 @@ class Program:
         # choosable values still live from forward.
         self.fixed = [0] * n_positions
         for name, nbytes in size.items():
-            end = last_forward_use[name] if name in choosable else last_use[name]
+            # Where plan-memory overwrites a value in place, it stops
+            # counting before the node that overwrites it.
+            end = min(last_forward_use[name] if name in choosable
+                      else last_use[name], counted_last[name])
             for j in range(defined_at[name], end + 1):
                 self.fixed[j] += nbytes
         self.backward = [j for j, node in enumerate(nodes)
                          if node["stage"] != "fwd"]
-        self.node_bytes = {j: sum(size[name] for name, _ in nodes[j]["results"])
+        self.node_bytes = {j: sum(size[name] for name, *_ in nodes[j]["results"])
                            for j in self.recomputable}
         self.count_variables()
 
@@ -215,7 +221,7 @@ class Program:
         n_recompute = 0
         for j in self.recomputable:
             last = max(self.need.get(name, -1)
-                       for name, _ in self.nodes[j]["results"])
+                       for name, *_ in self.nodes[j]["results"])
             n_recompute += sum(1 for b in self.backward if b <= last)
         self.n_variables = n_held + n_recompute
 
@@ -237,7 +243,7 @@ class Program:
         backward = self.backward
         for j in self.recomputable:
             last = max(self.need.get(name, -1)
-                       for name, _ in self.nodes[j]["results"])
+                       for name, *_ in self.nodes[j]["results"])
             seconds = 0.0 if minimise_peak else self.nodes[j]["seconds"]
             for b in backward:
                 if b <= last:
@@ -284,7 +290,10 @@ class Program:
             rows.append((-inf, 0.0, terms))
         memory = [[] for _ in range(self.n_positions)]
         for (j, name), s in held.items():
-            memory[j].append((s, float(self.size[name])))
+            # Past counted_last a held value's storage is its in-place
+            # overwriter's, counted there (as in the step without remat).
+            if j <= self.counted_last[name]:
+                memory[j].append((s, float(self.size[name])))
         for (j, n), r in recompute.items():
             memory[j].append((r, float(self.node_bytes[n])))
         for j in range(self.n_positions):
@@ -364,6 +373,7 @@ class Program:
                    for name in self.nodes[j]["operands"]
                    if name in self.choosable}
         schedule = []  # (operands, results) in the rewritten order
+        position = {}  # original position -> rewritten one
         rebuilt = {}   # original value -> its clone's name
         seconds = 0.0
 
@@ -381,7 +391,7 @@ class Program:
             j = self.node_of[name]
             operands = [materialize(u) for u in self.nodes[j]["operands"]]
             results = []
-            for result, _ in self.nodes[j]["results"]:
+            for result, *_ in self.nodes[j]["results"]:
                 rebuilt[result] = result + ".remat"
                 results.append((result + ".remat", self.size[result]))
             schedule.append((operands, results))
@@ -389,7 +399,8 @@ class Program:
             return rebuilt[name]
 
         for j, node in enumerate(self.nodes):
-            results = [(name, self.size[name]) for name, _ in node["results"]]
+            results = [(name, self.size[name]) for name, *_ in node["results"]]
+            position[j] = len(schedule)
             if node["stage"] == "fwd":
                 schedule.append((node["operands"], results))
                 continue
@@ -407,7 +418,12 @@ class Program:
             last[name] = len(schedule) - 1
         live = [0] * len(schedule)
         for name, (i, nbytes) in defined.items():
-            for k in range(i, last[name] + 1):
+            end = last[name]
+            if name in self.counted_last and \
+                    self.counted_last[name] < self.last_use[name]:
+                # Overwritten in place by the node after counted_last.
+                end = min(end, position[self.counted_last[name] + 1] - 1)
+            for k in range(i, end + 1):
                 live[k] += nbytes
         return self.persistent + max(live), seconds
 
@@ -442,7 +458,7 @@ class Program:
             first, _ = self.held_range[name]
             last = max((j for j in self.backward
                         if name in self.nodes[j]["operands"]), default=-1)
-            for j in range(first, last + 1):
+            for j in range(first, min(last, self.counted_last[name]) + 1):
                 live[j] += self.size[name]
         return self.persistent + max(live, default=0)
 
