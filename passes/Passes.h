@@ -244,6 +244,7 @@ private:
   bool explain_ = false;
   /// auto, off or a number of chunks (Note [Chunked loss head]).
   std::string chunkLoss_ = "auto";
+  std::string dumpModel_;
   std::optional<llvm::json::Object> report_;
 };
 

@@ -35,10 +35,12 @@ fi
 # that need them then fail under scripts/test.sh (REMAT_REQUIRE_REFERENCE=1)
 # and are listed as skipped elsewhere.
 # nanobind, scikit-build-core and pytest build and test the Python package
-# (pyproject.toml, tests/install/python.sh).
+# (pyproject.toml, tests/install/python.sh); highspy solves the MILP of
+# tools/bench/remat_oracle.py (tests/tools/remat-oracle.test).
 python_packages=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6
-                 nanobind==3.1.0 scikit-build-core==1.1.2 pytest==9.2.0)
-if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core, pytest" 2>/dev/null; then
+                 nanobind==3.1.0 scikit-build-core==1.1.2 pytest==9.2.0
+                 highspy==1.15.1)
+if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core, pytest, highspy" 2>/dev/null; then
   echo "setup: creating .venv with ${python_packages[*]}"
   if ! { python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check "${python_packages[@]}"; }; then
     echo "setup: warning: could not install ${python_packages[*]}; the reference checks will be skipped" >&2

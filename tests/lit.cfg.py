@@ -51,14 +51,14 @@ except OSError:
     pass
 
 # Reference checks that need the onnx Python package (scripts/setup.sh puts
-# it in .venv) declare `REQUIRES: onnx`; without it lit reports them
-# UNSUPPORTED, visibly, instead of passing.
+# it in .venv) declare `REQUIRES: onnx` (the oracle's, `REQUIRES: highspy`);
+# without it lit reports them UNSUPPORTED, visibly, instead of passing.
 # With REMAT_REQUIRE_REFERENCE=1 (scripts/test.sh and so CI set it) a
 # missing package is an error rather than silent UNSUPPORTED results inside
 # ctest's one `lit` entry: the reference toolchain is always installable.
 import subprocess
 require_reference = os.environ.get("REMAT_REQUIRE_REFERENCE", "0") == "1"
-for package in ["onnx", "onnxruntime"]:
+for package in ["onnx", "onnxruntime", "highspy"]:
     if subprocess.run([config.test_python, "-c", "import " + package],
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
         config.available_features.add(package)

@@ -1,4 +1,5 @@
 //===- passes/remat/RematPass.cpp - The remat pass ------------------------===//
+#include "ir/OutputFile.h"
 #include "ir/Support.h"
 #include "passes/Passes.h"
 #include "passes/remat/ChunkLoss.h"
@@ -6,6 +7,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace remat::passes {
 
@@ -37,6 +39,11 @@ RematPass::RematPass() {
                 "in chunks of tokens: auto (when the solver's plan needs it), "
                 "off, or a number of chunks",
                 &chunkLoss_);
+  declareOption("dump-model",
+                "write remat's model of the step (nodes, bytes, predicted "
+                "seconds, stash) as JSON to this file, for "
+                "tools/bench/remat_oracle.py",
+                &dumpModel_);
 }
 
 namespace recompute {
@@ -134,6 +141,13 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
     return makeError("strategy '" + strategy_ +
                      "' needs a budget (budget=6GiB or budget=40%)");
   Solver &solver = *(*problem)->solver;
+  if (!dumpModel_.empty())
+    if (auto err = writeOutputFile(
+            dumpModel_,
+            llvm::formatv("{0:1}\n",
+                          llvm::json::Value(solver.describeModel()))
+                .str()))
+      return makeError("dump-model: " + errorToString(std::move(err)));
   std::optional<uint64_t> budget;
   if (budget_.isSet)
     budget = budget_.resolve(solver.getBasePeakBytes());

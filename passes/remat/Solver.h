@@ -159,6 +159,9 @@ public:
                llvm::raw_ostream &os) const;
   llvm::json::Object explainJson(const PlanResult &plan,
                                  std::optional<uint64_t> budgetBytes) const;
+  /// remat's model of the step for checkers outside remat
+  /// (remat{dump-model=FILE}, passes/remat/ModelDump.cpp).
+  llvm::json::Object describeModel() const;
 
   /// Stashed values are cheap to rebuild at up to this many memory passes
   /// over their bytes (Note [Chain DP as built]).
