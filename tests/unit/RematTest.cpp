@@ -15,6 +15,7 @@
 #include "passes/Liveness.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
+#include "passes/remat/ChunkLoss.h"
 #include "passes/remat/CostModel.h"
 #include "passes/remat/Segments.h"
 #include "passes/remat/Solver.h"
@@ -489,4 +490,204 @@ TEST_CASE("remat: a cost profile's rates reach the nodes it does not name") {
     CHECK_MESSAGE(llvm::StringRef(message).contains(bad.message),
                   bad.json << " gave: " << message);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// The chunked loss head (Note [Chunked loss head])
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// \returns how many values of \p graph are [tokens, classes].
+unsigned countWholeScores(const Graph &graph, int64_t tokens,
+                          int64_t classes) {
+  unsigned count = 0;
+  for (const Node &node : graph.getNodes())
+    for (const Value *result : node.getResults())
+      if (result->getType().getDims() == llvm::ArrayRef<int64_t>{tokens, classes})
+        ++count;
+  return count;
+}
+
+std::unique_ptr<Graph> bertStep(const char *model, const char *bind) {
+  driver::LoadOptions options;
+  options.bind = bind;
+  auto graph = driver::loadModel(
+      std::string(REMAT_TEST_DIR "/../models/") + model + ".json", options);
+  REQUIRE(bool(graph));
+  return trainingStep(std::move(*graph));
+}
+
+/// Runs remat with \p options and plan-memory on a copy of \p step; checks
+/// no [tokens, classes] value is left when \p chunked, and every output
+/// against \p reference bit for bit. \returns the planned peak.
+uint64_t checkChunked(const Graph &step, const runtime::RunResult &reference,
+                      llvm::StringRef options, bool chunked, int64_t tokens,
+                      llvm::StringRef what) {
+  std::unique_ptr<Graph> copy = step.clone();
+  std::string pipeline = "remat{" + options.str() + "},plan-memory";
+  INFO(what << " " << pipeline);
+  llvm::Error err = runPasses(*copy, pipeline);
+  REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+  unsigned whole = countWholeScores(*copy, tokens, 30522);
+  if (chunked)
+    CHECK(whole == 0);
+  else
+    CHECK(whole > 0);
+  runtime::RunResult result = run(*copy);
+  CHECK(result.peakBytes == copy->getMemoryPlan()->arenaBytes);
+  int differs = firstDifference(reference, result);
+  CHECK_MESSAGE(differs == -1,
+                "output " << differs << " ('"
+                          << step.getOutputs()[size_t(std::max(differs, 0))]
+                                 ->getName()
+                                 .str()
+                          << "') is not bitwise equal");
+  return plannedPeak(*copy);
+}
+
+runtime::RunResult runUnchanged(const Graph &step) {
+  std::unique_ptr<Graph> planned = step.clone();
+  llvm::Error err = runPasses(*planned, "plan-memory");
+  REQUIRE(!err);
+  return run(*planned);
+}
+
+} // namespace
+
+TEST_CASE("remat: the chunked loss head gives the whole head's bits") {
+  struct Case {
+    const char *model, *bind, *options;
+    int64_t tokens;
+  };
+  for (const Case &c : {
+           // 512 tokens: two chunks of 256.
+           Case{"bert-tiny", "batch=4,seq=128", "strategy=none chunk-loss=2",
+                512},
+           // 300 tokens: 256 and 44 (the last chunk is not a whole block).
+           Case{"bert-tiny", "batch=3,seq=100", "strategy=none chunk-loss=2",
+                300},
+           // 1024 tokens asked in 3: chunks of 512 (whole blocks), two.
+           Case{"bert-tiny", "batch=8,seq=128",
+                "strategy=every-layer chunk-loss=3", 1024},
+           Case{"bert-mini", "batch=2,seq=384", "strategy=sqrt chunk-loss=4",
+                768},
+       }) {
+    std::unique_ptr<Graph> step = bertStep(c.model, c.bind);
+    runtime::RunResult reference = runUnchanged(*step);
+    checkChunked(*step, reference, c.options, /*chunked=*/true, c.tokens,
+                 std::string(c.model) + " " + c.bind);
+  }
+}
+
+TEST_CASE("remat: auto chunks the loss head when the budget needs it, and "
+          "budgets stay monotone") {
+  std::unique_ptr<Graph> step = bertStep("bert-tiny", "batch=4,seq=128");
+  runtime::RunResult reference = runUnchanged(*step);
+  std::unique_ptr<Graph> planned = step->clone();
+  REQUIRE(!runPasses(*planned, "plan-memory"));
+  uint64_t base = plannedPeak(*planned);
+  // Unchunked, no plan goes below this; the logits keep the floor up.
+  uint64_t wholeFloor = smallestPeak(*step);
+  // No remat fits: nothing is chunked.
+  checkChunked(*step, reference, "budget=" + std::to_string(base),
+               /*chunked=*/false, 512, "at no remat's peak");
+  // Below the whole head's floor only the chunked head fits.
+  std::unique_ptr<Graph> off = step->clone();
+  llvm::Error offErr = runPasses(
+      *off, "remat{chunk-loss=off budget=" + std::to_string(wholeFloor - 1) +
+                "},plan-memory");
+  REQUIRE(bool(offErr));
+  CHECK(llvm::StringRef(errorToString(std::move(offErr)))
+            .contains("the smallest feasible planned peak is"));
+  uint64_t previous = base;
+  for (double fraction : {0.8, 0.6, 0.4, 0.2, 0.0}) {
+    uint64_t budget = wholeFloor - 1 -
+                      uint64_t(double(wholeFloor - 1) * (1 - fraction) * 0.5);
+    std::unique_ptr<Graph> copy = step->clone();
+    llvm::Error err = runPasses(
+        *copy, "remat{budget=" + std::to_string(budget) + "},plan-memory");
+    if (err) {
+      // Below the chunked floor too: the error names a smaller peak.
+      std::string message = errorToString(std::move(err));
+      CHECK_MESSAGE(llvm::StringRef(message).contains("loss head in 2 chunks"),
+                    message);
+      break;
+    }
+    uint64_t peak = checkChunked(*step, reference,
+                                 "budget=" + std::to_string(budget),
+                                 /*chunked=*/true, 512, "below the floor");
+    CHECK(peak <= budget);
+    CHECK(peak <= previous);
+    previous = peak;
+  }
+  CHECK(previous < wholeFloor);
+}
+
+TEST_CASE("remat: chunk-loss rejects what it cannot do") {
+  std::unique_ptr<Graph> step = bertStep("bert-tiny", "batch=2,seq=16");
+  struct Bad {
+    const char *options, *message;
+  };
+  for (const Bad &bad : {
+           Bad{"chunk-loss=0", "chunk-loss: expected auto, off or a number of "
+                               "chunks of at least 1, got '0'"},
+           Bad{"chunk-loss=some", "got 'some'"},
+           Bad{"chunk-loss=-2", "got '-2'"},
+           // 32 tokens cannot be split in whole blocks of 256.
+           Bad{"chunk-loss=2",
+               "chunk-loss=2: the loss head of @bert is left whole: "
+               "%loss: its 32 tokens make fewer than two chunks"},
+       }) {
+    std::unique_ptr<Graph> copy = step->clone();
+    llvm::Error err = runPasses(
+        *copy, "remat{strategy=none " + std::string(bad.options) + "}");
+    REQUIRE_MESSAGE(bool(err), bad.options);
+    std::string message = errorToString(std::move(err));
+    CHECK_MESSAGE(llvm::StringRef(message).contains(bad.message),
+                  bad.options << " gave: " << message);
+  }
+  // A head that is not a Gemm is left whole, and says so.
+  std::unique_ptr<Graph> matmul = trainingStep(parseText(R"(
+graph @head(%x: f32[512,8], %w: f32[8,16] weight, %labels: i64[512]) {
+  %s = MatMul(%x, %w) : f32[512,16]
+  %loss = SoftmaxCrossEntropyLoss(%s, %labels) : f32[]
+  return %loss
+})"));
+  std::string whyNot;
+  CHECK(!recompute::findLossHead(*matmul, whyNot));
+  CHECK(whyNot == "%loss: its scores come from %s (MatMul), not a Gemm");
+  llvm::Error err = runPasses(*matmul, "remat{strategy=none chunk-loss=2}");
+  REQUIRE(bool(err));
+  CHECK(errorToString(std::move(err)) ==
+        "pass 'remat' failed: chunk-loss=2: the loss head of @head is left "
+        "whole: %loss: its scores come from %s (MatMul), not a Gemm");
+}
+
+TEST_CASE("remat: nested recompute goes below every layer's working set, "
+          "bitwise") {
+  // bert-mini at 768 tokens: every-layer holds one layer's whole rebuilt
+  // stash during its backward; cut again at its 4 segments, one segment's.
+  std::unique_ptr<Graph> step = bertStep("bert-mini", "batch=2,seq=384");
+  runtime::RunResult reference = runUnchanged(*step);
+  std::unique_ptr<Graph> copy = step->clone();
+  auto problem = recompute::prepareRematProblem(*copy, "", {});
+  REQUIRE(bool(problem));
+  recompute::Solver &solver = *(*problem)->solver;
+  auto everyLayer = solver.solve("every-layer", std::nullopt);
+  REQUIRE(bool(everyLayer));
+  REQUIRE(bool(*everyLayer));
+  auto smallest = solver.smallestPlan();
+  REQUIRE(bool(smallest));
+  INFO("every-layer " << (*everyLayer)->plannedPeakBytes << " B, smallest "
+                      << smallest->plannedPeakBytes << " B ("
+                      << smallest->strategy << ")");
+  CHECK(smallest->strategy == "nested");
+  CHECK(!smallest->nestedNames.empty());
+  CHECK(smallest->plannedPeakBytes < (*everyLayer)->plannedPeakBytes);
+  uint64_t peak = checkChunked(
+      *step, reference,
+      "chunk-loss=off budget=" + std::to_string(smallest->plannedPeakBytes),
+      /*chunked=*/false, 768, "nested");
+  CHECK(peak == smallest->plannedPeakBytes);
 }
