@@ -29,7 +29,21 @@ std::string SweepRow::getLabel() const {
   return strategy + " @ " + budget;
 }
 
+double SweepRow::getSpreadSeconds() const {
+  if (roundSeconds.size() < 2)
+    return 0;
+  auto [least, most] = std::minmax_element(roundSeconds.begin(),
+                                           roundSeconds.end());
+  return *most - *least;
+}
+
 namespace {
+
+std::string number(double value, unsigned digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", int(digits), value);
+  return text;
+}
 
 bool isFixedStrategy(llvm::StringRef strategy) {
   return strategy == "none" || strategy == "every-layer" || strategy == "sqrt";
@@ -57,30 +71,45 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
   noRematPeakBytes = solver.getBasePeakBytes();
 
   noRematSeconds = solver.getBaseSeconds();
-  // The smallest planned peak any plan reaches: `min`, and what an
-  // infeasible point is told. Asked for at most once.
-  std::optional<uint64_t> smallestPeak;
-  auto getSmallestPeak = [&]() -> llvm::Expected<uint64_t> {
-    if (!smallestPeak) {
-      auto smallest = solver.smallestPlan();
-      if (!smallest)
-        return smallest.takeError();
-      smallestPeak = smallest->plannedPeakBytes;
+  // The smallest planned peak each strategy reaches (its floor: what `min`
+  // means for it, and what an infeasible point of it is told), each asked
+  // for at most once.
+  llvm::StringMap<uint64_t> floors;
+  auto getFloor = [&](llvm::StringRef strategy) -> llvm::Expected<uint64_t> {
+    auto known = floors.find(strategy);
+    if (known != floors.end())
+      return known->second;
+    auto smallest = solver.smallestPlanOf(strategy);
+    if (!smallest)
+      return smallest.takeError();
+    floors[strategy] = smallest->plannedPeakBytes;
+    return smallest->plannedPeakBytes;
+  };
+  // The smallest any strategy reaches: auto's floor, or a swept strategy's
+  // when that search found a smaller one.
+  auto getAnyFloor = [&]() -> llvm::Expected<uint64_t> {
+    auto any = getFloor("auto");
+    if (!any)
+      return any.takeError();
+    uint64_t least = *any;
+    for (const std::string &strategy : options.strategies) {
+      auto floor = getFloor(strategy);
+      if (!floor)
+        return floor.takeError();
+      least = std::min(least, *floor);
     }
-    return *smallestPeak;
+    return least;
   };
 
   struct Budget {
     std::string text;
     uint64_t bytes;
   };
+  // The budgets as given; `min` is resolved per strategy below.
   std::vector<Budget> budgets;
   for (const std::string &text : options.budgets) {
     if (text == "min") {
-      auto smallest = getSmallestPeak();
-      if (!smallest)
-        return smallest.takeError();
-      budgets.push_back({text, *smallest});
+      budgets.push_back({text, 0});
       continue;
     }
     auto amount = passes::parseByteAmount(text, /*allowPercent=*/true);
@@ -122,7 +151,13 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
       addPlan(strategy, nullptr, **plan);
       continue;
     }
-    for (const Budget &budget : budgets) {
+    for (Budget budget : budgets) {
+      if (budget.text == "min") {
+        auto floor = getFloor(strategy);
+        if (!floor)
+          return floor.takeError();
+        budget.bytes = *floor;
+      }
       auto plan = solver.solve(strategy, budget.bytes);
       if (!plan)
         return plan.takeError();
@@ -130,18 +165,21 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
         addPlan(strategy, &budget, **plan);
         continue;
       }
-      auto smallest = getSmallestPeak();
-      if (!smallest)
-        return smallest.takeError();
+      auto floor = getFloor(strategy);
+      if (!floor)
+        return floor.takeError();
+      auto anyFloor = getAnyFloor();
+      if (!anyFloor)
+        return anyFloor.takeError();
       SweepRow row;
       row.strategy = strategy;
       row.budget = budget.text;
       row.budgetBytes = budget.bytes;
       row.feasible = false;
       row.note = "infeasible: no plan of '" + strategy + "' fits " +
-                 formatBytes(budget.bytes) +
-                 "; the smallest feasible planned peak is " +
-                 formatBytes(*smallest);
+                 formatBytes(budget.bytes) + "; its smallest planned peak is " +
+                 formatBytes(*floor) + " (of any strategy: " +
+                 formatBytes(*anyFloor) + ")";
       rows.push_back(std::move(row));
     }
   }
@@ -156,6 +194,16 @@ void markParetoFront(std::vector<SweepRow> &rows) {
   auto compared = [&](const SweepRow &row) {
     return row.feasible && (row.measured || !anyMeasured);
   };
+  // -1 when \p a is faster than \p b, 1 when slower, 0 when neither.
+  auto compareTime = [](const SweepRow &a, const SweepRow &b) {
+    auto sign = [](double d) { return d < 0 ? -1 : d > 0 ? 1 : 0; };
+    if (!a.measured || !b.measured)
+      return sign(a.getTimeRatio() - b.getTimeRatio());
+    double gap = a.stepSeconds - b.stepSeconds;
+    if (std::abs(gap) > std::max(a.getSpreadSeconds(), b.getSpreadSeconds()))
+      return sign(gap);
+    return sign(a.predictedRatio - b.predictedRatio);
+  };
   for (SweepRow &row : rows) {
     row.pareto = false;
     if (!compared(row))
@@ -163,10 +211,9 @@ void markParetoFront(std::vector<SweepRow> &rows) {
     row.pareto = llvm::none_of(rows, [&](const SweepRow &other) {
       if (&other == &row || !compared(other))
         return false;
-      bool noWorse = other.getPeakBytes() <= row.getPeakBytes() &&
-                     other.getTimeRatio() <= row.getTimeRatio();
-      bool better = other.getPeakBytes() < row.getPeakBytes() ||
-                    other.getTimeRatio() < row.getTimeRatio();
+      int time = compareTime(other, row);
+      bool noWorse = other.getPeakBytes() <= row.getPeakBytes() && time <= 0;
+      bool better = other.getPeakBytes() < row.getPeakBytes() || time < 0;
       return noWorse && better;
     });
   }
@@ -177,6 +224,34 @@ double getReferenceSeconds(const SweepResult &result) {
     if (row.strategy == "none" && row.feasible && row.measured)
       return row.stepSeconds;
   return result.noRematPredictedSeconds;
+}
+
+void noteFasterThanNone(SweepResult &result) {
+  const SweepRow *none = nullptr;
+  for (const SweepRow &row : result.rows)
+    if (row.strategy == "none" && row.feasible && row.measured)
+      none = &row;
+  if (!none)
+    return;
+  for (SweepRow &row : result.rows) {
+    // A measured row's note is only this one: set afresh every time.
+    if (row.measured)
+      row.note.clear();
+    if (&row == none || !row.measured || row.stepSeconds >= none->stepSeconds)
+      continue;
+    double gap = none->stepSeconds - row.stepSeconds;
+    double spread = std::max(row.getSpreadSeconds(), none->getSpreadSeconds());
+    std::string text = "faster than none by " + number(gap * 1e3, 0) + " ms";
+    if (row.roundSeconds.size() < 2 || none->roundSeconds.size() < 2)
+      text += " in one round (no spread to compare with)";
+    else if (gap <= spread)
+      text += ": within noise (the rounds differ by up to " +
+              number(spread * 1e3, 0) + " ms)";
+    else
+      text += ", more than the rounds' spread (" + number(spread * 1e3, 0) +
+              " ms)";
+    row.note = text;
+  }
 }
 
 void computeRatios(SweepResult &result) {
@@ -268,12 +343,6 @@ std::string csvCell(llvm::StringRef text) {
   return out + "\"";
 }
 
-std::string number(double value, unsigned digits) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", int(digits), value);
-  return text;
-}
-
 } // namespace
 
 std::string getSweepCsv(const SweepResult &result) {
@@ -281,8 +350,8 @@ std::string getSweepCsv(const SweepResult &result) {
       "point,strategy,budget,budget_bytes,feasible,also,planned_peak_bytes,"
       "predicted_peak_bytes,activation_bytes_kept,recomputed_nodes,"
       "predicted_seconds,predicted_ratio,measured_peak_bytes,"
-      "arena_measured_bytes,max_rss_bytes,step_seconds,step_ratio,pareto,"
-      "note\n";
+      "arena_measured_bytes,max_rss_bytes,step_seconds,step_ratio,rounds,"
+      "step_spread_seconds,pareto,note\n";
   for (const SweepRow &row : result.rows) {
     std::vector<std::string> cells = {
         csvCell(row.getLabel()), row.strategy, csvCell(row.budget),
@@ -304,8 +373,10 @@ std::string getSweepCsv(const SweepResult &result) {
       cells.push_back(std::to_string(row.maxRssBytes));
       cells.push_back(number(row.stepSeconds, 6));
       cells.push_back(number(row.stepRatio, 4));
+      cells.push_back(std::to_string(row.roundSeconds.size()));
+      cells.push_back(number(row.getSpreadSeconds(), 6));
     } else {
-      cells.insert(cells.end(), 5, "");
+      cells.insert(cells.end(), 7, "");
     }
     cells.push_back(row.feasible ? (row.pareto ? "1" : "0") : "");
     cells.push_back(csvCell(row.note));
@@ -345,6 +416,11 @@ llvm::json::Object getSweepJson(const SweepResult &result) {
       object["max_rss_bytes"] = int64_t(row.maxRssBytes);
       object["step_seconds"] = row.stepSeconds;
       object["step_ratio"] = row.stepRatio;
+      llvm::json::Array rounds;
+      for (double seconds : row.roundSeconds)
+        rounds.push_back(seconds);
+      object["round_seconds"] = std::move(rounds);
+      object["step_spread_seconds"] = row.getSpreadSeconds();
     }
     object["pareto"] = row.pareto;
     if (!row.note.empty())
@@ -371,6 +447,7 @@ llvm::json::Object getSweepJson(const SweepResult &result) {
     root["threads"] = int64_t(result.threads);
     root["steps"] = int64_t(result.steps);
     root["rounds"] = int64_t(result.rounds);
+    root["warmup"] = result.warmup;
   }
   return root;
 }
@@ -382,13 +459,25 @@ void printSweepTable(const SweepResult &result, llvm::raw_ostream &os) {
   os << ": no remat plans " << formatBytes(result.noRematPeakBytes)
      << ", predicted step "
      << llvm::format("%.1f", result.noRematPredictedSeconds * 1e3) << " ms\n";
+  if (result.measured) {
+    std::string threads =
+        result.threads ? std::to_string(result.threads) : std::string("all");
+    os << "measured: " << result.backend << ", " << threads
+       << (result.threads == 1 ? " thread" : " threads")
+       << "; each step time is the best of " << result.rounds
+       << (result.rounds == 1 ? " round" : " alternating rounds") << " ("
+       << (result.warmup ? "after one" : "no") << " untimed warm-up run), "
+       << "a round the median of " << result.steps
+       << (result.steps == 1 ? " step" : " steps")
+       << "; spread: the slowest round less the fastest\n";
+  }
   size_t width = 5;
   for (const SweepRow &row : result.rows)
     width = std::max(width, row.getLabel().size());
   os << llvm::left_justify("point", unsigned(width))
      << "   planned peak  predicted x";
   if (result.measured)
-    os << "  measured peak    max RSS      step  measured x";
+    os << "  measured peak    max RSS        step    spread  measured x";
   os << "  front\n";
   for (const SweepRow &row : result.rows) {
     os << llvm::left_justify(row.getLabel(), unsigned(width));
@@ -400,17 +489,21 @@ void printSweepTable(const SweepResult &result, llvm::raw_ostream &os) {
                        ("x" + number(row.predictedRatio, 3)).c_str());
     if (result.measured) {
       if (row.measured)
-        os << llvm::format("  %13s %10s %8.0f ms %11s",
+        os << llvm::format("  %13s %10s %8.0f ms %6.0f ms %11s",
                            formatBytes(row.measuredPeakBytes).c_str(),
                            formatBytes(row.maxRssBytes).c_str(),
                            row.stepSeconds * 1e3,
+                           row.getSpreadSeconds() * 1e3,
                            ("x" + number(row.stepRatio, 3)).c_str());
       else
-        os << "  " << llvm::right_justify("(not measured)", 48);
+        os << "  " << llvm::right_justify("(not measured)", 58);
     }
     os << (row.pareto ? "  *" : "   ");
     if (!row.alsoPoints.empty())
       os << "  (also " << llvm::join(row.alsoPoints, ", ") << ")";
+    if (row.measured && row.roundSeconds.size() != result.rounds)
+      os << "  (best of " << row.roundSeconds.size()
+         << (row.roundSeconds.size() == 1 ? " round)" : " rounds)");
     if (!row.note.empty())
       os << "  " << row.note;
     os << '\n';
@@ -420,7 +513,8 @@ void printSweepTable(const SweepResult &result, llvm::raw_ostream &os) {
        << llvm::format("%.0f", peer.stepSeconds * 1e3) << " ms (x"
        << number(peer.timeRatio, 3) << " of remat's none)\n";
   os << "(* on the Pareto front: no other point is both smaller and faster; "
-     << (result.measured ? "measured peaks and step times"
+     << (result.measured ? "measured peaks and step times; times within "
+                           "the rounds' spread are ordered by the prediction"
                          : "planned peaks and predicted times")
      << ")\n";
 }
@@ -535,8 +629,9 @@ std::string getSweepSvg(const SweepResult &result) {
              (result.threads ? std::to_string(result.threads) : std::string("all")) +
              (result.threads == 1 ? " thread" : " threads") + ", median of " +
              std::to_string(result.steps) + " steps, best of " +
-             std::to_string(result.rounds) + " rounds; time relative to " +
-             "remat's none")
+             std::to_string(result.rounds) + " rounds" +
+             (result.warmup ? " after a warm-up run" : "") +
+             "; time relative to remat's none")
           : std::string("planned peaks and predicted step times "
                         "(remat's cost model), relative to none");
   os << "<text x=\"" << left << "\" y=\"40\" fill=\"#555\">"

@@ -80,6 +80,13 @@ llvm::Error makeInfeasibleError(Solver &solver, llvm::StringRef strategy,
   auto smallest = solver.smallestPlan();
   if (!smallest)
     return smallest.takeError();
+  // The strategy's own floor: a budget at or above it has a plan.
+  auto own = solver.smallestPlanOf(strategy);
+  if (!own)
+    return own.takeError();
+  uint64_t ownPeak = own->plannedPeakBytes;
+  const PlanResult &floor =
+      ownPeak < smallest->plannedPeakBytes ? *own : *smallest;
   std::string message = "budget " + formatBytes(budgetBytes);
   if (budgetText.endswith("%")) {
     message += " (";
@@ -88,10 +95,17 @@ llvm::Error makeInfeasibleError(Solver &solver, llvm::StringRef strategy,
   }
   message += " is below every plan of strategy '";
   message += strategy;
-  message += "'; the smallest feasible planned peak is " +
-             formatBytes(smallest->plannedPeakBytes) + " (" +
-             std::to_string(smallest->plannedPeakBytes) + " B, strategy '" +
-             smallest->strategy + "'); without remat it is " +
+  message += "'";
+  bool ownFloor = ownPeak != floor.plannedPeakBytes;
+  if (ownFloor)
+    message += ", whose smallest planned peak is " + formatBytes(ownPeak) +
+               " (" + std::to_string(ownPeak) + " B)";
+  message += "; the smallest feasible planned peak";
+  if (ownFloor)
+    message += " of any strategy";
+  message += " is " + formatBytes(floor.plannedPeakBytes) + " (" +
+             std::to_string(floor.plannedPeakBytes) + " B, strategy '" +
+             floor.strategy + "'); without remat it is " +
              formatBytes(solver.getBasePeakBytes());
   return makeError(message);
 }
