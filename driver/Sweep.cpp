@@ -328,6 +328,119 @@ llvm::Expected<std::vector<PeerPoint>> readPeers(llvm::StringRef path) {
   return std::move(peers);
 }
 
+llvm::Expected<SweepResult> readSweepJson(llvm::StringRef path) {
+  auto buffer = ir::readInputFile(path, /*allowStdin=*/false, /*isText=*/true);
+  if (!buffer)
+    return makeError("sweep file: " + errorToString(buffer.takeError()));
+  auto parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    return makeError("sweep file '" + path +
+                     "' is not JSON: " + errorToString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root || root->getInteger("version") != int64_t(1))
+    return makeError("sweep file '" + path +
+                     "' is not remat-sweep --json output (version 1)");
+  // Every key read, with what it lacks named.
+  std::string missing;
+  auto need = [&](llvm::StringRef where, auto value, llvm::StringRef key) {
+    if (!value && missing.empty())
+      missing = (where + "lacks '" + key + "'").str();
+    return value;
+  };
+  auto integer = [&](const llvm::json::Object &object, llvm::StringRef where,
+                     llvm::StringRef key) -> uint64_t {
+    auto value = need(where, object.getInteger(key), key);
+    return value && *value > 0 ? uint64_t(*value) : 0;
+  };
+  auto real = [&](const llvm::json::Object &object, llvm::StringRef where,
+                  llvm::StringRef key) -> double {
+    auto value = need(where, object.getNumber(key), key);
+    return value ? *value : 0;
+  };
+  auto text = [&](const llvm::json::Object &object, llvm::StringRef where,
+                  llvm::StringRef key) -> std::string {
+    auto value = need(where, object.getString(key), key);
+    return value ? value->str() : std::string();
+  };
+  auto flag = [&](const llvm::json::Object &object, llvm::StringRef where,
+                  llvm::StringRef key) -> bool {
+    auto value = need(where, object.getBoolean(key), key);
+    return value && *value;
+  };
+  SweepResult result;
+  result.model = text(*root, "it ", "model");
+  result.bind = text(*root, "it ", "bind");
+  result.noRematPeakBytes = integer(*root, "it ", "no_remat_planned_peak_bytes");
+  result.noRematPredictedSeconds =
+      real(*root, "it ", "no_remat_predicted_seconds");
+  result.measured = flag(*root, "it ", "measured");
+  if (result.measured) {
+    result.backend = text(*root, "it ", "backend");
+    result.threads = unsigned(integer(*root, "it ", "threads"));
+    result.steps = unsigned(integer(*root, "it ", "steps"));
+    result.rounds = unsigned(integer(*root, "it ", "rounds"));
+    result.warmup = root->getBoolean("warmup").getValueOr(false);
+  }
+  const llvm::json::Array *rows = need("it ", root->getArray("rows"), "rows");
+  for (size_t i = 0; rows && i < rows->size(); ++i) {
+    const llvm::json::Object *object = (*rows)[i].getAsObject();
+    std::string where = "row " + std::to_string(i + 1) + " ";
+    if (!object) {
+      missing = where + "is not an object";
+      break;
+    }
+    SweepRow row;
+    row.strategy = text(*object, where, "strategy");
+    row.feasible = flag(*object, where, "feasible");
+    if (auto budget = object->getString("budget")) {
+      row.budget = budget->str();
+      row.budgetBytes = integer(*object, where, "budget_bytes");
+    }
+    if (const llvm::json::Array *also = object->getArray("also"))
+      for (const llvm::json::Value &point : *also)
+        if (auto label = point.getAsString())
+          row.alsoPoints.push_back(label->str());
+    if (auto note = object->getString("note"))
+      row.note = note->str();
+    if (row.feasible) {
+      row.plannedPeakBytes = integer(*object, where, "planned_peak_bytes");
+      row.predictedPeakBytes = integer(*object, where, "predicted_peak_bytes");
+      row.activationBytesKept =
+          integer(*object, where, "activation_bytes_kept");
+      row.recomputedNodes =
+          unsigned(integer(*object, where, "recomputed_nodes"));
+      row.predictedSeconds = real(*object, where, "predicted_seconds");
+      row.predictedRatio = real(*object, where, "predicted_ratio");
+    }
+    if (row.feasible && object->get("step_seconds")) {
+      row.measured = true;
+      row.measuredPeakBytes = integer(*object, where, "measured_peak_bytes");
+      row.arenaMeasuredBytes = integer(*object, where, "arena_measured_bytes");
+      row.maxRssBytes = integer(*object, where, "max_rss_bytes");
+      row.stepSeconds = real(*object, where, "step_seconds");
+      if (const llvm::json::Array *rounds = object->getArray("round_seconds"))
+        for (const llvm::json::Value &seconds : *rounds)
+          if (auto value = seconds.getAsNumber())
+            row.roundSeconds.push_back(*value);
+      if (row.roundSeconds.empty())
+        row.roundSeconds.push_back(row.stepSeconds);
+    }
+    result.rows.push_back(std::move(row));
+  }
+  if (const llvm::json::Array *peers = root->getArray("peers"))
+    for (const llvm::json::Value &value : *peers)
+      if (const llvm::json::Object *object = value.getAsObject()) {
+        PeerPoint peer;
+        peer.label = text(*object, "a peer ", "label");
+        peer.peakBytes = integer(*object, "a peer ", "peak_bytes");
+        peer.stepSeconds = real(*object, "a peer ", "step_seconds");
+        result.peers.push_back(std::move(peer));
+      }
+  if (!missing.empty())
+    return makeError("sweep file '" + path + "': " + missing);
+  return std::move(result);
+}
+
 namespace {
 
 /// A CSV cell: quoted when it holds a comma or a quote.

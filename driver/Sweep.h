@@ -145,6 +145,11 @@ void computeRatios(SweepResult &result);
 /// peak_bytes and step_seconds (others are ignored), then one point a line.
 llvm::Expected<std::vector<PeerPoint>> readPeers(llvm::StringRef path);
 
+/// Reads back what getSweepJson wrote (remat-sweep --json), to draw or
+/// print it again without planning or measuring. Each row's ratio, note and
+/// front flag are recomputed by the caller.
+llvm::Expected<SweepResult> readSweepJson(llvm::StringRef path);
+
 /// The curve as CSV (one line per row; the columns are documented in
 /// docs/benchmarks.md), JSON, an aligned table, and an SVG plot.
 std::string getSweepCsv(const SweepResult &result);

@@ -118,6 +118,8 @@ llvm::Expected<Measurement> measureRow(const SweepRow &row,
                    (key == "placement" ? std::string("optimizer-placement")
                                        : key) +
                    "=" + value);
+  if (!options.maxMemory.empty())
+    args.push_back("--max-memory=" + options.maxMemory);
   args.push_back("--backend=" + options.backend);
   args.push_back("--steps=" + std::to_string(options.steps));
   args.push_back("--threads=" + std::to_string(options.threads));
@@ -199,7 +201,11 @@ namespace {
 /// given, with `none` first when absent.
 llvm::Expected<std::vector<std::string>>
 checkOptions(const SweepRunOptions &options) {
-  if (options.model.empty())
+  if (!options.fromJsonPath.empty() &&
+      (!options.model.empty() || options.measure))
+    return makeError("--from-json draws a saved sweep again: it takes no "
+                     "model and no --measure");
+  if (options.model.empty() && options.fromJsonPath.empty())
     return makeError("no model given (see --help)");
   std::vector<std::string> strategies = options.sweep.strategies;
   if (strategies.empty())
@@ -419,14 +425,21 @@ llvm::Expected<SweepEnd> runSweep(const SweepRunOptions &options,
   SweepResult result;
   result.model = options.model;
   result.bind = options.bind;
+  if (!options.fromJsonPath.empty()) {
+    auto saved = readSweepJson(options.fromJsonPath);
+    if (!saved)
+      return saved.takeError();
+    result = std::move(*saved);
+  }
   if (!options.peersPath.empty()) {
     auto peers = readPeers(options.peersPath);
     if (!peers)
       return peers.takeError();
     result.peers = std::move(*peers);
   }
-  if (auto err = planPoints(options, std::move(*strategies), result, diag))
-    return std::move(err);
+  if (options.fromJsonPath.empty())
+    if (auto err = planPoints(options, std::move(*strategies), result, diag))
+      return std::move(err);
   if (options.measure) {
     auto finished = measurePoints(options, result, diag);
     if (!finished)
@@ -455,14 +468,10 @@ llvm::Expected<SweepEnd> runSweep(const SweepRunOptions &options,
 int sweepMain(int argc, char **argv) {
   namespace cl = llvm::cl;
   cl::OptionCategory category("remat-sweep options");
+  StepFlags flags(category);
   cl::opt<std::string> model(
       cl::Positional, cl::desc("<model .rir, .onnx or BERT config .json>"),
       cl::cat(category));
-  cl::opt<std::string> bind(
-      "bind",
-      cl::desc("Bind symbolic dims, or a BERT config's batch and seq "
-               "(batch=8,seq=512)"),
-      cl::value_desc("name=value,..."), cl::cat(category));
   cl::opt<std::string> budgetsFlag(
       "budgets",
       cl::desc("Budgets for chain-dp, selective and auto: percentages of the "
@@ -477,20 +486,6 @@ int sweepMain(int argc, char **argv) {
   cl::opt<std::string> strategiesFlag("strategies", cl::desc(strategiesHelp),
                                       cl::init(allStrategies),
                                       cl::cat(category));
-  cl::opt<std::string> costProfile(
-      "cost-profile",
-      cl::desc("Node times from remat-run --profile for the cost model"),
-      cl::value_desc("file.json"), cl::cat(category));
-  cl::opt<std::string> optimizer(
-      "optimizer",
-      cl::desc("Sweep the whole training step with its weight update (the "
-               "gradients and the optimizer state in the budget)"),
-      cl::value_desc("sgd|adamw"), cl::cat(category));
-  cl::opt<std::string> optimizerPlacement(
-      "optimizer-placement",
-      cl::desc("eager: each update right after its gradient (default); end: "
-               "every update at the end of the step"),
-      cl::value_desc("eager|end"), cl::cat(category));
   cl::opt<bool> measure(
       "measure",
       cl::desc("Run every distinct plan with remat-run, each in its own "
@@ -530,6 +525,11 @@ int sweepMain(int argc, char **argv) {
       cl::desc("Draw points measured elsewhere (tools/bench/vs_pytorch.py): "
                "CSV with columns label, peak_bytes, step_seconds"),
       cl::value_desc("file.csv"), cl::cat(category));
+  cl::opt<std::string> fromJson(
+      "from-json",
+      cl::desc("Print and draw a sweep saved by --json again, without "
+               "planning or measuring (with --peers: other peers)"),
+      cl::value_desc("sweep.json"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!parseCommandLine(
           argc, argv, "remat-sweep",
@@ -537,21 +537,19 @@ int sweepMain(int argc, char **argv) {
           "and budget\n"))
     return 1;
 
+  if (auto err = flags.validate())
+    return reportError(std::move(err));
+
   SweepRunOptions options;
   options.model = model;
-  options.bind = bind;
+  options.bind = flags.bind;
   options.sweep.strategies = splitList(strategiesFlag);
   options.sweep.budgets = splitList(budgetsFlag);
-  options.sweep.costProfile = costProfile;
-  if (!optimizer.empty()) {
-    options.pipeline.optimizer = optimizer;
-    if (!optimizerPlacement.empty())
-      options.pipeline.optimizerOptions.push_back(
-          {"placement", optimizerPlacement});
-  } else if (!optimizerPlacement.empty()) {
-    return reportError(
-        makeError("--optimizer-placement needs --optimizer sgd|adamw"));
-  }
+  options.sweep.costProfile = flags.costProfile;
+  options.maxMemory = flags.maxMemory;
+  options.pipeline.unusedWeights = flags.unusedWeights;
+  options.pipeline.optimizer = flags.optimizer;
+  options.pipeline.optimizerOptions = flags.getOptimizerOptions();
   options.measure = measure;
   options.backend = backend;
   options.steps = steps;
@@ -562,6 +560,7 @@ int sweepMain(int argc, char **argv) {
   options.jsonPath = jsonPath;
   options.svgPath = svgPath;
   options.peersPath = peersPath;
+  options.fromJsonPath = fromJson;
   // remat-run is installed beside remat-sweep.
   std::string self = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&sweepMain));

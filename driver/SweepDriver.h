@@ -19,8 +19,11 @@ struct SweepRunOptions {
   std::string bind;
   /// The strategies, budgets and cost profile to plan with.
   SweepOptions sweep;
-  /// The optimizer and its options (the training step's weight update).
+  /// The optimizer and its options (the training step's weight update),
+  /// and autodiff's unused-weights mode.
   PipelineOptions pipeline;
+  /// --max-memory for the measured runs ("" for remat-run's default).
+  std::string maxMemory;
   /// Run every distinct plan with remat-run (at runTool), each in a process
   /// of its own.
   bool measure = false;
@@ -35,6 +38,9 @@ struct SweepRunOptions {
   bool warmup = true;
   /// Outputs ("" for none) and the peers' CSV to draw beside the curve.
   std::string csvPath, jsonPath, svgPath, peersPath;
+  /// A sweep saved by --json to print and draw again instead of planning
+  /// one (its peers replaced by peersPath's when given); "" to plan.
+  std::string fromJsonPath;
 };
 
 /// How a sweep ended.

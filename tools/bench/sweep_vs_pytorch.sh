@@ -7,16 +7,20 @@
 #
 #   tools/bench/sweep_vs_pytorch.sh OUT_DIR [MODEL] [BIND] [BUDGETS]
 #
-# The sides alternate: one PyTorch round, remat's two rounds (alternating
-# order, after a warm-up run), a second PyTorch round in the reverse order;
-# each point keeps its fastest round. Then the curve is drawn again with
-# PyTorch's best rounds (remat-sweep --from-json).
+# remat's two rounds (alternating order, after a warm-up run) come first,
+# then PyTorch's rounds (alternating order); each point keeps its fastest
+# round. Then the curve is drawn again with PyTorch's points beside remat's
+# (remat-sweep --from-json), so that a PyTorch side cut short still leaves
+# remat's curve.
 #
 # Needs build/remat-sweep and build/remat-run (REMAT_BIN names another
 # folder holding both) and torch in .venv (scripts/setup.sh; PEERS_PYTHON
-# names another Python). THREADS, STEPS and MODES override the defaults
-# (2, 3, and eager,checkpoint,selective,compile-1.0,compile-0.6,
-# compile-0.3,compile-0.0); COMPILE_BACKEND is torch.compile's backend
+# names another Python). THREADS, STEPS, PYTORCH_STEPS, PYTORCH_ROUNDS,
+# STRATEGIES and MODES override
+# the defaults (2; 3 steps a remat-run, whose median leaves out the first,
+# cold step; 2 timed steps after PyTorch's untimed warm-up step, so each
+# process runs 3; eager,checkpoint,selective,compile-1.0,compile-0.5,
+# compile-0.0); COMPILE_BACKEND is torch.compile's backend
 # (aot_eager: the min-cut partitioner that activation_memory_budget steers,
 # no code generation; inductor compiles C++ for minutes per budget).
 # PyTorch's OpenMP threads wait passively (OMP_WAIT_POLICY=PASSIVE unless
@@ -30,10 +34,12 @@ cd "$(dirname "$0")/../.."
 out=${1:?usage: sweep_vs_pytorch.sh OUT_DIR [MODEL] [BIND] [BUDGETS]}
 model=${2:-models/bert-base.json}
 bind=${3:-batch=4,seq=512}
-budgets=${4:-80%,60%,50%,40%,min}
+budgets=${4:-60%,40%,min}
 threads=${THREADS:-2}
 steps=${STEPS:-3}
-modes=${MODES:-eager,checkpoint,selective,compile-1.0,compile-0.6,compile-0.3,compile-0.0}
+pytorch_steps=${PYTORCH_STEPS:-2}
+pytorch_rounds=${PYTORCH_ROUNDS:-2}
+modes=${MODES:-eager,checkpoint,selective,compile-1.0,compile-0.5,compile-0.0}
 backend=${COMPILE_BACKEND:-aot_eager}
 python=${PEERS_PYTHON:-.venv/bin/python}
 bin=${REMAT_BIN:-build}
@@ -41,26 +47,19 @@ batch=$(echo "$bind" | sed -n 's/.*batch=\([0-9]*\).*/\1/p')
 seq=$(echo "$bind" | sed -n 's/.*seq=\([0-9]*\).*/\1/p')
 mkdir -p "$out"
 
-pytorch_round() { # N [--reverse]
-  "$python" tools/bench/vs_pytorch.py --config "$model" --batch "$batch" \
-    --seq "$seq" --threads "$threads" --steps "$steps" --rounds 1 \
-    --modes "$modes" --compile-backend "$backend" ${2:-} \
-    --csv "$out/peers-$1.csv" --json "$out/peers-$1.json" \
-    2> >(tee "$out/peers-$1.err" >&2) | tee "$out/peers-$1.md"
-}
+strategies=${STRATEGIES:-none,every-layer,sqrt,chain-dp,selective,auto}
 
-echo "== PyTorch, round 1 ($(date +%T))"
-pytorch_round 1
 echo "== remat, two rounds ($(date +%T))"
-"$bin/remat-sweep" "$model" --bind "$bind" --budgets "$budgets" --measure \
-  --threads "$threads" --steps "$steps" --rounds 2 \
-  --peers "$out/peers-1.csv" --csv "$out/sweep.csv" --json "$out/sweep.json" \
-  --svg "$out/sweep-round1-peers.svg" 2> >(tee "$out/sweep.err" >&2) |
-  tee "$out/sweep-measured.txt"
-echo "== PyTorch, round 2, reverse order ($(date +%T))"
-pytorch_round 2 --reverse
-"$python" tools/bench/vs_pytorch.py --best-of "$out/peers-1.csv" \
-  "$out/peers-2.csv" --csv "$out/peers.csv"
-echo "== the curve with PyTorch's best rounds ($(date +%T))"
-build/remat-sweep --from-json "$out/sweep.json" --peers "$out/peers.csv" \
+"$bin/remat-sweep" "$model" --bind "$bind" --strategies "$strategies" \
+  --budgets "$budgets" --measure --threads "$threads" --steps "$steps" \
+  --rounds 2 --csv "$out/sweep.csv" --json "$out/sweep.json" \
+  2> >(tee "$out/sweep.err" >&2) | tee "$out/sweep-measured.txt"
+echo "== PyTorch, $pytorch_rounds rounds ($(date +%T))"
+"$python" tools/bench/vs_pytorch.py --config "$model" --batch "$batch" \
+  --seq "$seq" --threads "$threads" --steps "$pytorch_steps" \
+  --rounds "$pytorch_rounds" --modes "$modes" --compile-backend "$backend" \
+  --csv "$out/peers.csv" --json "$out/peers.json" \
+  2> >(tee "$out/peers.err" >&2) | tee "$out/peers.md"
+echo "== the curve with PyTorch's points ($(date +%T))"
+"$bin/remat-sweep" --from-json "$out/sweep.json" --peers "$out/peers.csv" \
   --csv "$out/final.csv" --svg "$out/sweep.svg" | tee "$out/sweep.txt"
