@@ -332,19 +332,17 @@ llvm::Expected<bool> measurePoints(const SweepRunOptions &options,
     const SweepRow &first = result.rows[order.front()];
     auto warm = std::chrono::steady_clock::now();
     auto measured = measureRow(first, options);
-    if (!measured && interrupted) {
-      llvm::consumeError(measured.takeError());
-      return false;
-    }
-    diag << "[warm-up] " << first.getLabel() << ": ";
-    if (measured)
-      diag << llvm::format("%.1f",
-                           std::chrono::duration<double>(
-                               std::chrono::steady_clock::now() - warm)
-                               .count())
-           << " s, not counted\n";
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - warm)
+                         .count();
+    if (interrupted)
+      llvm::consumeError(measured.takeError()); // Reported below.
+    else if (measured)
+      diag << "[warm-up] " << first.getLabel() << ": "
+           << llvm::format("%.1f", seconds) << " s, not counted\n";
     else
-      diag << "not measured: " << getLastLine(measured.takeError()) << '\n';
+      diag << "[warm-up] " << first.getLabel()
+           << ": not measured: " << getLastLine(measured.takeError()) << '\n';
   }
   size_t total = order.size() * options.rounds, done = 0;
   std::string firstFailure;
@@ -406,6 +404,9 @@ llvm::Expected<bool> measurePoints(const SweepRunOptions &options,
         return std::move(err);
     }
   }
+  if (interrupted)
+    diag << "remat-sweep: interrupted after " << done << " of " << total
+         << " measurements; the outputs hold the rows finished so far\n";
   if (!interrupted &&
       llvm::none_of(result.rows,
                     [](const SweepRow &row) { return row.measured; }))
@@ -449,8 +450,6 @@ llvm::Expected<SweepEnd> runSweep(const SweepRunOptions &options,
       OutputPaths paths{options.csvPath, options.jsonPath, options.svgPath};
       if (auto err = writeOutputs(partial, paths))
         return std::move(err);
-      diag << "remat-sweep: interrupted; the outputs hold the rows finished "
-              "so far\n";
       printSweepTable(partial, out);
       return SweepEnd::Interrupted;
     }

@@ -274,6 +274,28 @@ def best_of(paths, out):
     return 0
 
 
+def write_outputs(args, modes, best, rounds, failed):
+    """Writes --csv (each point's best round) and --json (every round)."""
+    if args.csv:
+        tmp = args.csv + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("label,peak_bytes,step_seconds,rss_peak_bytes,"
+                    "above_weights_bytes\n")
+            for mode in modes:
+                if mode in best:
+                    b = best[mode]
+                    f.write("pytorch %s,%d,%.6f,%d,%d\n" % (
+                        mode, b["peak_bytes"], b["median_seconds"],
+                        b["rss_peak_bytes"], b["above_weights_bytes"]))
+        os.replace(tmp, args.csv)
+    if args.json:
+        tmp = args.json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"args": vars(args), "rounds": rounds, "failed": failed}, f,
+                      indent=2)
+        os.replace(tmp, args.json)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="models/bert-base.json")
@@ -354,6 +376,8 @@ def main():
                 done, total, mode, result["median_seconds"],
                 result["peak_bytes"] / 2**20, result["warmup_seconds"]),
                 file=sys.stderr)
+            # After every point, so that a run cut short leaves its points.
+            write_outputs(args, modes, best, rounds, failed)
 
     base = best.get("eager")
     print("| point | step | x eager | peak (weights + step) | above the weights |")
@@ -367,24 +391,7 @@ def main():
                 b["above_weights_bytes"] / 2**20))
         else:
             print("| pytorch %s | failed: %s | | | |" % (mode, failed.get(mode, "")))
-    if args.csv:
-        tmp = args.csv + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("label,peak_bytes,step_seconds,rss_peak_bytes,"
-                    "above_weights_bytes\n")
-            for mode in modes:
-                if mode in best:
-                    b = best[mode]
-                    f.write("pytorch %s,%d,%.6f,%d,%d\n" % (
-                        mode, b["peak_bytes"], b["median_seconds"],
-                        b["rss_peak_bytes"], b["above_weights_bytes"]))
-        os.replace(tmp, args.csv)
-    if args.json:
-        tmp = args.json + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"args": vars(args), "rounds": rounds, "failed": failed}, f,
-                      indent=2)
-        os.replace(tmp, args.json)
+    write_outputs(args, modes, best, rounds, failed)
     return 0
 
 
