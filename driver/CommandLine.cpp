@@ -29,56 +29,19 @@ static llvm::StringRef strategyList() {
   return list;
 }
 
-ToolFlags::ToolFlags(cl::OptionCategory &category)
+StepFlags::StepFlags(cl::OptionCategory &category)
     : bind("bind",
            cl::desc("Symbolic dims of an .onnx input, or batch/seq of a BERT "
                     "config: batch=2,seq=16"),
            cl::value_desc("name=value,..."), cl::cat(category)),
-      pipeline("p",
-               cl::desc("Pass pipeline, e.g. "
-                        "'canonicalize,autodiff,dce,schedule,remat{budget=40%},"
-                        "plan-memory' (--list-passes lists them)"),
-               cl::value_desc("pipeline"), cl::cat(category)),
-      pipelineLong("pipeline", cl::desc("Alias for -p"), cl::aliasopt(pipeline),
-                   cl::cat(category)),
-      budget("budget",
-             cl::desc("Bound on the planned peak (weights + inputs + arena): "
-                      "bytes (6GiB, 512MiB) or a percentage of the planned "
-                      "peak without remat (40%); adds remat to the default "
-                      "pipeline"),
-             cl::value_desc("bytes|percent"), cl::cat(category)),
-      strategy("strategy",
-               cl::desc("What remat may recompute: none, every-layer, sqrt, "
-                        "chain-dp, selective or auto (the default)"),
-               cl::value_desc(strategyList()), cl::cat(category)),
       costProfile("cost-profile",
                   cl::desc("Node times measured by remat-run --profile, for "
                            "remat's cost model"),
                   cl::value_desc("file.json"), cl::cat(category)),
-      explain("explain",
-              cl::desc("Print remat's segments, decisions and their reasons "
-                       "to stderr"),
-              cl::cat(category)),
       unusedWeights("unused-weights",
                     cl::desc("Weights that do not reach the loss under "
                              "autodiff: warn (default), error or drop"),
                     cl::value_desc("warn|error|drop"), cl::cat(category)),
-      timing("timing", cl::desc("Print the time of each pass to stderr"),
-             cl::cat(category)),
-      printIrAfterAll("print-ir-after-all",
-                      cl::desc("Print the IR to stderr after every pass"),
-                      cl::cat(category)),
-      printMemory("print-memory",
-                  cl::desc("Print the peak memory breakdown to stderr after "
-                           "the pipeline"),
-                  cl::cat(category)),
-      report("report",
-             cl::desc("Write the memory report (and remat's decisions) as "
-                      "JSON (docs/memory-report.md)"),
-             cl::value_desc("file.json"), cl::cat(category)),
-      listPasses("list-passes",
-                 cl::desc("List the passes and their options, then exit"),
-                 cl::cat(category)),
       optimizer("optimizer",
                 cl::desc("Append the weight update to the training step "
                          "(adds the optimizer pass to the default pipeline)"),
@@ -108,20 +71,12 @@ ToolFlags::ToolFlags(cl::OptionCategory &category)
                          "the machine)"),
                 cl::value_desc("bytes"), cl::cat(category)) {}
 
-PipelineOptions ToolFlags::getPipelineOptions() const {
-  PipelineOptions options;
-  options.pipeline = pipeline;
-  options.budget = budget;
-  options.strategy = strategy;
-  options.costProfile = costProfile;
-  options.explain = explain;
-  options.unusedWeights = unusedWeights;
-  options.timing = timing;
-  options.printIrAfterAll = printIrAfterAll;
-  options.optimizer = optimizer;
+std::vector<std::pair<std::string, std::string>>
+StepFlags::getOptimizerOptions() const {
+  std::vector<std::pair<std::string, std::string>> options;
   auto add = [&](llvm::StringRef key, const std::string &value) {
     if (!value.empty())
-      options.optimizerOptions.push_back({key.str(), value});
+      options.push_back({key.str(), value});
   };
   add("lr", lr);
   add("weight-decay", weightDecay);
@@ -133,18 +88,7 @@ PipelineOptions ToolFlags::getPipelineOptions() const {
   return options;
 }
 
-llvm::Error ToolFlags::validate() const {
-  if (budget.getNumOccurrences())
-    if (auto amount = passes::parseByteAmount(budget, /*allowPercent=*/true);
-        !amount)
-      return makeError("--budget: " + errorToString(amount.takeError()));
-  if (strategy.getNumOccurrences() &&
-      !llvm::is_contained(passes::recompute::getStrategyNames(),
-                          strategy.getValue()))
-    return makeError("--strategy: unknown strategy '" + strategy +
-                     "' (strategies: " +
-                     llvm::join(passes::recompute::getStrategyNames(), ", ") +
-                     ")");
+llvm::Error StepFlags::validate() const {
   if (maxMemory.getNumOccurrences()) {
     auto bytes = passes::parseByteSize(maxMemory);
     if (!bytes)
@@ -169,7 +113,7 @@ llvm::Error ToolFlags::validate() const {
         return makeError("--" + flag->ArgStr + " needs --optimizer");
   // The values themselves: the pass checks them, naming the flag.
   passes::OptimizerPass pass;
-  for (const auto &[key, value] : getPipelineOptions().optimizerOptions)
+  for (const auto &[key, value] : getOptimizerOptions())
     if (auto err = pass.setOption(key, value))
       return makeError("--" + (key == "placement" ? "optimizer-placement"
                                                   : key) +
@@ -177,6 +121,76 @@ llvm::Error ToolFlags::validate() const {
   if (auto err = pass.validate())
     return makeError("--optimizer: " + errorToString(std::move(err)));
   return llvm::Error::success();
+}
+
+ToolFlags::ToolFlags(cl::OptionCategory &category)
+    : StepFlags(category),
+      pipeline("p",
+               cl::desc("Pass pipeline, e.g. "
+                        "'canonicalize,autodiff,dce,schedule,remat{budget=40%},"
+                        "plan-memory' (--list-passes lists them)"),
+               cl::value_desc("pipeline"), cl::cat(category)),
+      pipelineLong("pipeline", cl::desc("Alias for -p"), cl::aliasopt(pipeline),
+                   cl::cat(category)),
+      budget("budget",
+             cl::desc("Bound on the planned peak (weights + inputs + arena): "
+                      "bytes (6GiB, 512MiB) or a percentage of the planned "
+                      "peak without remat (40%); adds remat to the default "
+                      "pipeline"),
+             cl::value_desc("bytes|percent"), cl::cat(category)),
+      strategy("strategy",
+               cl::desc("What remat may recompute: none, every-layer, sqrt, "
+                        "chain-dp, selective or auto (the default)"),
+               cl::value_desc(strategyList()), cl::cat(category)),
+      explain("explain",
+              cl::desc("Print remat's segments, decisions and their reasons "
+                       "to stderr"),
+              cl::cat(category)),
+      timing("timing", cl::desc("Print the time of each pass to stderr"),
+             cl::cat(category)),
+      printIrAfterAll("print-ir-after-all",
+                      cl::desc("Print the IR to stderr after every pass"),
+                      cl::cat(category)),
+      printMemory("print-memory",
+                  cl::desc("Print the peak memory breakdown to stderr after "
+                           "the pipeline"),
+                  cl::cat(category)),
+      report("report",
+             cl::desc("Write the memory report (and remat's decisions) as "
+                      "JSON (docs/memory-report.md)"),
+             cl::value_desc("file.json"), cl::cat(category)),
+      listPasses("list-passes",
+                 cl::desc("List the passes and their options, then exit"),
+                 cl::cat(category)) {}
+
+PipelineOptions ToolFlags::getPipelineOptions() const {
+  PipelineOptions options;
+  options.pipeline = pipeline;
+  options.budget = budget;
+  options.strategy = strategy;
+  options.costProfile = costProfile;
+  options.explain = explain;
+  options.unusedWeights = unusedWeights;
+  options.timing = timing;
+  options.printIrAfterAll = printIrAfterAll;
+  options.optimizer = optimizer;
+  options.optimizerOptions = getOptimizerOptions();
+  return options;
+}
+
+llvm::Error ToolFlags::validate() const {
+  if (budget.getNumOccurrences())
+    if (auto amount = passes::parseByteAmount(budget, /*allowPercent=*/true);
+        !amount)
+      return makeError("--budget: " + errorToString(amount.takeError()));
+  if (strategy.getNumOccurrences() &&
+      !llvm::is_contained(passes::recompute::getStrategyNames(),
+                          strategy.getValue()))
+    return makeError("--strategy: unknown strategy '" + strategy +
+                     "' (strategies: " +
+                     llvm::join(passes::recompute::getStrategyNames(), ", ") +
+                     ")");
+  return StepFlags::validate();
 }
 
 bool parseCommandLine(int argc, char **argv, llvm::StringRef toolName,

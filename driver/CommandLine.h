@@ -15,27 +15,22 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace remat::driver {
 
-/// The flags every tool that runs a pipeline has. Construct one inside a
-/// tool's main, before parseCommandLine.
-struct ToolFlags {
-  explicit ToolFlags(llvm::cl::OptionCategory &category);
+/// The flags of every tool that builds a model's training step: the dims
+/// to bind, the cost model's profile, autodiff's unused weights, the
+/// optimizer and the memory limit. remat-sweep has these alone; remat-opt
+/// and remat-run have them within ToolFlags. Construct one inside a tool's
+/// main, before parseCommandLine.
+struct StepFlags {
+  explicit StepFlags(llvm::cl::OptionCategory &category);
 
   llvm::cl::opt<std::string> bind;
-  llvm::cl::opt<std::string> pipeline;
-  llvm::cl::alias pipelineLong;
-  llvm::cl::opt<std::string> budget;
-  llvm::cl::opt<std::string> strategy;
   llvm::cl::opt<std::string> costProfile;
-  llvm::cl::opt<bool> explain;
   llvm::cl::opt<std::string> unusedWeights;
-  llvm::cl::opt<bool> timing;
-  llvm::cl::opt<bool> printIrAfterAll;
-  llvm::cl::opt<bool> printMemory;
-  llvm::cl::opt<std::string> report;
-  llvm::cl::opt<bool> listPasses;
   /// The optimizer pass's options (--optimizer adds it to the pipeline).
   llvm::cl::opt<std::string> optimizer;
   llvm::cl::opt<std::string> lr;
@@ -47,11 +42,35 @@ struct ToolFlags {
   llvm::cl::opt<std::string> optimizerPlacement;
   llvm::cl::opt<std::string> maxMemory;
 
+  /// \returns the optimizer pass options the flags give, as key and value.
+  std::vector<std::pair<std::string, std::string>> getOptimizerOptions() const;
+  /// Checks --max-memory (and sets the memory limit, ir/Limits.h, from it),
+  /// the unused-weights mode and the optimizer's flags.
+  llvm::Error validate() const;
+};
+
+/// The flags every tool that runs a pipeline has: StepFlags and the
+/// pipeline's own. Construct one inside a tool's main, before
+/// parseCommandLine.
+struct ToolFlags : StepFlags {
+  explicit ToolFlags(llvm::cl::OptionCategory &category);
+
+  llvm::cl::opt<std::string> pipeline;
+  llvm::cl::alias pipelineLong;
+  llvm::cl::opt<std::string> budget;
+  llvm::cl::opt<std::string> strategy;
+  llvm::cl::opt<bool> explain;
+  llvm::cl::opt<bool> timing;
+  llvm::cl::opt<bool> printIrAfterAll;
+  llvm::cl::opt<bool> printMemory;
+  llvm::cl::opt<std::string> report;
+  llvm::cl::opt<bool> listPasses;
+
   /// \returns the pipeline-related flags as PipelineOptions.
   session::PipelineOptions getPipelineOptions() const;
   /// Checks the values that do not need a model: budget syntax, strategy
-  /// name, unused-weights mode, --max-memory, and the pass options of -p;
-  /// sets the memory limit (ir/Limits.h) from --max-memory.
+  /// name, and StepFlags::validate's; sets the memory limit (ir/Limits.h)
+  /// from --max-memory.
   llvm::Error validate() const;
 };
 

@@ -2,10 +2,11 @@
 //
 // Plans every point in this process (session/Sweep.cpp), then with --measure
 // runs each distinct plan as `remat-run ... --step-json` in a process of its
-// own, so that one point's memory cannot leak into the next one's RSS. The
-// rounds alternate direction and each row keeps its best round. After every
-// point the outputs are rewritten (each atomically) with the rows finished so
-// far, so a sweep interrupted with Ctrl-C leaves them.
+// own, so that one point's memory cannot leak into the next one's RSS. One
+// untimed run of the first point warms the machine (page cache, frequency)
+// first; the rounds alternate direction and each row keeps its best round.
+// After every point the outputs are rewritten (each atomically) with the rows
+// finished so far, so a sweep interrupted with Ctrl-C leaves them.
 //
 //===----------------------------------------------------------------------===//
 #include "driver/SweepDriver.h"
@@ -88,21 +89,9 @@ struct Measurement {
   uint64_t maxRssBytes = 0;
 };
 
-struct MeasureOptions {
-  std::string runTool;
-  std::string model;
-  std::string bind;
-  std::string costProfile;
-  std::string optimizer;
-  std::string optimizerPlacement;
-  std::string backend;
-  unsigned steps = 3;
-  unsigned threads = 0;
-};
-
 /// Runs \p row's plan in a remat-run process of its own.
 llvm::Expected<Measurement> measureRow(const SweepRow &row,
-                                       const MeasureOptions &options) {
+                                       const SweepRunOptions &options) {
   llvm::SmallString<128> statsPath, logPath;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
           "remat-sweep-point", "json", statsPath))
@@ -120,12 +109,20 @@ llvm::Expected<Measurement> measureRow(const SweepRow &row,
   args.push_back("--strategy=" + row.strategy);
   if (!row.budget.empty())
     args.push_back("--budget=" + std::to_string(row.budgetBytes));
-  if (!options.costProfile.empty())
-    args.push_back("--cost-profile=" + options.costProfile);
-  if (!options.optimizer.empty())
-    args.push_back("--optimizer=" + options.optimizer);
-  if (!options.optimizerPlacement.empty())
-    args.push_back("--optimizer-placement=" + options.optimizerPlacement);
+  if (!options.sweep.costProfile.empty())
+    args.push_back("--cost-profile=" + options.sweep.costProfile);
+  if (!options.pipeline.unusedWeights.empty())
+    args.push_back("--unused-weights=" + options.pipeline.unusedWeights);
+  if (!options.pipeline.optimizer.empty())
+    args.push_back("--optimizer=" + options.pipeline.optimizer);
+  // remat-run's flag for each optimizer pass option (CommandLine.cpp).
+  for (const auto &[key, value] : options.pipeline.optimizerOptions)
+    args.push_back("--" +
+                   (key == "placement" ? std::string("optimizer-placement")
+                                       : key) +
+                   "=" + value);
+  if (!options.maxMemory.empty())
+    args.push_back("--max-memory=" + options.maxMemory);
   args.push_back("--backend=" + options.backend);
   args.push_back("--steps=" + std::to_string(options.steps));
   args.push_back("--threads=" + std::to_string(options.threads));
@@ -201,22 +198,288 @@ SweepResult finishedRows(const SweepResult &result) {
 
 } // namespace
 
+namespace {
+
+/// Checks what needs no model. \returns the strategies to plan: those
+/// given, with `none` first when absent.
+llvm::Expected<std::vector<std::string>>
+checkOptions(const SweepRunOptions &options) {
+  if (!options.fromJsonPath.empty() &&
+      (!options.model.empty() || options.measure))
+    return makeError("--from-json draws a saved sweep again: it takes no "
+                     "model and no --measure");
+  if (options.model.empty() && options.fromJsonPath.empty())
+    return makeError("no model given (see --help)");
+  std::vector<std::string> strategies = options.sweep.strategies;
+  if (strategies.empty())
+    return makeError("--strategies: no strategy given");
+  for (const std::string &strategy : strategies)
+    if (!passes::recompute::parseStrategy(strategy))
+      return makeError(
+          "--strategies: unknown strategy '" + strategy + "' (strategies: " +
+          llvm::join(passes::recompute::getStrategyNames(), ", ") + ")");
+  if (!llvm::is_contained(strategies, "none"))
+    strategies.insert(strategies.begin(), "none");
+  for (size_t i = 0; i < strategies.size(); ++i)
+    if (llvm::is_contained(llvm::makeArrayRef(strategies).take_front(i),
+                           strategies[i]))
+      return makeError("--strategies: '" + strategies[i] +
+                       "' is given twice");
+  bool budgetDriven = llvm::any_of(strategies, [](llvm::StringRef s) {
+    return passes::recompute::isBudgetDriven(
+        *passes::recompute::parseStrategy(s));
+  });
+  if (budgetDriven && options.sweep.budgets.empty())
+    return makeError("--budgets: no budget given");
+  for (const std::string &budget : options.sweep.budgets) {
+    if (budget == "min")
+      continue;
+    if (auto amount = passes::parseByteAmount(budget, /*allowPercent=*/true);
+        !amount)
+      return makeError("--budgets: '" + budget +
+                       "': " + errorToString(amount.takeError()));
+  }
+  if (!llvm::is_contained(runtime::listBackends(), options.backend))
+    return makeError("--backend: unknown backend '" + options.backend +
+                     "' (backends: " +
+                     llvm::join(runtime::listBackends(), ", ") + ")");
+  if (options.measure && options.steps == 0)
+    return makeError("--steps must be at least 1");
+  if (options.measure && options.rounds == 0)
+    return makeError("--rounds must be at least 1");
+  if (!options.pipeline.optimizer.empty())
+    if (auto err = checkPipeline("optimizer", options.pipeline))
+      return std::move(err);
+  for (auto [flag, path] :
+       {std::pair<llvm::StringRef, llvm::StringRef>{"csv", options.csvPath},
+        {"json", options.jsonPath},
+        {"svg", options.svgPath}})
+    if (auto err = checkOutputPath("--" + flag, path))
+      return std::move(err);
+  if (options.measure && !llvm::sys::fs::can_execute(options.runTool))
+    return makeError("--measure runs remat-run, which is not beside "
+                     "remat-sweep (looked for '" +
+                     options.runTool + "')");
+  return std::move(strategies);
+}
+
+/// Plans every point of \p options into \p result.
+llvm::Error planPoints(const SweepRunOptions &options,
+                       std::vector<std::string> strategies,
+                       SweepResult &result, llvm::raw_ostream &diag) {
+  // Plan every point on the training step (no weights are needed for that).
+  auto start = std::chrono::steady_clock::now();
+  LoadOptions loadOptions;
+  loadOptions.bind = options.bind;
+  loadOptions.initWeights = false;
+  auto graph = loadModel(options.model, loadOptions);
+  if (!graph)
+    return graph.takeError();
+  // The passes remat-run runs before remat (choosePipeline, and for the CPU
+  // withCpuFusions), without it.
+  std::string pipeline = isTrainingStep(**graph)
+                             ? std::string("schedule")
+                             : std::string(kTrainingPipeline) + ",schedule";
+  if (!options.pipeline.optimizer.empty())
+    pipeline += ",optimizer";
+  if (options.backend == "cpu")
+    pipeline = withCpuFusions(pipeline);
+  auto ran = runPipeline(**graph, pipeline, options.pipeline, diag);
+  if (!ran)
+    return ran.takeError();
+  SweepOptions sweep = options.sweep;
+  sweep.strategies = std::move(strategies);
+  auto rows = planSweep(**graph, sweep, result.noRematPeakBytes,
+                        result.noRematPredictedSeconds);
+  if (!rows)
+    return rows.takeError();
+  result.rows = std::move(*rows);
+  double planSeconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+  size_t feasible = 0;
+  for (const SweepRow &row : result.rows)
+    feasible += row.feasible;
+  diag << "remat-sweep: planned " << result.rows.size() << " rows ("
+       << feasible << " distinct plans) in "
+       << llvm::format("%.1f", planSeconds) << " s\n";
+  return llvm::Error::success();
+}
+
+/// The last line of a failure's message, what a row's note keeps.
+std::string getLastLine(llvm::Error err) {
+  std::string why = errorToString(std::move(err));
+  llvm::StringRef last = llvm::StringRef(why).rtrim();
+  return last.substr(last.rfind('\n') + 1).trim().str();
+}
+
+/// Measures every feasible row of \p result, options.rounds times in
+/// alternating order. \returns false when interrupted.
+llvm::Expected<bool> measurePoints(const SweepRunOptions &options,
+                                   SweepResult &result,
+                                   llvm::raw_ostream &diag) {
+  OutputPaths paths{options.csvPath, options.jsonPath, options.svgPath};
+  result.measured = true;
+  result.backend = options.backend;
+  result.threads = options.threads;
+  result.steps = options.steps;
+  result.rounds = options.rounds;
+  result.warmup = options.warmup;
+  llvm::sys::SetInterruptFunction(onInterrupt);
+  std::vector<size_t> order;
+  for (size_t i = 0; i < result.rows.size(); ++i)
+    if (result.rows[i].feasible)
+      order.push_back(i);
+  // The first point runs once untimed: the first process of a sweep meets
+  // a cold page cache and CPU, and would be slower than the rest.
+  if (options.warmup && !order.empty()) {
+    const SweepRow &first = result.rows[order.front()];
+    auto warm = std::chrono::steady_clock::now();
+    auto measured = measureRow(first, options);
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - warm)
+                         .count();
+    if (interrupted)
+      llvm::consumeError(measured.takeError()); // Reported below.
+    else if (measured)
+      diag << "[warm-up] " << first.getLabel() << ": "
+           << llvm::format("%.1f", seconds) << " s, not counted\n";
+    else
+      diag << "[warm-up] " << first.getLabel()
+           << ": not measured: " << getLastLine(measured.takeError()) << '\n';
+  }
+  size_t total = order.size() * options.rounds, done = 0;
+  std::string firstFailure;
+  auto measureStart = std::chrono::steady_clock::now();
+  for (unsigned round = 0; round < options.rounds && !interrupted; ++round) {
+    for (size_t k = 0; k < order.size() && !interrupted; ++k) {
+      // Odd rounds run the points in reverse: each point meets the
+      // machine in a different state.
+      SweepRow &row = result.rows[order[round % 2 ? order.size() - 1 - k : k]];
+      auto measured = measureRow(row, options);
+      if (!measured) {
+        // Ctrl-C reaches remat-run too: its failure is the interruption.
+        if (interrupted) {
+          llvm::consumeError(measured.takeError());
+          break;
+        }
+        // A point that cannot run here (a plan larger than the machine,
+        // no device) is reported, not fatal: the others still can.
+        std::string last = getLastLine(measured.takeError());
+        if (firstFailure.empty())
+          firstFailure = "point '" + row.getLabel() + "': " + last;
+        if (!row.measured)
+          row.note = "not measured: " + last;
+        ++done;
+        diag << "[" << done << "/" << total << "] " << row.getLabel()
+             << ": not measured: " << last << '\n';
+        continue;
+      }
+      row.note.clear();
+      if (measured->plannedPeakBytes != row.plannedPeakBytes)
+        diag << "warning: remat-run planned " << measured->plannedPeakBytes
+             << " B for '" << row.getLabel() << "', the sweep "
+             << row.plannedPeakBytes << " B\n";
+      if (!row.measured || measured->medianSeconds < row.stepSeconds) {
+        row.stepSeconds = measured->medianSeconds;
+        row.measuredPeakBytes = measured->measuredPeakBytes;
+        row.arenaMeasuredBytes = measured->arenaMeasuredBytes;
+        row.maxRssBytes = measured->maxRssBytes;
+      }
+      row.roundSeconds.push_back(measured->medianSeconds);
+      row.measured = true;
+      ++done;
+      computeRatios(result);
+      double elapsed = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - measureStart)
+                           .count();
+      diag << "[" << done << "/" << total << "] " << row.getLabel()
+           << ": planned " << formatBytes(row.plannedPeakBytes) << ", step "
+           << llvm::format("%.2f", measured->medianSeconds) << " s (x"
+           << llvm::format("%.2f", measured->medianSeconds /
+                                       getReferenceSeconds(result))
+           << ")";
+      if (done < total)
+        diag << ", about "
+             << formatDuration(elapsed / double(done) * double(total - done))
+             << " left";
+      diag << '\n';
+      if (auto err = writeOutputs(finishedRows(result), paths))
+        return std::move(err);
+    }
+  }
+  if (interrupted)
+    diag << "remat-sweep: interrupted after " << done << " of " << total
+         << " measurements; the outputs hold the rows finished so far\n";
+  if (!interrupted &&
+      llvm::none_of(result.rows,
+                    [](const SweepRow &row) { return row.measured; }))
+    return makeError("no point could be measured; the first failure: " +
+                     firstFailure);
+  return !interrupted;
+}
+
+} // namespace
+
+llvm::Expected<SweepEnd> runSweep(const SweepRunOptions &options,
+                                  llvm::raw_ostream &out,
+                                  llvm::raw_ostream &diag) {
+  auto strategies = checkOptions(options);
+  if (!strategies)
+    return strategies.takeError();
+  SweepResult result;
+  result.model = options.model;
+  result.bind = options.bind;
+  if (!options.fromJsonPath.empty()) {
+    auto saved = readSweepJson(options.fromJsonPath);
+    if (!saved)
+      return saved.takeError();
+    result = std::move(*saved);
+  }
+  if (!options.peersPath.empty()) {
+    auto peers = readPeers(options.peersPath);
+    if (!peers)
+      return peers.takeError();
+    result.peers = std::move(*peers);
+  }
+  if (options.fromJsonPath.empty())
+    if (auto err = planPoints(options, std::move(*strategies), result, diag))
+      return std::move(err);
+  if (options.measure) {
+    auto finished = measurePoints(options, result, diag);
+    if (!finished)
+      return finished.takeError();
+    if (!*finished) {
+      SweepResult partial = finishedRows(result);
+      OutputPaths paths{options.csvPath, options.jsonPath, options.svgPath};
+      if (auto err = writeOutputs(partial, paths))
+        return std::move(err);
+      printSweepTable(partial, out);
+      return SweepEnd::Interrupted;
+    }
+  }
+  computeRatios(result);
+  noteFasterThanNone(result);
+  markParetoFront(result.rows);
+  printSweepTable(result, out);
+  OutputPaths paths{options.csvPath, options.jsonPath, options.svgPath};
+  if (auto err = writeOutputs(result, paths))
+    return std::move(err);
+  return SweepEnd::Finished;
+}
+
 int sweepMain(int argc, char **argv) {
   namespace cl = llvm::cl;
   cl::OptionCategory category("remat-sweep options");
+  StepFlags flags(category);
   cl::opt<std::string> model(
       cl::Positional, cl::desc("<model .rir, .onnx or BERT config .json>"),
       cl::cat(category));
-  cl::opt<std::string> bind(
-      "bind",
-      cl::desc("Bind symbolic dims, or a BERT config's batch and seq "
-               "(batch=8,seq=512)"),
-      cl::value_desc("name=value,..."), cl::cat(category));
   cl::opt<std::string> budgetsFlag(
       "budgets",
       cl::desc("Budgets for chain-dp, selective and auto: percentages of the "
-               "planned peak without remat, byte sizes, or min (the smallest "
-               "planned peak any plan reaches)"),
+               "planned peak without remat, byte sizes, or min (each "
+               "strategy's smallest planned peak)"),
       cl::init("100%,80%,60%,40%,30%,20%,min"), cl::cat(category));
   static const std::string strategiesHelp =
       "Strategies to sweep (none is always added: every ratio is relative "
@@ -226,20 +489,6 @@ int sweepMain(int argc, char **argv) {
   cl::opt<std::string> strategiesFlag("strategies", cl::desc(strategiesHelp),
                                       cl::init(allStrategies),
                                       cl::cat(category));
-  cl::opt<std::string> costProfile(
-      "cost-profile",
-      cl::desc("Node times from remat-run --profile for the cost model"),
-      cl::value_desc("file.json"), cl::cat(category));
-  cl::opt<std::string> optimizer(
-      "optimizer",
-      cl::desc("Sweep the whole training step with its weight update (the "
-               "gradients and the optimizer state in the budget)"),
-      cl::value_desc("sgd|adamw"), cl::cat(category));
-  cl::opt<std::string> optimizerPlacement(
-      "optimizer-placement",
-      cl::desc("eager: each update right after its gradient (default); end: "
-               "every update at the end of the step"),
-      cl::value_desc("eager|end"), cl::cat(category));
   cl::opt<bool> measure(
       "measure",
       cl::desc("Run every distinct plan with remat-run, each in its own "
@@ -260,7 +509,12 @@ int sweepMain(int argc, char **argv) {
       "rounds",
       cl::desc("Measure every point this many times, alternating the order; "
                "each point keeps its fastest round"),
-      cl::init(1), cl::cat(category));
+      cl::init(2), cl::cat(category));
+  cl::opt<bool> warmup(
+      "warmup",
+      cl::desc("Run the first point once, untimed, before the measured "
+               "rounds (default true; --warmup=false skips it)"),
+      cl::init(true), cl::cat(category));
   cl::opt<std::string> csvPath("csv", cl::desc("Write the rows as CSV"),
                                cl::value_desc("file.csv"), cl::cat(category));
   cl::opt<std::string> jsonPath("json", cl::desc("Write the rows as JSON"),
@@ -274,6 +528,11 @@ int sweepMain(int argc, char **argv) {
       cl::desc("Draw points measured elsewhere (tools/bench/vs_pytorch.py): "
                "CSV with columns label, peak_bytes, step_seconds"),
       cl::value_desc("file.csv"), cl::cat(category));
+  cl::opt<std::string> fromJson(
+      "from-json",
+      cl::desc("Print and draw a sweep saved by --json again, without "
+               "planning or measuring (with --peers: other peers)"),
+      cl::value_desc("sweep.json"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   if (!parseCommandLine(
           argc, argv, "remat-sweep",
@@ -281,231 +540,41 @@ int sweepMain(int argc, char **argv) {
           "and budget\n"))
     return 1;
 
-  // Everything that needs no model is checked first.
-  if (model.empty())
-    return reportError(makeError("no model given (see --help)"));
-  SweepOptions options;
-  options.costProfile = costProfile;
-  options.strategies = splitList(strategiesFlag);
-  if (options.strategies.empty())
-    return reportError(makeError("--strategies: no strategy given"));
-  for (const std::string &strategy : options.strategies)
-    if (!passes::recompute::parseStrategy(strategy))
-      return reportError(makeError(
-          "--strategies: unknown strategy '" + strategy + "' (strategies: " +
-          llvm::join(passes::recompute::getStrategyNames(), ", ") + ")"));
-  if (!llvm::is_contained(options.strategies, "none"))
-    options.strategies.insert(options.strategies.begin(), "none");
-  std::vector<std::string> seen;
-  for (const std::string &strategy : options.strategies) {
-    if (llvm::is_contained(seen, strategy))
-      return reportError(makeError("--strategies: '" + strategy +
-                                   "' is given twice"));
-    seen.push_back(strategy);
-  }
-  options.budgets = splitList(budgetsFlag);
-  bool budgetDriven = llvm::any_of(options.strategies, [](llvm::StringRef s) {
-    return passes::recompute::isBudgetDriven(*passes::recompute::parseStrategy(s));
-  });
-  if (budgetDriven && options.budgets.empty())
-    return reportError(makeError("--budgets: no budget given"));
-  for (const std::string &budget : options.budgets) {
-    if (budget == "min")
-      continue;
-    if (auto amount = passes::parseByteAmount(budget, /*allowPercent=*/true);
-        !amount)
-      return reportError(makeError("--budgets: '" + budget +
-                                   "': " + errorToString(amount.takeError())));
-  }
-  if (!llvm::is_contained(runtime::listBackends(), backend.getValue()))
-    return reportError(makeError("--backend: unknown backend '" + backend +
-                                 "' (backends: " +
-                                 llvm::join(runtime::listBackends(), ", ") +
-                                 ")"));
-  if (measure && steps == 0)
-    return reportError(makeError("--steps must be at least 1"));
-  if (measure && rounds == 0)
-    return reportError(makeError("--rounds must be at least 1"));
-  PipelineOptions pipelineOptions;
-  if (!optimizer.empty()) {
-    pipelineOptions.optimizer = optimizer;
-    if (!optimizerPlacement.empty())
-      pipelineOptions.optimizerOptions.push_back(
-          {"placement", optimizerPlacement});
-    if (auto err = checkPipeline("optimizer", pipelineOptions))
-      return reportError(std::move(err));
-  } else if (!optimizerPlacement.empty()) {
-    return reportError(
-        makeError("--optimizer-placement needs --optimizer sgd|adamw"));
-  }
-  OutputPaths paths{csvPath, jsonPath, svgPath};
-  for (auto [flag, path] : {std::pair<llvm::StringRef, llvm::StringRef>{
-                                "csv", paths.csv},
-                            {"json", paths.json},
-                            {"svg", paths.svg}})
-    if (auto err = checkOutputPath("--" + flag, path))
-      return reportError(std::move(err));
-
-  SweepResult result;
-  result.model = model;
-  result.bind = bind;
-  if (!peersPath.empty()) {
-    auto peers = readPeers(peersPath);
-    if (!peers)
-      return reportError(peers.takeError());
-    result.peers = std::move(*peers);
-  }
-  MeasureOptions measureOptions;
-  if (measure) {
-    // remat-run is installed beside remat-sweep.
-    std::string self = llvm::sys::fs::getMainExecutable(
-        argv[0], reinterpret_cast<void *>(&sweepMain));
-    llvm::SmallString<256> runTool = llvm::sys::path::parent_path(self);
-    llvm::sys::path::append(runTool, "remat-run");
-    if (!llvm::sys::fs::can_execute(runTool))
-      return reportError(makeError("--measure runs remat-run, which is not "
-                                   "beside remat-sweep (looked for '" +
-                                   runTool + "')"));
-    measureOptions = {runTool.str().str(), model,     bind,
-                      costProfile,         optimizer, optimizerPlacement,
-                      backend,             steps,     threads};
-  }
-
-  // Plan every point on the training step (no weights are needed for that).
-  auto start = std::chrono::steady_clock::now();
-  LoadOptions loadOptions;
-  loadOptions.bind = bind;
-  loadOptions.initWeights = false;
-  auto graph = loadModel(model, loadOptions);
-  if (!graph)
-    return reportError(graph.takeError());
-  // The passes remat-run runs before remat (choosePipeline, and for the CPU
-  // withCpuFusions), without it.
-  std::string pipeline = isTrainingStep(**graph)
-                             ? std::string("schedule")
-                             : std::string(kTrainingPipeline) + ",schedule";
-  if (!optimizer.empty())
-    pipeline += ",optimizer";
-  if (backend == "cpu")
-    pipeline = withCpuFusions(pipeline);
-  auto ran = runPipeline(**graph, pipeline, pipelineOptions, llvm::errs());
-  if (!ran)
-    return reportError(ran.takeError());
-  auto rows = planSweep(**graph, options, result.noRematPeakBytes,
-                        result.noRematPredictedSeconds);
-  if (!rows)
-    return reportError(rows.takeError());
-  result.rows = std::move(*rows);
-  double planSeconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
-  size_t feasible = 0;
-  for (const SweepRow &row : result.rows)
-    feasible += row.feasible;
-  llvm::errs() << "remat-sweep: planned " << result.rows.size()
-               << " rows (" << feasible << " distinct plans) in "
-               << llvm::format("%.1f", planSeconds) << " s\n";
-
-  if (measure) {
-    result.measured = true;
-    result.backend = backend;
-    result.threads = threads;
-    result.steps = steps;
-    result.rounds = rounds;
-    llvm::sys::SetInterruptFunction(onInterrupt);
-    std::vector<size_t> order;
-    for (size_t i = 0; i < result.rows.size(); ++i)
-      if (result.rows[i].feasible)
-        order.push_back(i);
-    size_t total = order.size() * rounds, done = 0;
-    std::string firstFailure;
-    auto measureStart = std::chrono::steady_clock::now();
-    for (unsigned round = 0; round < rounds && !interrupted; ++round) {
-      for (size_t k = 0; k < order.size() && !interrupted; ++k) {
-        // Odd rounds run the points in reverse: each point meets the
-        // machine in a different state.
-        SweepRow &row =
-            result.rows[order[round % 2 ? order.size() - 1 - k : k]];
-        auto measured = measureRow(row, measureOptions);
-        if (!measured) {
-          // Ctrl-C reaches remat-run too: its failure is the interruption.
-          if (interrupted) {
-            llvm::consumeError(measured.takeError());
-            break;
-          }
-          // A point that cannot run here (a plan larger than the machine,
-          // no device) is reported, not fatal: the others still can.
-          std::string why = errorToString(measured.takeError());
-          llvm::StringRef last = llvm::StringRef(why).rtrim();
-          last = last.substr(last.rfind('\n') + 1).trim();
-          if (firstFailure.empty())
-            firstFailure = ("point '" + row.getLabel() + "': " + last).str();
-          if (!row.measured)
-            row.note = ("not measured: " + last).str();
-          ++done;
-          llvm::errs() << "[" << done << "/" << total << "] " << row.getLabel()
-                       << ": not measured: " << last << '\n';
-          continue;
-        }
-        row.note.clear();
-        if (measured->plannedPeakBytes != row.plannedPeakBytes)
-          llvm::errs() << "warning: remat-run planned "
-                       << measured->plannedPeakBytes << " B for '"
-                       << row.getLabel() << "', the sweep "
-                       << row.plannedPeakBytes << " B\n";
-        if (!row.measured || measured->medianSeconds < row.stepSeconds) {
-          row.stepSeconds = measured->medianSeconds;
-          row.measuredPeakBytes = measured->measuredPeakBytes;
-          row.arenaMeasuredBytes = measured->arenaMeasuredBytes;
-          row.maxRssBytes = measured->maxRssBytes;
-        }
-        row.measured = true;
-        ++done;
-        computeRatios(result);
-        double elapsed = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - measureStart)
-                             .count();
-        llvm::errs() << "[" << done << "/" << total << "] " << row.getLabel()
-                     << ": planned " << formatBytes(row.plannedPeakBytes)
-                     << ", step "
-                     << llvm::format("%.2f", measured->medianSeconds)
-                     << " s (x"
-                     << llvm::format("%.2f", measured->medianSeconds /
-                                                 getReferenceSeconds(result))
-                     << ")";
-        if (done < total)
-          llvm::errs() << ", about "
-                       << formatDuration(elapsed / double(done) *
-                                         double(total - done))
-                       << " left";
-        llvm::errs() << '\n';
-        if (auto err = writeOutputs(finishedRows(result), paths))
-          return reportError(std::move(err));
-      }
-    }
-    if (!interrupted &&
-        llvm::none_of(result.rows, [](const SweepRow &row) { return row.measured; }))
-      return reportError(makeError("no point could be measured; the first "
-                                   "failure: " + firstFailure));
-    if (interrupted) {
-      SweepResult partial = finishedRows(result);
-      if (auto err = writeOutputs(partial, paths))
-        return reportError(std::move(err));
-      llvm::errs() << "remat-sweep: interrupted after " << done << " of "
-                   << total
-                   << " measurements; the outputs hold the rows finished so "
-                      "far\n";
-      printSweepTable(partial, llvm::outs());
-      return 130;
-    }
-  }
-
-  computeRatios(result);
-  markParetoFront(result.rows);
-  printSweepTable(result, llvm::outs());
-  if (auto err = writeOutputs(result, paths))
+  if (auto err = flags.validate())
     return reportError(std::move(err));
-  return 0;
+
+  SweepRunOptions options;
+  options.model = model;
+  options.bind = flags.bind;
+  options.sweep.strategies = splitList(strategiesFlag);
+  options.sweep.budgets = splitList(budgetsFlag);
+  options.sweep.costProfile = flags.costProfile;
+  options.maxMemory = flags.maxMemory;
+  options.pipeline.unusedWeights = flags.unusedWeights;
+  options.pipeline.optimizer = flags.optimizer;
+  options.pipeline.optimizerOptions = flags.getOptimizerOptions();
+  options.measure = measure;
+  options.backend = backend;
+  options.steps = steps;
+  options.threads = threads;
+  options.rounds = rounds;
+  options.warmup = warmup;
+  options.csvPath = csvPath;
+  options.jsonPath = jsonPath;
+  options.svgPath = svgPath;
+  options.peersPath = peersPath;
+  options.fromJsonPath = fromJson;
+  // remat-run is installed beside remat-sweep.
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv[0], reinterpret_cast<void *>(&sweepMain));
+  llvm::SmallString<256> runTool = llvm::sys::path::parent_path(self);
+  llvm::sys::path::append(runTool, "remat-run");
+  options.runTool = runTool.str().str();
+
+  auto end = runSweep(options, llvm::outs(), llvm::errs());
+  if (!end)
+    return reportError(end.takeError());
+  return *end == SweepEnd::Interrupted ? 130 : 0;
 }
 
 } // namespace remat::driver

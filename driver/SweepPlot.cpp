@@ -126,8 +126,9 @@ std::string getSweepSvg(const SweepResult &result) {
              (result.threads ? std::to_string(result.threads) : std::string("all")) +
              (result.threads == 1 ? " thread" : " threads") + ", median of " +
              std::to_string(result.steps) + " steps, best of " +
-             std::to_string(result.rounds) + " rounds; time relative to " +
-             "remat's none")
+             std::to_string(result.rounds) + " rounds" +
+             (result.warmup ? " after a warm-up run" : "") +
+             "; time relative to remat's none")
           : std::string("planned peaks and predicted step times "
                         "(remat's cost model), relative to none");
   os << "<text x=\"" << left << "\" y=\"40\" fill=\"#555\">"

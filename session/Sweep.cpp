@@ -27,7 +27,21 @@ std::string SweepRow::getLabel() const {
   return strategy + " @ " + budget;
 }
 
+double SweepRow::getSpreadSeconds() const {
+  if (roundSeconds.size() < 2)
+    return 0;
+  auto [least, most] = std::minmax_element(roundSeconds.begin(),
+                                           roundSeconds.end());
+  return *most - *least;
+}
+
 namespace {
+
+std::string number(double value, unsigned digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", int(digits), value);
+  return text;
+}
 
 /// What identifies a plan's rewrite: the values it drops and those it holds
 /// for recompute to start from (Solver::toRewrite).
@@ -51,30 +65,48 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
   noRematPeakBytes = solver.getBasePeakBytes();
 
   noRematSeconds = solver.getBaseSeconds();
-  // The smallest planned peak any plan reaches: `min`, and what an
-  // infeasible point is told. Asked for at most once.
-  std::optional<uint64_t> smallestPeak;
-  auto getSmallestPeak = [&]() -> llvm::Expected<uint64_t> {
-    if (!smallestPeak) {
-      auto smallest = solver.smallestPlan();
-      if (!smallest)
-        return smallest.takeError();
-      smallestPeak = smallest->plannedPeakBytes;
+  // The smallest planned peak each strategy reaches (its floor: what `min`
+  // means for it, and what an infeasible point of it is told), each asked
+  // for at most once.
+  llvm::StringMap<uint64_t> floors;
+  auto getFloor = [&](llvm::StringRef strategy) -> llvm::Expected<uint64_t> {
+    auto known = floors.find(strategy);
+    if (known != floors.end())
+      return known->second;
+    std::optional<Strategy> parsed = parseStrategy(strategy);
+    if (!parsed)
+      return makeError("unknown strategy '" + strategy + "'");
+    auto smallest = solver.smallestPlanOf(*parsed);
+    if (!smallest)
+      return smallest.takeError();
+    floors[strategy] = smallest->plannedPeakBytes;
+    return smallest->plannedPeakBytes;
+  };
+  // The smallest any strategy reaches: auto's floor, or a swept strategy's
+  // when that search found a smaller one.
+  auto getAnyFloor = [&]() -> llvm::Expected<uint64_t> {
+    auto any = getFloor("auto");
+    if (!any)
+      return any.takeError();
+    uint64_t least = *any;
+    for (const std::string &strategy : options.strategies) {
+      auto floor = getFloor(strategy);
+      if (!floor)
+        return floor.takeError();
+      least = std::min(least, *floor);
     }
-    return *smallestPeak;
+    return least;
   };
 
   struct Budget {
     std::string text;
     uint64_t bytes;
   };
+  // The budgets as given; `min` is resolved per strategy below.
   std::vector<Budget> budgets;
   for (const std::string &text : options.budgets) {
     if (text == "min") {
-      auto smallest = getSmallestPeak();
-      if (!smallest)
-        return smallest.takeError();
-      budgets.push_back({text, *smallest});
+      budgets.push_back({text, 0});
       continue;
     }
     auto amount = passes::parseByteAmount(text, /*allowPercent=*/true);
@@ -120,7 +152,13 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
       addPlan(strategy, nullptr, **plan);
       continue;
     }
-    for (const Budget &budget : budgets) {
+    for (Budget budget : budgets) {
+      if (budget.text == "min") {
+        auto floor = getFloor(strategy);
+        if (!floor)
+          return floor.takeError();
+        budget.bytes = *floor;
+      }
       auto plan = solver.solve(*parsed, budget.bytes);
       if (!plan)
         return plan.takeError();
@@ -128,18 +166,21 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
         addPlan(strategy, &budget, **plan);
         continue;
       }
-      auto smallest = getSmallestPeak();
-      if (!smallest)
-        return smallest.takeError();
+      auto floor = getFloor(strategy);
+      if (!floor)
+        return floor.takeError();
+      auto anyFloor = getAnyFloor();
+      if (!anyFloor)
+        return anyFloor.takeError();
       SweepRow row;
       row.strategy = strategy;
       row.budget = budget.text;
       row.budgetBytes = budget.bytes;
       row.feasible = false;
       row.note = "infeasible: no plan of '" + strategy + "' fits " +
-                 formatBytes(budget.bytes) +
-                 "; the smallest feasible planned peak is " +
-                 formatBytes(*smallest);
+                 formatBytes(budget.bytes) + "; its smallest planned peak is " +
+                 formatBytes(*floor) + " (of any strategy: " +
+                 formatBytes(*anyFloor) + ")";
       rows.push_back(std::move(row));
     }
   }
@@ -154,6 +195,16 @@ void markParetoFront(std::vector<SweepRow> &rows) {
   auto compared = [&](const SweepRow &row) {
     return row.feasible && (row.measured || !anyMeasured);
   };
+  // -1 when \p a is faster than \p b, 1 when slower, 0 when neither.
+  auto compareTime = [](const SweepRow &a, const SweepRow &b) {
+    auto sign = [](double d) { return d < 0 ? -1 : d > 0 ? 1 : 0; };
+    if (!a.measured || !b.measured)
+      return sign(a.getTimeRatio() - b.getTimeRatio());
+    double gap = a.stepSeconds - b.stepSeconds;
+    if (std::abs(gap) > std::max(a.getSpreadSeconds(), b.getSpreadSeconds()))
+      return sign(gap);
+    return sign(a.predictedRatio - b.predictedRatio);
+  };
   for (SweepRow &row : rows) {
     row.pareto = false;
     if (!compared(row))
@@ -161,10 +212,9 @@ void markParetoFront(std::vector<SweepRow> &rows) {
     row.pareto = llvm::none_of(rows, [&](const SweepRow &other) {
       if (&other == &row || !compared(other))
         return false;
-      bool noWorse = other.getPeakBytes() <= row.getPeakBytes() &&
-                     other.getTimeRatio() <= row.getTimeRatio();
-      bool better = other.getPeakBytes() < row.getPeakBytes() ||
-                    other.getTimeRatio() < row.getTimeRatio();
+      int time = compareTime(other, row);
+      bool noWorse = other.getPeakBytes() <= row.getPeakBytes() && time <= 0;
+      bool better = other.getPeakBytes() < row.getPeakBytes() || time < 0;
       return noWorse && better;
     });
   }
@@ -175,6 +225,34 @@ double getReferenceSeconds(const SweepResult &result) {
     if (row.strategy == "none" && row.feasible && row.measured)
       return row.stepSeconds;
   return result.noRematPredictedSeconds;
+}
+
+void noteFasterThanNone(SweepResult &result) {
+  const SweepRow *none = nullptr;
+  for (const SweepRow &row : result.rows)
+    if (row.strategy == "none" && row.feasible && row.measured)
+      none = &row;
+  if (!none)
+    return;
+  for (SweepRow &row : result.rows) {
+    // A measured row's note is only this one: set afresh every time.
+    if (row.measured)
+      row.note.clear();
+    if (&row == none || !row.measured || row.stepSeconds >= none->stepSeconds)
+      continue;
+    double gap = none->stepSeconds - row.stepSeconds;
+    double spread = std::max(row.getSpreadSeconds(), none->getSpreadSeconds());
+    std::string text = "faster than none by " + number(gap * 1e3, 0) + " ms";
+    if (row.roundSeconds.size() < 2 || none->roundSeconds.size() < 2)
+      text += " in one round (no spread to compare with)";
+    else if (gap <= spread)
+      text += ": within noise (the rounds differ by up to " +
+              number(spread * 1e3, 0) + " ms)";
+    else
+      text += ", more than the rounds' spread (" + number(spread * 1e3, 0) +
+              " ms)";
+    row.note = text;
+  }
 }
 
 void computeRatios(SweepResult &result) {
@@ -251,6 +329,119 @@ llvm::Expected<std::vector<PeerPoint>> readPeers(llvm::StringRef path) {
   return std::move(peers);
 }
 
+llvm::Expected<SweepResult> readSweepJson(llvm::StringRef path) {
+  auto buffer = ir::readInputFile(path, /*allowStdin=*/false, /*isText=*/true);
+  if (!buffer)
+    return makeError("sweep file: " + errorToString(buffer.takeError()));
+  auto parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    return makeError("sweep file '" + path +
+                     "' is not JSON: " + errorToString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root || root->getInteger("version") != int64_t(1))
+    return makeError("sweep file '" + path +
+                     "' is not remat-sweep --json output (version 1)");
+  // Every key read, with what it lacks named.
+  std::string missing;
+  auto need = [&](llvm::StringRef where, auto value, llvm::StringRef key) {
+    if (!value && missing.empty())
+      missing = (where + "lacks '" + key + "'").str();
+    return value;
+  };
+  auto integer = [&](const llvm::json::Object &object, llvm::StringRef where,
+                     llvm::StringRef key) -> uint64_t {
+    auto value = need(where, object.getInteger(key), key);
+    return value && *value > 0 ? uint64_t(*value) : 0;
+  };
+  auto real = [&](const llvm::json::Object &object, llvm::StringRef where,
+                  llvm::StringRef key) -> double {
+    auto value = need(where, object.getNumber(key), key);
+    return value ? *value : 0;
+  };
+  auto text = [&](const llvm::json::Object &object, llvm::StringRef where,
+                  llvm::StringRef key) -> std::string {
+    auto value = need(where, object.getString(key), key);
+    return value ? value->str() : std::string();
+  };
+  auto flag = [&](const llvm::json::Object &object, llvm::StringRef where,
+                  llvm::StringRef key) -> bool {
+    auto value = need(where, object.getBoolean(key), key);
+    return value && *value;
+  };
+  SweepResult result;
+  result.model = text(*root, "it ", "model");
+  result.bind = text(*root, "it ", "bind");
+  result.noRematPeakBytes = integer(*root, "it ", "no_remat_planned_peak_bytes");
+  result.noRematPredictedSeconds =
+      real(*root, "it ", "no_remat_predicted_seconds");
+  result.measured = flag(*root, "it ", "measured");
+  if (result.measured) {
+    result.backend = text(*root, "it ", "backend");
+    result.threads = unsigned(integer(*root, "it ", "threads"));
+    result.steps = unsigned(integer(*root, "it ", "steps"));
+    result.rounds = unsigned(integer(*root, "it ", "rounds"));
+    result.warmup = root->getBoolean("warmup").getValueOr(false);
+  }
+  const llvm::json::Array *rows = need("it ", root->getArray("rows"), "rows");
+  for (size_t i = 0; rows && i < rows->size(); ++i) {
+    const llvm::json::Object *object = (*rows)[i].getAsObject();
+    std::string where = "row " + std::to_string(i + 1) + " ";
+    if (!object) {
+      missing = where + "is not an object";
+      break;
+    }
+    SweepRow row;
+    row.strategy = text(*object, where, "strategy");
+    row.feasible = flag(*object, where, "feasible");
+    if (auto budget = object->getString("budget")) {
+      row.budget = budget->str();
+      row.budgetBytes = integer(*object, where, "budget_bytes");
+    }
+    if (const llvm::json::Array *also = object->getArray("also"))
+      for (const llvm::json::Value &point : *also)
+        if (auto label = point.getAsString())
+          row.alsoPoints.push_back(label->str());
+    if (auto note = object->getString("note"))
+      row.note = note->str();
+    if (row.feasible) {
+      row.plannedPeakBytes = integer(*object, where, "planned_peak_bytes");
+      row.predictedPeakBytes = integer(*object, where, "predicted_peak_bytes");
+      row.activationBytesKept =
+          integer(*object, where, "activation_bytes_kept");
+      row.recomputedNodes =
+          unsigned(integer(*object, where, "recomputed_nodes"));
+      row.predictedSeconds = real(*object, where, "predicted_seconds");
+      row.predictedRatio = real(*object, where, "predicted_ratio");
+    }
+    if (row.feasible && object->get("step_seconds")) {
+      row.measured = true;
+      row.measuredPeakBytes = integer(*object, where, "measured_peak_bytes");
+      row.arenaMeasuredBytes = integer(*object, where, "arena_measured_bytes");
+      row.maxRssBytes = integer(*object, where, "max_rss_bytes");
+      row.stepSeconds = real(*object, where, "step_seconds");
+      if (const llvm::json::Array *rounds = object->getArray("round_seconds"))
+        for (const llvm::json::Value &seconds : *rounds)
+          if (auto value = seconds.getAsNumber())
+            row.roundSeconds.push_back(*value);
+      if (row.roundSeconds.empty())
+        row.roundSeconds.push_back(row.stepSeconds);
+    }
+    result.rows.push_back(std::move(row));
+  }
+  if (const llvm::json::Array *peers = root->getArray("peers"))
+    for (const llvm::json::Value &value : *peers)
+      if (const llvm::json::Object *object = value.getAsObject()) {
+        PeerPoint peer;
+        peer.label = text(*object, "a peer ", "label");
+        peer.peakBytes = integer(*object, "a peer ", "peak_bytes");
+        peer.stepSeconds = real(*object, "a peer ", "step_seconds");
+        result.peers.push_back(std::move(peer));
+      }
+  if (!missing.empty())
+    return makeError("sweep file '" + path + "': " + missing);
+  return std::move(result);
+}
+
 namespace {
 
 /// A CSV cell: quoted when it holds a comma or a quote.
@@ -266,12 +457,6 @@ std::string csvCell(llvm::StringRef text) {
   return out + "\"";
 }
 
-std::string number(double value, unsigned digits) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.*f", int(digits), value);
-  return text;
-}
-
 } // namespace
 
 std::string getSweepCsv(const SweepResult &result) {
@@ -279,8 +464,8 @@ std::string getSweepCsv(const SweepResult &result) {
       "point,strategy,budget,budget_bytes,feasible,also,planned_peak_bytes,"
       "predicted_peak_bytes,activation_bytes_kept,recomputed_nodes,"
       "predicted_seconds,predicted_ratio,measured_peak_bytes,"
-      "arena_measured_bytes,max_rss_bytes,step_seconds,step_ratio,pareto,"
-      "note\n";
+      "arena_measured_bytes,max_rss_bytes,step_seconds,step_ratio,rounds,"
+      "step_spread_seconds,pareto,note\n";
   for (const SweepRow &row : result.rows) {
     std::vector<std::string> cells = {
         csvCell(row.getLabel()), row.strategy, csvCell(row.budget),
@@ -302,8 +487,10 @@ std::string getSweepCsv(const SweepResult &result) {
       cells.push_back(std::to_string(row.maxRssBytes));
       cells.push_back(number(row.stepSeconds, 6));
       cells.push_back(number(row.stepRatio, 4));
+      cells.push_back(std::to_string(row.roundSeconds.size()));
+      cells.push_back(number(row.getSpreadSeconds(), 6));
     } else {
-      cells.insert(cells.end(), 5, "");
+      cells.insert(cells.end(), 7, "");
     }
     cells.push_back(row.feasible ? (row.pareto ? "1" : "0") : "");
     cells.push_back(csvCell(row.note));
@@ -343,6 +530,11 @@ llvm::json::Object getSweepJson(const SweepResult &result) {
       object["max_rss_bytes"] = int64_t(row.maxRssBytes);
       object["step_seconds"] = row.stepSeconds;
       object["step_ratio"] = row.stepRatio;
+      llvm::json::Array rounds;
+      for (double seconds : row.roundSeconds)
+        rounds.push_back(seconds);
+      object["round_seconds"] = std::move(rounds);
+      object["step_spread_seconds"] = row.getSpreadSeconds();
     }
     object["pareto"] = row.pareto;
     if (!row.note.empty())
@@ -369,6 +561,7 @@ llvm::json::Object getSweepJson(const SweepResult &result) {
     root["threads"] = int64_t(result.threads);
     root["steps"] = int64_t(result.steps);
     root["rounds"] = int64_t(result.rounds);
+    root["warmup"] = result.warmup;
   }
   return root;
 }
@@ -380,13 +573,25 @@ void printSweepTable(const SweepResult &result, llvm::raw_ostream &os) {
   os << ": no remat plans " << formatBytes(result.noRematPeakBytes)
      << ", predicted step "
      << llvm::format("%.1f", result.noRematPredictedSeconds * 1e3) << " ms\n";
+  if (result.measured) {
+    std::string threads =
+        result.threads ? std::to_string(result.threads) : std::string("all");
+    os << "measured: " << result.backend << ", " << threads
+       << (result.threads == 1 ? " thread" : " threads")
+       << "; each step time is the best of " << result.rounds
+       << (result.rounds == 1 ? " round" : " alternating rounds") << " ("
+       << (result.warmup ? "after one" : "no") << " untimed warm-up run), "
+       << "a round the median of " << result.steps
+       << (result.steps == 1 ? " step" : " steps")
+       << "; spread: the slowest round less the fastest\n";
+  }
   size_t width = 5;
   for (const SweepRow &row : result.rows)
     width = std::max(width, row.getLabel().size());
   os << llvm::left_justify("point", unsigned(width))
      << "   planned peak  predicted x";
   if (result.measured)
-    os << "  measured peak    max RSS      step  measured x";
+    os << "  measured peak    max RSS        step    spread  measured x";
   os << "  front\n";
   for (const SweepRow &row : result.rows) {
     os << llvm::left_justify(row.getLabel(), unsigned(width));
@@ -398,17 +603,21 @@ void printSweepTable(const SweepResult &result, llvm::raw_ostream &os) {
                        ("x" + number(row.predictedRatio, 3)).c_str());
     if (result.measured) {
       if (row.measured)
-        os << llvm::format("  %13s %10s %8.0f ms %11s",
+        os << llvm::format("  %13s %10s %8.0f ms %6.0f ms %11s",
                            formatBytes(row.measuredPeakBytes).c_str(),
                            formatBytes(row.maxRssBytes).c_str(),
                            row.stepSeconds * 1e3,
+                           row.getSpreadSeconds() * 1e3,
                            ("x" + number(row.stepRatio, 3)).c_str());
       else
-        os << "  " << llvm::right_justify("(not measured)", 48);
+        os << "  " << llvm::right_justify("(not measured)", 58);
     }
     os << (row.pareto ? "  *" : "   ");
     if (!row.alsoPoints.empty())
       os << "  (also " << llvm::join(row.alsoPoints, ", ") << ")";
+    if (row.measured && row.roundSeconds.size() != result.rounds)
+      os << "  (best of " << row.roundSeconds.size()
+         << (row.roundSeconds.size() == 1 ? " round)" : " rounds)");
     if (!row.note.empty())
       os << "  " << row.note;
     os << '\n';
@@ -418,7 +627,8 @@ void printSweepTable(const SweepResult &result, llvm::raw_ostream &os) {
        << llvm::format("%.0f", peer.stepSeconds * 1e3) << " ms (x"
        << number(peer.timeRatio, 3) << " of remat's none)\n";
   os << "(* on the Pareto front: no other point is both smaller and faster; "
-     << (result.measured ? "measured peaks and step times"
+     << (result.measured ? "measured peaks and step times; times within "
+                           "the rounds' spread are ordered by the prediction"
                          : "planned peaks and predicted times")
      << ")\n";
 }

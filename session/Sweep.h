@@ -30,7 +30,8 @@ struct SweepOptions {
   /// ratio is taken against).
   std::vector<std::string> strategies;
   /// Budget texts: "40%" (of the planned peak without remat), a byte size
-  /// ("2GiB"), or "min" (the smallest planned peak any plan reaches).
+  /// ("2GiB"), or "min" (each strategy's floor: the smallest planned peak
+  /// a plan of that strategy reaches).
   std::vector<std::string> budgets;
   /// remat-run --profile JSON for the cost model ("" for the built-in one).
   std::string costProfile;
@@ -47,7 +48,9 @@ struct SweepRow {
   /// The other points that reached the same plan ("auto @ 100%").
   std::vector<std::string> alsoPoints;
   bool feasible = true;
-  /// Why an infeasible point is (the smallest feasible planned peak).
+  /// Why an infeasible point is (its strategy's floor and the smallest
+  /// planned peak of any strategy), why a point was not measured, or how a
+  /// point measured faster than `none` compares with the rounds' spread.
   std::string note;
 
   /// The solver's figures.
@@ -60,6 +63,8 @@ struct SweepRow {
 
   /// remat-run's figures (with --measure): the best round's median step.
   bool measured = false;
+  /// Each round's median step, in the order measured.
+  std::vector<double> roundSeconds;
   uint64_t measuredPeakBytes = 0;
   uint64_t arenaMeasuredBytes = 0;
   uint64_t maxRssBytes = 0;
@@ -77,6 +82,8 @@ struct SweepRow {
     return measured ? measuredPeakBytes : plannedPeakBytes;
   }
   double getTimeRatio() const { return measured ? stepRatio : predictedRatio; }
+  /// The largest difference between two of its rounds (0 with one round).
+  double getSpreadSeconds() const;
 };
 
 /// A point measured elsewhere (tools/bench/vs_pytorch.py), drawn beside
@@ -101,6 +108,8 @@ struct SweepResult {
   unsigned threads = 0;
   unsigned steps = 0;
   unsigned rounds = 0;
+  /// One untimed run came before the first measured point.
+  bool warmup = false;
   std::vector<SweepRow> rows;
   std::vector<PeerPoint> peers;
 };
@@ -115,7 +124,15 @@ llvm::Expected<std::vector<SweepRow>> planSweep(ir::Graph &graph,
 
 /// Marks the rows on the Pareto front (feasible rows only; a row is on it
 /// unless another has a peak and a time both no larger and one smaller).
+/// Two measured times that differ by no more than the larger of the rows'
+/// round spreads are not told apart by the measurement: the cost model's
+/// predicted times order them.
 void markParetoFront(std::vector<SweepRow> &rows);
+
+/// Notes on each measured row that ran faster than `none` whether the gap
+/// is within the spread between rounds (recomputing cannot make a step
+/// faster, so such a gap is noise or a cache effect worth a look).
+void noteFasterThanNone(SweepResult &result);
 
 /// \returns the seconds every ratio is taken against: the `none` row's
 /// measured step, or its predicted one before it is measured.
@@ -128,6 +145,11 @@ void computeRatios(SweepResult &result);
 /// Reads a --peers CSV: a header with at least the columns label,
 /// peak_bytes and step_seconds (others are ignored), then one point a line.
 llvm::Expected<std::vector<PeerPoint>> readPeers(llvm::StringRef path);
+
+/// Reads back what getSweepJson wrote (remat-sweep --json), to draw or
+/// print it again without planning or measuring. Each row's ratio, note and
+/// front flag are recomputed by the caller.
+llvm::Expected<SweepResult> readSweepJson(llvm::StringRef path);
 
 /// The curve as CSV (one line per row; the columns are documented in
 /// docs/benchmarks.md), JSON and an aligned table.

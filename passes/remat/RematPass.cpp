@@ -92,9 +92,16 @@ llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
                                 llvm::StringRef budgetText,
                                 Solver *alternative,
                                 llvm::StringRef alternativeNote) {
+  // The smallest any strategy reaches, of the step as it is or of
+  // \p alternative (the step with its loss head chunked) when that is
+  // smaller, and the strategy's own floor: a budget at or above it has a
+  // plan.
   auto smallest = solver.smallestPlan();
   if (!smallest)
     return smallest.takeError();
+  auto own = solver.smallestPlanOf(strategy);
+  if (!own)
+    return own.takeError();
   std::string note;
   if (alternative) {
     auto other = alternative->smallestPlan();
@@ -104,7 +111,16 @@ llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
       smallest = std::move(other);
       note = (", " + alternativeNote).str();
     }
+    auto otherOwn = alternative->smallestPlanOf(strategy);
+    if (!otherOwn)
+      return otherOwn.takeError();
+    if (otherOwn->plannedPeakBytes < own->plannedPeakBytes)
+      own = std::move(otherOwn);
   }
+  uint64_t ownPeak = own->plannedPeakBytes;
+  bool ownFloor = ownPeak < smallest->plannedPeakBytes;
+  const PlanResult &floor = ownFloor ? *own : *smallest;
+  bool otherFloor = ownPeak != floor.plannedPeakBytes;
   std::string message = "budget " + formatBytes(budgetBytes);
   if (budgetText.endswith("%")) {
     message += " (";
@@ -113,11 +129,17 @@ llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
   }
   message += " is below every plan of strategy '";
   message += getStrategyName(strategy);
-  message += "'; the smallest feasible planned peak is " +
-             formatBytes(smallest->plannedPeakBytes) + " (" +
-             std::to_string(smallest->plannedPeakBytes) + " B, strategy '" +
-             smallest->strategy + "'" + note + "); without remat it is " +
-             formatBytes(solver.getBasePeakBytes());
+  message += "'";
+  if (otherFloor)
+    message += ", whose smallest planned peak is " + formatBytes(ownPeak) +
+               " (" + std::to_string(ownPeak) + " B)";
+  message += "; the smallest feasible planned peak";
+  if (otherFloor)
+    message += " of any strategy";
+  message += " is " + formatBytes(floor.plannedPeakBytes) + " (" +
+             std::to_string(floor.plannedPeakBytes) + " B, strategy '" +
+             floor.strategy + "'" + (ownFloor ? "" : note) +
+             "); without remat it is " + formatBytes(solver.getBasePeakBytes());
   return makeError(message);
 }
 

@@ -540,12 +540,32 @@ Solver::nestedPlans(
 }
 
 llvm::Expected<PlanResult> Solver::smallestPlan() {
+  // auto reaches every pool member.
+  return smallestMember([](const PlanResult &) { return true; });
+}
+
+llvm::Expected<PlanResult> Solver::smallestPlanOf(Strategy strategy) {
+  // A fixed strategy has one plan; the others reach their own pool members
+  // (and none), which solve() reads.
+  if (!isBudgetDriven(strategy)) {
+    auto plan = solve(strategy, std::nullopt);
+    if (!plan)
+      return plan.takeError();
+    return std::move(**plan);
+  }
+  return smallestMember(
+      [&](const PlanResult &plan) { return belongsTo(strategy, plan); });
+}
+
+llvm::Expected<PlanResult> Solver::smallestMember(
+    llvm::function_ref<bool(const PlanResult &)> isMember) {
   // Plan the members with the smallest estimates exactly; the least planned
-  // peak among them is what the infeasible-budget error reports, and auto
-  // reaches it (it is a pool member).
+  // peak among them is what the infeasible-budget error reports, and a
+  // strategy that reads them reaches it.
   std::vector<PlanResult *> byEstimate;
   for (PlanResult &plan : getPool())
-    byEstimate.push_back(&plan);
+    if (isMember(plan))
+      byEstimate.push_back(&plan);
   llvm::stable_sort(byEstimate, [](const PlanResult *a, const PlanResult *b) {
     return a->estimatedPeakBytes < b->estimatedPeakBytes;
   });
@@ -562,6 +582,7 @@ llvm::Expected<PlanResult> Solver::smallestPlan() {
     if (!best || byEstimate[i]->plannedPeakBytes < best->plannedPeakBytes)
       best = byEstimate[i];
   }
+  assert(best && "none is a member of every strategy");
   return *best;
 }
 

@@ -62,6 +62,7 @@
 #include "passes/remat/Rewrite.h"
 #include "passes/remat/Segments.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/JSON.h"
 
 #include <memory>
@@ -147,6 +148,10 @@ public:
   /// \returns the plan of the smallest planned peak any strategy reaches.
   llvm::Expected<PlanResult> smallestPlan();
 
+  /// \returns the plan of the smallest planned peak \p strategy reaches: its
+  /// floor. solve(strategy, B) finds a plan for every B at or above it.
+  llvm::Expected<PlanResult> smallestPlanOf(Strategy strategy);
+
   /// Applies \p plan to the graph itself. \returns what was cloned.
   RecomputeStats apply(const PlanResult &plan);
 
@@ -178,6 +183,10 @@ private:
   /// Fills \p plan's planned peak: plan-memory on the graph rewritten under
   /// it, which is then restored.
   llvm::Error planExactly(PlanResult &plan);
+  /// The smallest planned peak among the pool members \p isMember accepts
+  /// (smallestPlan, smallestPlanOf).
+  llvm::Expected<PlanResult>
+  smallestMember(llvm::function_ref<bool(const PlanResult &)> isMember);
   /// Every candidate plan, in the fixed order solve() reads them in.
   std::vector<PlanResult> &getPool();
   std::vector<SegmentChoice> fixedPlan(Strategy strategy) const;

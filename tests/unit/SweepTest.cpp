@@ -102,7 +102,7 @@ TEST_CASE("the CSV quotes cells with commas and leaves infeasible rows bare") {
   std::string csv = getSweepCsv(result);
   CHECK(csv.find("\nnone,none,,,1,auto @ 100%; selective @ 100%,100,") !=
         std::string::npos);
-  CHECK(csv.find("\nauto @ 20%,auto,20%,20,0,,,,,,,,,,,,,,\"infeasible: no "
+  CHECK(csv.find("\nauto @ 20%,auto,20%,20,0,,,,,,,,,,,,,,,,\"infeasible: no "
                  "plan, at all\"\n") != std::string::npos);
 }
 
@@ -155,5 +155,121 @@ TEST_CASE("once anything is measured, a row that failed to run is off the front"
   CHECK(svg.find("<title>none:") != std::string::npos);
   CHECK(svg.find("<title>every-layer") == std::string::npos);
   CHECK(getSweepCsv(result).find(",not measured: error: no GPU\n") !=
+        std::string::npos);
+}
+
+namespace {
+
+/// A measured row: \p rounds are its rounds' median steps, the best kept.
+SweepRow makeMeasured(std::string strategy, uint64_t peak, double predicted,
+                      std::vector<double> rounds) {
+  SweepRow row = makeRow(std::move(strategy), peak, predicted);
+  row.measured = true;
+  row.measuredPeakBytes = peak;
+  row.roundSeconds = rounds;
+  row.stepSeconds = *std::min_element(rounds.begin(), rounds.end());
+  return row;
+}
+
+} // namespace
+
+TEST_CASE("a point faster than none within the rounds' spread does not push "
+          "none off the front, and says so") {
+  // none's rounds 2.0 and 2.2 s; auto's best 1.95 s is 50 ms faster, inside
+  // the 200 ms spread: the cost model (x1.2) orders them, so none stays.
+  SweepResult result;
+  result.measured = true;
+  result.rounds = 2;
+  result.rows = {makeMeasured("none", 100, 1.0, {2.0, 2.2}),
+                 makeMeasured("auto", 60, 1.2, {1.95, 2.1})};
+  result.rows[1].budget = "40%";
+  computeRatios(result);
+  noteFasterThanNone(result);
+  markParetoFront(result.rows);
+  CHECK(result.rows[0].pareto);
+  CHECK(result.rows[1].pareto);
+  CHECK(result.rows[0].getSpreadSeconds() == doctest::Approx(0.2));
+  CHECK(result.rows[1].note ==
+        "faster than none by 50 ms: within noise (the rounds differ by up to "
+        "200 ms)");
+  std::string table;
+  llvm::raw_string_ostream os(table);
+  printSweepTable(result, os);
+  os.flush();
+  CHECK(table.find("each step time is the best of 2 alternating rounds") !=
+        std::string::npos);
+  CHECK(table.find("200 ms") != std::string::npos);
+}
+
+TEST_CASE("a point faster than none by more than the spread takes its place "
+          "and says by how much") {
+  SweepResult result;
+  result.measured = true;
+  result.rounds = 2;
+  result.rows = {makeMeasured("none", 100, 1.0, {2.0, 2.05}),
+                 makeMeasured("auto", 60, 1.2, {1.5, 1.52})};
+  computeRatios(result);
+  noteFasterThanNone(result);
+  markParetoFront(result.rows);
+  CHECK(!result.rows[0].pareto);
+  CHECK(result.rows[1].pareto);
+  CHECK(result.rows[1].note == "faster than none by 500 ms, more than the "
+                               "rounds' spread (50 ms)");
+  // Measured once, there is no spread to compare with.
+  result.rows = {makeMeasured("none", 100, 1.0, {2.0}),
+                 makeMeasured("auto", 60, 1.2, {1.9})};
+  noteFasterThanNone(result);
+  CHECK(result.rows[1].note ==
+        "faster than none by 100 ms in one round (no spread to compare with)");
+  // A note from an earlier round goes once the point is no longer faster.
+  result.rows[1].roundSeconds = {1.9, 2.5};
+  result.rows[1].stepSeconds = 2.5;
+  noteFasterThanNone(result);
+  CHECK(result.rows[1].note.empty());
+}
+
+TEST_CASE("a sweep saved as JSON reads back with its rows and rounds") {
+  SweepResult result;
+  result.model = "m.json";
+  result.bind = "batch=4";
+  result.noRematPeakBytes = 100;
+  result.noRematPredictedSeconds = 1.5;
+  result.measured = true;
+  result.backend = "cpu";
+  result.threads = 2;
+  result.steps = 3;
+  result.rounds = 2;
+  result.warmup = true;
+  result.rows = {makeMeasured("none", 100, 1.0, {2.0, 2.2}),
+                 makeRow("auto", 0, 0)};
+  result.rows[0].alsoPoints = {"auto @ 100%"};
+  result.rows[1].budget = "20%";
+  result.rows[1].budgetBytes = 20;
+  result.rows[1].feasible = false;
+  result.rows[1].note = "infeasible: no plan";
+  result.peers = {PeerPoint{"pytorch eager", 300, 2.5, 0}};
+  computeRatios(result);
+  markParetoFront(result.rows);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(getSweepJson(result));
+  os.flush();
+  std::string path = writeTemp(text);
+  auto read = readSweepJson(path);
+  llvm::sys::fs::remove(path);
+  REQUIRE(read);
+  computeRatios(*read);
+  markParetoFront(read->rows);
+  CHECK(getSweepCsv(*read) == getSweepCsv(result));
+  CHECK(read->warmup);
+  CHECK(read->rows[0].roundSeconds == std::vector<double>{2.0, 2.2});
+  REQUIRE(read->peers.size() == 1);
+  CHECK(read->peers[0].timeRatio == doctest::Approx(1.25));
+
+  std::string bad = writeTemp("{\"version\": 1, \"model\": \"m\"}");
+  auto refused = readSweepJson(bad);
+  llvm::sys::fs::remove(bad);
+  REQUIRE(!refused);
+  CHECK(errorToString(refused.takeError()).find("lacks 'bind'") !=
         std::string::npos);
 }

@@ -8,7 +8,11 @@ check_sweep.py CSV SVG JSON [--measured] [--expect-infeasible] [--peers N]
 - every feasible row has its planned figures (and, with --measured, measured
   ones, the measured arena no larger than the planned peak);
 - the Pareto flags are right: recomputed here from the peak and time the
-  front uses (measured when measured, else planned and predicted);
+  front uses (measured when measured, else planned and predicted; measured
+  times no further apart than the larger of two rows' round spreads are
+  ordered by the predicted ones);
+- a measured row has a round count and a spread, and a row faster than
+  `none` says how that compares with the spread;
 - no point is reported twice (a point merged into a row is no row itself);
 - `none` is the reference: its ratio is 1;
 - the JSON holds the same rows, and the SVG parses, with one marker per
@@ -24,7 +28,8 @@ COLUMNS = ["point", "strategy", "budget", "budget_bytes", "feasible", "also",
            "planned_peak_bytes", "predicted_peak_bytes", "activation_bytes_kept",
            "recomputed_nodes", "predicted_seconds", "predicted_ratio",
            "measured_peak_bytes", "arena_measured_bytes", "max_rss_bytes",
-           "step_seconds", "step_ratio", "pareto", "note"]
+           "step_seconds", "step_ratio", "rounds", "step_spread_seconds",
+           "pareto", "note"]
 
 
 def fail(message):
@@ -78,7 +83,8 @@ def main():
                  "one" % row["point"])
         if args.measured:
             for column in ["measured_peak_bytes", "arena_measured_bytes",
-                           "max_rss_bytes", "step_seconds", "step_ratio"]:
+                           "max_rss_bytes", "step_seconds", "step_ratio",
+                           "rounds", "step_spread_seconds"]:
                 if not row[column]:
                     fail("measured row '%s' lacks %s" % (row["point"], column))
             if int(row["measured_peak_bytes"]) > int(row["planned_peak_bytes"]):
@@ -93,9 +99,22 @@ def main():
     if args.expect_infeasible and infeasible == 0:
         fail("no infeasible row, one was expected")
 
+    def compare_time(a, b):
+        """-1 when row a is faster than row b, 1 when slower, 0 if neither."""
+        sign = lambda d: (d > 0) - (d < 0)
+        if args.measured:
+            gap = float(a["step_seconds"]) - float(b["step_seconds"])
+            noise = max(float(a["step_spread_seconds"]),
+                        float(b["step_spread_seconds"]))
+            if abs(gap) > noise:
+                return sign(gap)
+        return sign(float(a["predicted_ratio"]) - float(b["predicted_ratio"]))
+
     for row, peak, ratio in feasible:
-        dominated = any(op <= peak and orr <= ratio and (op < peak or orr < ratio)
-                        for other, op, orr in feasible if other is not row)
+        dominated = any(
+            op <= peak and compare_time(other, row) <= 0 and
+            (op < peak or compare_time(other, row) < 0)
+            for other, op, orr in feasible if other is not row)
         if row["pareto"] != ("0" if dominated else "1"):
             fail("row '%s' (%d B, x%.4f) has pareto=%s; it is %s" % (
                 row["point"], peak, ratio, row["pareto"],
@@ -103,6 +122,14 @@ def main():
     none = [row for row, _, _ in feasible if row["point"] == "none"]
     if len(none) != 1:
         fail("no 'none' row")
+    if args.measured:
+        for row, _, _ in feasible:
+            faster = float(row["step_seconds"]) < float(none[0]["step_seconds"])
+            if row is not none[0] and faster != row["note"].startswith(
+                    "faster than none by "):
+                fail("row '%s' (%s s against none's %s s) has the note '%s'" % (
+                    row["point"], row["step_seconds"],
+                    none[0]["step_seconds"], row["note"]))
     ratio_column = "step_ratio" if args.measured else "predicted_ratio"
     if abs(float(none[0][ratio_column]) - 1) > 1e-9:
         fail("none's %s is %s, not 1" % (ratio_column, none[0][ratio_column]))
