@@ -435,6 +435,9 @@ def _budget_text(budget):
         return str(budget)
     if isinstance(budget, float) and budget.is_integer():
         return str(int(budget))
+    if not str(budget).strip():
+        raise Error("--budget: empty; give bytes (6GiB, 512MiB, 1000000) or "
+                    "a percentage of the no-remat peak (40%)")
     return str(budget)
 
 
