@@ -117,7 +117,7 @@ def _packet_name(node):
 
 
 def _is_view(node):
-    """Whether \\p node's result aliases its first operand (aten views)."""
+    """Whether node's result aliases its first operand (aten views)."""
     schema = getattr(node.target, "_schema", None)
     if schema is None or len(schema.returns) != 1:
         return False
@@ -127,7 +127,7 @@ def _is_view(node):
 
 
 def is_random(node):
-    """Whether \\p node draws random numbers (aten's nondeterministic_seeded
+    """Whether node draws random numbers (aten's nondeterministic_seeded
     tag: dropout, rand_like, ...)."""
     tags = getattr(node.target, "tags", ())
     return torch.Tag.nondeterministic_seeded in tags
@@ -158,11 +158,21 @@ class JointGraph:
         self.name = name
 
 
+def _name_value(node, val, value_of, fx_of):
+    """Makes node's tensor val the remat value of its name."""
+    if _has_symbolic_shape(val):
+        raise Error("remat.torch plans static shapes; %s has the shape %s "
+                    "(compile with dynamic=False)" %
+                    (node.name, tuple(val.shape)))
+    value_of[node] = node.name
+    fx_of[node.name] = node
+
+
 def joint_graph_to_rir(joint_module, num_fwd_outputs, name="joint",
                        node_info=None):
     """Writes AOTAutograd's joint graph as one remat IR graph (see the module
     docstring). The trainable weights are the primals with a gradient.
-    \\p node_info: torch's classify_nodes of the graph, when at hand."""
+    node_info: torch's classify_nodes of the graph, when at hand."""
     P = _partitioners()
     graph = joint_module.graph
     fwd_outputs, bwd_outputs, _, _ = P._extract_fwd_bwd_outputs(
@@ -192,12 +202,7 @@ def joint_graph_to_rir(joint_module, num_fwd_outputs, name="joint",
         val = node.meta.get("val")
         if node.op in ("placeholder", "get_attr"):
             if _is_tensor(val):
-                if _has_symbolic_shape(val):
-                    raise Error("remat.torch plans static shapes; %s has the "
-                                "shape %s (compile with dynamic=False)" %
-                                (node.name, tuple(val.shape)))
-                value_of[node] = node.name
-                fx_of[node.name] = node
+                _name_value(node, val, value_of, fx_of)
                 inputs.append("%%%s: %s%s" % (
                     node.name, _tensor_type(val),
                     " weight" if node in weights else ""))
@@ -226,12 +231,7 @@ def joint_graph_to_rir(joint_module, num_fwd_outputs, name="joint",
             continue
         if not _is_tensor(val):
             continue
-        if _has_symbolic_shape(val):
-            raise Error("remat.torch plans static shapes; %s has the shape %s "
-                        "(compile with dynamic=False)" %
-                        (node.name, tuple(val.shape)))
-        value_of[node] = node.name
-        fx_of[node.name] = node
+        _name_value(node, val, value_of, fx_of)
         body.append((node, val, stage, packet))
 
     lines = []
@@ -277,7 +277,7 @@ _getitem = _operator.getitem
 
 
 def _must_also_save(bwd_outputs, saved):
-    """The FX nodes that backward, computing from \\p saved and the
+    """The FX nodes that backward, computing from saved and the
     tangents, would have to rebuild but must not (random ones: dropout's
     mask) or cannot (primals): random ones first, then primals."""
     P = _partitioners()
@@ -356,8 +356,8 @@ def partition(joint_module, joint_inputs=None, *, num_fwd_outputs,
               static_lifetime_input_indices=None, planner=None, budget=None,
               strategy="auto"):
     """AOTAutograd's partition function with remat's decision: returns the
-    forward and backward modules. \\p planner carries a backend's options;
-    without one, \\p budget and \\p strategy are used."""
+    forward and backward modules. planner carries a backend's options;
+    without one, budget and strategy are used."""
     P = _partitioners()
     if planner is None:
         planner = _Planner(_budget_text(budget), strategy, False, None, "")
@@ -435,6 +435,9 @@ def _budget_text(budget):
         return str(budget)
     if isinstance(budget, float) and budget.is_integer():
         return str(int(budget))
+    if not str(budget).strip():
+        raise Error("--budget: empty; give bytes (6GiB, 512MiB, 1000000) or "
+                    "a percentage of the no-remat peak (40%)")
     return str(budget)
 
 
@@ -484,7 +487,7 @@ def backend(budget=None, strategy="auto", explain=False, report=None,
 
 
 def _unwrapped(fn):
-    """\\p fn raising remat.Error itself rather than dynamo's
+    """fn raising remat.Error itself rather than dynamo's
     BackendCompilerFailed around it."""
     @functools.wraps(fn)
     def call(*args, **kwargs):
