@@ -91,7 +91,7 @@ std::optional<std::vector<int64_t>> reducedAxes(const Node &reduce) {
 /// Matches one loss head (Note [Chunked loss head]).
 class HeadMatcher {
 public:
-  HeadMatcher(const llvm::DenseMap<const Node *, size_t> &position)
+  explicit HeadMatcher(const llvm::DenseMap<const Node *, size_t> &position)
       : position_(position) {}
 
   std::optional<LossHead> match(Node &loss, std::string &why) {
@@ -162,6 +162,10 @@ private:
     *why_ = reason.str();
     return std::nullopt;
   }
+  bool reject(const llvm::Twine &reason) {
+    *why_ = reason.str();
+    return false;
+  }
 
   /// \returns true if \p value is held at the loss's place in forward.
   bool isAvailable(const Value *value, const LossHead &head) const {
@@ -176,17 +180,15 @@ private:
   bool matchReaders(LossHead &head) {
     Value *dS = head.scoresGrad->getResult(0);
     if (dS->isGraphOutput())
-      return fail("its scores' gradient is a graph output"), false;
+      return reject("its scores' gradient is a graph output");
     llvm::DenseSet<const Node *> seen;
     for (const ir::Use &use : dS->getUses()) {
       Node *user = use.user;
       if (!seen.insert(user).second)
-        return fail(describe(*user) + " reads the scores' gradient twice"),
-               false;
+        return reject(describe(*user) + " reads the scores' gradient twice");
       auto cannotSplit = [&]() {
-        return fail("the scores' gradient " + percent(dS) + " is read by " +
-                    describe(*user) + ", which is not split by tokens"),
-               false;
+        return reject("the scores' gradient " + percent(dS) + " is read by " +
+                      describe(*user) + ", which is not split by tokens");
       };
       if (user->getStage() != Stage::Backward)
         return cannotSplit();
@@ -204,10 +206,9 @@ private:
       bool transB = isTransposed(*user, "transB");
       unsigned other = 1 - use.operandIndex;
       if (!isAvailable(user->getOperand(other), head))
-        return fail("the gradient " + describe(*user) + " reads " +
-                    percent(user->getOperand(other)) +
-                    ", which forward does not hold at the loss"),
-               false;
+        return reject("the gradient " + describe(*user) + " reads " +
+                      percent(user->getOperand(other)) +
+                      ", which forward does not hold at the loss");
       if (use.operandIndex == 0 && !transA) {
         head.rowReaders.push_back(user);
         continue;
@@ -239,9 +240,8 @@ private:
         continue;
       }
       if (!isAvailable(value, head))
-        return fail("its gradient's scale reads " + percent(value) +
-                    ", which forward does not hold at the loss"),
-               false;
+        return reject("its gradient's scale reads " + percent(value) +
+                      ", which forward does not hold at the loss");
     }
     head.labelNodes.assign(cone.begin(), cone.end());
     llvm::sort(head.labelNodes, [&](const Node *a, const Node *b) {
@@ -297,15 +297,16 @@ public:
                              projection->getAttrs(), name + ".scores");
       ir::AttrList lossAttrs = head_.loss->getAttrs();
       lossAttrs.set("reduction", std::string("none"));
-      Node *loss = createNode(OpKind::SoftmaxCrossEntropyLoss,
-                              {scores, rowsOf(labels)}, lossAttrs, 2,
-                              name + ".loss");
+      Node *loss =
+          createNode(OpKind::SoftmaxCrossEntropyLoss, {scores, rowsOf(labels)},
+                     lossAttrs, 2, name + ".loss");
       if (!loss)
         return takeError();
       losses.push_back(loss->getResult(0));
-      Value *dS = create(OpKind::SoftmaxCrossEntropyGrad,
-                         {loss->getResult(1), rowsOf(gradLabels), rowsOf(scale)},
-                         head_.scoresGrad->getAttrs(), name + ".grad");
+      Value *dS =
+          create(OpKind::SoftmaxCrossEntropyGrad,
+                 {loss->getResult(1), rowsOf(gradLabels), rowsOf(scale)},
+                 head_.scoresGrad->getAttrs(), name + ".grad");
       // Its rows of each row reader, its term of each sum.
       for (size_t r = 0; r < head_.rowReaders.size(); ++r) {
         const Node *reader = head_.rowReaders[r];
@@ -316,9 +317,8 @@ public:
         const Node *reader = head_.tokenSums[t];
         llvm::SmallVector<Value *, 3> operands;
         for (Value *operand : reader->getOperands())
-          operands.push_back(operand == head_.scoresGrad->getResult(0)
-                                 ? dS
-                                 : rowsOf(operand));
+          operands.push_back(
+              operand == head_.scoresGrad->getResult(0) ? dS : rowsOf(operand));
         ir::AttrList attrs = reader->getAttrs();
         if (tokenSums[t]) {
           // The previous chunks' sum as C, beta 1 (Note [Chunked loss head]).
@@ -356,11 +356,11 @@ public:
       Value *count;
       if (auto ignore = head_.loss->getAttrs().getInt("ignore_index")) {
         DType labelType = labels->getType().getDType();
-        Value *ignored = create(
-            OpKind::Equal,
-            {labels, builder_.createConstant(ir::TensorData::fromInts(
-                         ir::TensorType(labelType, {}), {*ignore}))},
-            {}, base_ + ".ignored");
+        Value *ignored =
+            create(OpKind::Equal,
+                   {labels, builder_.createConstant(ir::TensorData::fromInts(
+                                ir::TensorType(labelType, {}), {*ignore}))},
+                   {}, base_ + ".ignored");
         Value *kept = create(OpKind::Not, {ignored}, {}, base_ + ".kept");
         ir::AttrList cast;
         cast.set("to", int64_t(ir::onnxCode(DType::F32)));
@@ -381,9 +381,9 @@ public:
     // Take over the old results (and their names), then drop the old head.
     replace(head_.loss->getResult(0), loss);
     for (size_t r = 0; r < head_.rowReaders.size(); ++r)
-      replace(head_.rowReaders[r]->getResult(0),
-              create(OpKind::Concat, rowParts[r], concat,
-                     base_ + ".rows_grad"));
+      replace(
+          head_.rowReaders[r]->getResult(0),
+          create(OpKind::Concat, rowParts[r], concat, base_ + ".rows_grad"));
     for (size_t t = 0; t < head_.tokenSums.size(); ++t)
       replace(head_.tokenSums[t]->getResult(0), tokenSums[t]);
     for (size_t c = 0; c < head_.columnSums.size(); ++c)
@@ -408,8 +408,7 @@ private:
   }
 
   Node *createNode(OpKind op, llvm::ArrayRef<Value *> operands,
-                   ir::AttrList attrs, unsigned results,
-                   llvm::StringRef name) {
+                   ir::AttrList attrs, unsigned results, llvm::StringRef name) {
     if (error_)
       return nullptr;
     auto node = builder_.create(op, operands, std::move(attrs), results, name);
@@ -422,8 +421,8 @@ private:
 
   /// Creates a one-result node; after a failure, creates nothing and
   /// returns the first operand (run() then returns the error).
-  Value *create(OpKind op, llvm::ArrayRef<Value *> operands,
-                ir::AttrList attrs, llvm::StringRef name) {
+  Value *create(OpKind op, llvm::ArrayRef<Value *> operands, ir::AttrList attrs,
+                llvm::StringRef name) {
     Node *node = createNode(op, operands, std::move(attrs), 1, name);
     return node ? node->getResult(0) : operands.front();
   }
@@ -500,24 +499,23 @@ llvm::Expected<unsigned> chunkLossHead(ir::Graph &graph, const LossHead &head,
   return HeadRewriter(graph, head, rows).run();
 }
 
-/// Chunks under auto: rows of kTokenBlock, the finest split that keeps the
-/// bits, so that the head's share of the peak is smallest.
-constexpr unsigned kAutoChunks = ~0u;
-
 llvm::Expected<std::unique_ptr<ChunkedStep>>
 prepareChunkedStep(const ir::Graph &graph, ChunkLossSetting setting,
                    llvm::StringRef costProfilePath,
-                   llvm::ArrayRef<std::string> boundaries, std::string &whyNot) {
+                   llvm::ArrayRef<std::string> boundaries,
+                   std::string &whyNot) {
   assert(setting.mode != ChunkLossSetting::Mode::Off && "nothing to prepare");
   bool fixed = setting.mode == ChunkLossSetting::Mode::Fixed;
   auto step = std::make_unique<ChunkedStep>();
   step->graph = graph.clone();
   auto head = findLossHead(*step->graph, whyNot);
   if (head) {
-    unsigned chunks = fixed ? setting.chunks : kAutoChunks;
-    step->rows = chunks == kAutoChunks
-                     ? (head->tokens > kTokenBlock ? kTokenBlock : 0)
-                     : getChunkRows(head->tokens, chunks);
+    // auto: rows of one block, the finest split that keeps the bits, so
+    // that the head's share of the peak is smallest.
+    if (fixed)
+      step->rows = getChunkRows(head->tokens, setting.chunks);
+    else
+      step->rows = head->tokens > kTokenBlock ? kTokenBlock : 0;
     if (!step->rows)
       whyNot = percent(head->loss->getResult(0)) + ": its " +
                std::to_string(head->tokens) +
@@ -531,11 +529,10 @@ prepareChunkedStep(const ir::Graph &graph, ChunkLossSetting setting,
                        " is left whole: " + whyNot);
     return nullptr;
   }
-  step->description =
-      "the loss head " + percent(head->loss->getResult(0)) + " (" +
-      std::to_string(head->tokens) + " tokens x " +
-      std::to_string(head->classes) + " classes, Gemm " +
-      percent(head->projection->getResult(0)) + ")";
+  step->description = "the loss head " + percent(head->loss->getResult(0)) +
+                      " (" + std::to_string(head->tokens) + " tokens x " +
+                      std::to_string(head->classes) + " classes, Gemm " +
+                      percent(head->projection->getResult(0)) + ")";
   auto chunks = chunkLossHead(*step->graph, *head, step->rows);
   if (!chunks)
     return chunks.takeError();
@@ -543,8 +540,7 @@ prepareChunkedStep(const ir::Graph &graph, ChunkLossSetting setting,
   step->description += " in " + std::to_string(step->chunks) +
                        " chunks of up to " + std::to_string(step->rows) +
                        " tokens";
-  auto problem =
-      prepareRematProblem(*step->graph, costProfilePath, boundaries);
+  auto problem = prepareRematProblem(*step->graph, costProfilePath, boundaries);
   if (!problem)
     return problem.takeError();
   step->problem = std::move(*problem);

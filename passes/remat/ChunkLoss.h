@@ -1,4 +1,5 @@
-//===- passes/remat/ChunkLoss.h - The loss head in chunks of tokens -*- C++ -*-===//
+//===- passes/remat/ChunkLoss.h - The loss head in chunks of tokens -*- C++
+//-*-===//
 //
 // remat's chunk-loss option (DESIGN.md "Rematerialization"): the output
 // projection of a language-model head and its softmax cross-entropy,
@@ -128,10 +129,10 @@ int64_t getChunkRows(int64_t tokens, unsigned chunks);
 //  Execute: chunkLossHead(g, head, 256) on 512 tokens
 //  Result:  per chunk k of rows [256k, 256k + 256), in forward:
 //           %s.k = Gemm(Slice(%x), %w, %b); %l.k, %lp.k = Loss(%s.k) none
-//           %ds.k = SoftmaxCrossEntropyGrad(%lp.k, ...); %dx.k = Gemm(%ds.k, %w)
-//           %dw.k = Gemm(%ds.k, Slice(%x), %dw.(k-1)) {transA}
-//           then %l = ReduceSum(Concat(%l.*)) / count, %dx = Concat(%dx.*),
-//           %dw = %dw.1, and the old head's nodes are gone
+//           %ds.k = SoftmaxCrossEntropyGrad(%lp.k, ...); %dx.k = Gemm(%ds.k,
+//           %w) %dw.k = Gemm(%ds.k, Slice(%x), %dw.(k-1)) {transA} then %l =
+//           ReduceSum(Concat(%l.*)) / count, %dx = Concat(%dx.*), %dw = %dw.1,
+//           and the old head's nodes are gone
 llvm::Expected<unsigned> chunkLossHead(ir::Graph &graph, const LossHead &head,
                                        int64_t rows);
 

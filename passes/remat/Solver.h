@@ -24,7 +24,9 @@
 // and then the seconds. Bytes are counted in 512 buckets of the budget, each
 // step's rounded up (so "least held" is least up to that rounding), and the
 // DP is O(L * G * 512) for groups of up to G segments. Nested recompute
-// (Rotor's recompute-within-recompute) is not modelled.
+// (Rotor's recompute-within-recompute) is not modelled by the DP: its plans
+// are added to the pool as variants of the others (Solver::nestedPlans,
+// Note [Nested recompute] in Rewrite.h).
 // The model is an estimate, so the DP is only a generator of candidates:
 // see Note [Monotone budgets].
 //
