@@ -36,6 +36,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <sys/resource.h>
 
@@ -220,14 +221,30 @@ prepare(runtime::Backend &backend, const ir::Graph &graph,
   return std::move(prepared);
 }
 
+/// \returns whether the bytes of \p a and \p b overlap.
+bool overlaps(const runtime::OwnedTensor &a, const runtime::OwnedTensor &b) {
+  auto *x = static_cast<const char *>(a.getData());
+  auto *y = static_cast<const char *>(b.getData());
+  int64_t xs = a.getType().getByteSize(), ys = b.getType().getByteSize();
+  if (!x || !y || xs == 0 || ys == 0)
+    return false;
+  return std::less<const char *>()(x, y + ys) &&
+         std::less<const char *>()(y, x + xs);
+}
+
 /// Runs one step of \p reference and \p rematted on the same inputs and
-/// compares every output bit for bit.
+/// compares every output bit for bit. The two runs must be different graphs
+/// (remat adds the nodes it recomputes) writing different buffers, or the
+/// comparison would prove nothing. \p flipOutput (--test-flip-bit, for the
+/// tests of this check) names an output of the remat run whose first byte
+/// gets its lowest bit flipped before the comparison.
 llvm::Error checkEquivalence(runtime::Backend &backend,
                              const ir::Graph &reference,
                              const ir::Graph &rematted,
                              const llvm::StringMap<ir::TensorDataPtr> &given,
                              uint64_t seed,
-                             const runtime::CompileOptions &options) {
+                             const runtime::CompileOptions &options,
+                             llvm::StringRef flipOutput) {
   if (reference.getOutputs().size() != rematted.getOutputs().size())
     return makeError("the graphs with and without remat have different "
                      "outputs");
@@ -250,6 +267,32 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
   auto rb = b->executable->run(b->views);
   if (!rb)
     return rb.takeError();
+  size_t referenceNodes = a->executable->getGraph().getNumNodes();
+  size_t rematNodes = b->executable->getGraph().getNumNodes();
+  if (referenceNodes == rematNodes)
+    return makeError("remat recomputed nothing (" +
+                     std::to_string(referenceNodes) +
+                     " nodes with and without it): the two steps would be "
+                     "one graph; give a smaller --budget");
+  for (size_t i = 0; i < reference.getOutputs().size(); ++i)
+    if (overlaps(ra->outputs[i], rb->outputs[i]))
+      return makeError("output '" + reference.getOutputs()[i]->getName() +
+                       "' of the steps with and without remat lies in one "
+                       "buffer: the comparison would prove nothing");
+  if (!flipOutput.empty()) {
+    const auto &outputs = rematted.getOutputs();
+    auto it = llvm::find_if(outputs, [&](const ir::Value *output) {
+      return output->getName() == flipOutput;
+    });
+    if (it == outputs.end())
+      return makeError("--test-flip-bit: the graph has no output named '" +
+                       flipOutput + "'");
+    runtime::OwnedTensor &flipped = rb->outputs[size_t(it - outputs.begin())];
+    if (flipped.getType().getByteSize() == 0)
+      return makeError("--test-flip-bit: output '" + flipOutput +
+                       "' has no bytes");
+    *static_cast<unsigned char *>(flipped.getData()) ^= 1;
+  }
   unsigned gradients = 0, updates = 0;
   for (size_t i = 0; i < reference.getOutputs().size(); ++i) {
     ir::TensorDataPtr x = ra->outputs[i].toData();
@@ -286,8 +329,8 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
     llvm::outs() << " and " << updates << " update"
                  << (updates == 1 ? "" : "s")
                  << " of weights and optimizer state";
-  llvm::outs() << " (" << reference.getNumNodes() << " nodes without remat, "
-               << rematted.getNumNodes() << " with)\n";
+  llvm::outs() << " (" << referenceNodes << " nodes without remat, "
+               << rematNodes << " with)\n";
   return llvm::Error::success();
 }
 
@@ -612,6 +655,11 @@ int runMain(int argc, char **argv) {
       cl::desc("Run one step with and one without remat on the same inputs "
                "and compare the loss and every gradient bit for bit"),
       cl::cat(category));
+  cl::opt<std::string> testFlipBit(
+      "test-flip-bit",
+      cl::desc("With --check-equivalence, flip the lowest bit of output "
+               "NAME of the remat step before comparing (tests the check)"),
+      cl::value_desc("NAME"), cl::Hidden, cl::cat(category));
   cl::opt<std::string> profilePath(
       "profile",
       cl::desc("Write per-node and per-op times and the GEMM rate and "
@@ -670,6 +718,9 @@ int runMain(int argc, char **argv) {
     return reportError(makeError(
         "--check-equivalence compares a step with and without remat: give "
         "--budget, --strategy or a pipeline with remat"));
+  if (!testFlipBit.empty() && !checkEquivalenceFlag)
+    return reportError(
+        makeError("--test-flip-bit needs --check-equivalence"));
   if (!pipelineOptions.pipeline.empty())
     if (auto err = checkPipeline(pipelineOptions.pipeline, pipelineOptions))
       return reportError(std::move(err));
@@ -746,7 +797,7 @@ int runMain(int argc, char **argv) {
       return reportError(makeError("without remat, " +
                                    errorToString(std::move(err))));
     if (auto err = checkEquivalence(**backend, *reference, **graph, *given,
-                                    seed, compileOptions))
+                                    seed, compileOptions, testFlipBit))
       return reportError(std::move(err));
     return 0;
   }

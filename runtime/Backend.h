@@ -29,6 +29,13 @@ struct CompileOptions {
   bool profile = false;
   /// Let f32 GEMMs use TF32 tensor cores (CUDA backend; off: full f32).
   bool allowTF32 = false;
+  /// CPU backend, planned graphs: check the arena against the plan without
+  /// trusting the allocator (Executor: "checked arena"): every result at its
+  /// planned offset, no kernel writing outside its results' planned ranges
+  /// (the arena is poisoned and compared around each node, with a guard
+  /// after it), and RunResult::touchedBytes measured from the poison. Costs
+  /// a copy of (up to 256 KiB of) the arena per node: for tests.
+  bool checkArena = false;
 };
 
 /// What one step produced.
@@ -46,6 +53,12 @@ struct RunResult {
   /// The planned arena bytes when the graph has a MemoryPlan (then the
   /// arena allocator ran and peakBytes is its high-water mark), else 0.
   uint64_t plannedBytes = 0;
+  /// With CompileOptions::checkArena on a planned graph: the arena bytes the
+  /// step's kernels wrote, measured from the poisoned arena (the offset of
+  /// the last byte that lost the poison, + 1), not from the allocator's
+  /// bookkeeping; else 0. A tensor whose last bytes happen to equal the
+  /// poison reads a few bytes short.
+  uint64_t touchedBytes = 0;
   /// Per node in schedule order, when CompileOptions::profile is set.
   std::vector<double> nodeSeconds;
 };

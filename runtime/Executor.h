@@ -7,6 +7,7 @@
 #include "runtime/Device.h"
 #include "runtime/Tensor.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Error.h"
 
@@ -39,6 +40,10 @@ public:
   virtual void release(const ir::Value &value) = 0;
   /// The most bytes held at once since beginStep().
   virtual uint64_t getPeakBytes() const = 0;
+  /// The block a checked run poisons and inspects (the arena and the guard
+  /// after it) once a step has allocated it; empty for an allocator without
+  /// one.
+  virtual llvm::MutableArrayRef<unsigned char> getArena() { return {}; }
 };
 
 /// Takes a block of device memory for every tensor and counts bytes held.
@@ -67,9 +72,11 @@ private:
 /// overwriting them.
 class ArenaAllocator : public Allocator {
 public:
-  /// \p plan and \p device must outlive the allocator.
-  ArenaAllocator(const ir::MemoryPlan &plan, Device &device)
-      : plan_(plan), device_(device) {}
+  /// \p plan and \p device must outlive the allocator. \p guardBytes more
+  /// follow the planned bytes in the block (for a checked run).
+  ArenaAllocator(const ir::MemoryPlan &plan, Device &device,
+                 uint64_t guardBytes = 0)
+      : plan_(plan), device_(device), guardBytes_(guardBytes) {}
 
   void beginStep() override;
   /// \returns an error for a value the plan does not place, or when the
@@ -78,10 +85,12 @@ public:
   void release(const ir::Value &) override {}
   uint64_t getPeakBytes() const override { return highWaterBytes_; }
   uint64_t getArenaBytes() const { return plan_.arenaBytes; }
+  llvm::MutableArrayRef<unsigned char> getArena() override;
 
 private:
   const ir::MemoryPlan &plan_;
   Device &device_;
+  uint64_t guardBytes_;
   DeviceBuffer arena_;
   uint64_t highWaterBytes_ = 0;
 };
@@ -91,16 +100,31 @@ using NodeRunner = std::function<llvm::Error(
     const ir::Node &node, llvm::ArrayRef<Tensor> inputs,
     llvm::ArrayRef<Tensor> outputs)>;
 
+/// The byte a checked run fills the arena with (Executor).
+constexpr unsigned char kArenaPoison = 0xA5;
+/// The bytes after the planned arena that a checked run guards.
+constexpr uint64_t kArenaGuardBytes = 4096;
+
 /// Walks a graph's schedule (Note [Schedule]): uploads the inputs,
 /// allocates each node's results, runs the node, releases every intermediate
 /// after its last use, and downloads the outputs. Backends supply how a node
 /// runs and the Device its tensors live on; the walk is the same for all.
+///
+/// A checked arena (\p checkArena, a planned graph, an allocator whose arena
+/// the host can read): the walk trusts the allocator for nothing. It fills
+/// the arena with kArenaPoison when a step first places a value in it,
+/// requires each result at the arena's start + its planned offset, compares
+/// the arena around each node (all of it up to 256 KiB, else 1 KiB on each
+/// side of each result, and the guard after the arena) and refuses a write
+/// there outside that node's results' planned ranges, and after the step
+/// measures RunResult::touchedBytes from the poison left.
 class Executor {
 public:
   /// \p graph, \p allocator and \p device must outlive the executor.
   /// \p runners has one entry per node in schedule order.
   Executor(const ir::Graph &graph, std::vector<NodeRunner> runners,
-           Allocator &allocator, Device &device, bool profile);
+           Allocator &allocator, Device &device, bool profile,
+           bool checkArena = false);
 
   /// Runs one step; see Executable::run.
   llvm::Expected<RunResult> run(llvm::ArrayRef<Tensor> inputs);
@@ -112,6 +136,7 @@ private:
   Allocator &allocator_;
   Device &device_;
   bool profile_;
+  bool checkArena_;
   /// For each node, the intermediate values whose last use it is.
   std::vector<std::vector<const ir::Value *>> releaseAfter_;
   /// Results written over a graph input (ir/UpdateName.h): the index of

@@ -109,7 +109,13 @@ if [ $? -eq 77 ] && [ "$backend" = cuda ]; then
 fi
 
 say ""; say "== (a) every CUDA kernel against the CPU backend"
-run 120 "$bin/remat-cuda-tests" --backend $backend "$tests"/onnx/Inputs/*.rir \
+# A model the CPU cannot run fails (no reference): leave out the f16
+# arithmetic the CPU lacks.
+kernel_inputs=()
+for f in "$tests"/onnx/Inputs/*.rir; do
+  case "$f" in *gelu_tanh_f64_f16.rir) ;; *) kernel_inputs+=("$f") ;; esac
+done
+run 120 "$bin/remat-cuda-tests" --backend $backend "${kernel_inputs[@]}" \
   "$tests/tools/Inputs/remat-mlp.rir" "$tests/tools/Inputs/preln.rir"
 
 say ""; say "== (b) bert-tiny and the fixtures: loss and gradients against the CPU"

@@ -20,12 +20,13 @@ namespace {
 class CpuExecutable : public Executable {
 public:
   CpuExecutable(std::unique_ptr<ir::Graph> graph, unsigned numThreads,
-                bool profile, std::vector<Kernel> kernels)
+                bool profile, bool checkArena, std::vector<Kernel> kernels)
       : graph_(std::move(graph)), device_(createHostDevice()),
         parallel_(numThreads) {
     // A planned graph runs in its arena; others take tensors from the heap.
     if (const ir::MemoryPlan *plan = graph_->getMemoryPlan())
-      allocator_ = std::make_unique<ArenaAllocator>(*plan, *device_);
+      allocator_ = std::make_unique<ArenaAllocator>(
+          *plan, *device_, checkArena ? kArenaGuardBytes : 0);
     else
       allocator_ = std::make_unique<HeapAllocator>(*device_);
     std::vector<NodeRunner> runners;
@@ -36,7 +37,8 @@ public:
         return kernel(KernelContext{node, inputs, outputs, parallel_});
       });
     executor_ = std::make_unique<Executor>(*graph_, std::move(runners),
-                                           *allocator_, *device_, profile);
+                                           *allocator_, *device_, profile,
+                                           checkArena);
   }
 
   llvm::Expected<RunResult> run(llvm::ArrayRef<Tensor> inputs) override {
@@ -77,7 +79,8 @@ public:
     // threads-max, memory for stacks): one that cannot is an error.
     try {
       return std::make_unique<CpuExecutable>(
-          std::move(copy), threads, options.profile, std::move(kernels));
+          std::move(copy), threads, options.profile, options.checkArena,
+          std::move(kernels));
     } catch (const std::system_error &e) {
       return makeError("cannot start " + llvm::Twine(threads) +
                        " kernel threads: " + e.what());

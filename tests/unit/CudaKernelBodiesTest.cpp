@@ -793,3 +793,305 @@ TEST_CASE("cuda coverage: training steps run every node on the device") {
   }
 }
 #endif
+
+//===----------------------------------------------------------------------===//
+// The fused gradient ops against plain f64 formulas. The tests above hold
+// the CUDA bodies to the CPU kernels' bits, and several CPU kernels call
+// those bodies: alone they cannot catch a wrong body. Here each body, and
+// the CPU kernel in f32 (rows long enough for its SIMD paths and short
+// ones) and in f64, is held to the formula written out below, independent
+// of both. Tolerances (|got - want| <= tol * (1 + |want|)): the f64 kernel
+// 1e-12; f32 elementwise ops 2e-6 (a few f32 roundings); f32 row ops over
+// up to 37 elements 2e-5 (sums of 37 rounded terms).
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// \p data as f64.
+TensorDataPtr toF64(const TensorDataPtr &data) {
+  auto out = std::make_shared<TensorData>(
+      TensorType(DType::F64, data->getType().getDims()));
+  for (int64_t i = 0; i < data->getNumElements(); ++i)
+    out->setDouble(i, data->getDouble(i));
+  return out;
+}
+
+/// Checks \p got (\p what, element \p i) against \p want within \p tol
+/// relative to 1 + |want|; a NaN or infinity must be matched exactly.
+void checkNear(double got, double want, double tol, const std::string &what,
+               int64_t i) {
+  INFO(what << " element " << i << ": got " << got << ", want " << want);
+  if (!std::isfinite(want)) {
+    CHECK((std::isnan(want) ? std::isnan(got) : got == want));
+    return;
+  }
+  REQUIRE(std::abs(got - want) <= tol * (1 + std::abs(want)));
+}
+
+/// Checks the f32 and f64 CPU kernel outputs \p f32 and \p f64 of \p op
+/// against \p want.
+void checkKernels(const TensorDataPtr &f32, const TensorDataPtr &f64,
+                  const std::vector<double> &want, double tol,
+                  const std::string &what) {
+  REQUIRE(f32->getNumElements() == int64_t(want.size()));
+  REQUIRE(f64->getNumElements() == int64_t(want.size()));
+  for (size_t i = 0; i < want.size(); ++i) {
+    checkNear(f64->getDouble(int64_t(i)), want[i], 1e-12, what + " f64 kernel",
+              int64_t(i));
+    checkNear(f32->getDouble(int64_t(i)), want[i], tol, what + " f32 kernel",
+              int64_t(i));
+  }
+}
+
+/// Gelu'(x) in f64: exact ("none") or the tanh approximation.
+double geluDerivative(double x, bool tanhForm) {
+  if (!tanhForm) {
+    double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    double pdf = std::exp(-x * x / 2) / std::sqrt(2 * M_PI);
+    return cdf + x * pdf;
+  }
+  double c = std::sqrt(2 / M_PI), k = 0.044715;
+  double t = std::tanh(c * (x + k * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * k * x * x);
+}
+
+} // namespace
+
+TEST_CASE("fused gradients against f64: GeluGrad") {
+  // Contiguous rows of 67 (the CPU's SIMD loop and its tail) and of 5 (the
+  // scalar path), and dy broadcast over x's rows.
+  struct Shape {
+    Dims dy, x;
+  } shapes[] = {{{3, 67}, {3, 67}}, {{4, 5}, {4, 5}}, {{1, 5}, {4, 5}}};
+  for (const Shape &shape : shapes)
+    for (bool tanhForm : {false, true}) {
+      std::string what = std::string("GeluGrad ") +
+                         (tanhForm ? "tanh " : "none ") +
+                         std::to_string(shape.x[1]) + "-wide rows";
+      auto dy = randomFloats(shape.dy, 51, -2, 2);
+      auto x = randomFloats(shape.x, 52, -6, 6);
+      AttrList attrs;
+      attrs.set("approximate", std::string(tanhForm ? "tanh" : "none"));
+      auto f32 = runCpu(OpKind::GeluGrad, {dy, x}, 1, attrs);
+      auto f64 = runCpu(OpKind::GeluGrad, {toF64(dy), toF64(x)}, 1, attrs);
+      body::Dims space = toDims(shape.x);
+      body::Strides ldy = broadcastStrides(shape.dy, shape.x);
+      std::vector<double> want;
+      for (int64_t i = 0; i < x->getNumElements(); ++i) {
+        double g = dy->getDouble(body::offsetOf(space, ldy, i));
+        double v = x->getDouble(i);
+        want.push_back(g * geluDerivative(v, tanhForm));
+        float got = body::binary(tanhForm ? body::BinaryOp::GeluGradTanh
+                                          : body::BinaryOp::GeluGradErf,
+                                 float(g), float(v));
+        checkNear(got, want.back(), 2e-6, what + " body", i);
+      }
+      checkKernels(f32[0], f64[0], want, 2e-6, what);
+    }
+}
+
+TEST_CASE("fused gradients against f64: DropoutGrad") {
+  // 75 elements (SIMD loop and tail), dy with infinities and NaN.
+  auto dy = randomFloats({3, 25}, 53);
+  dy->setDouble(3, INFINITY);
+  dy->setDouble(4, -INFINITY);
+  dy->setDouble(9, NAN);
+  std::vector<int64_t> keep(75);
+  for (int i = 0; i < 75; ++i)
+    keep[size_t(i)] = (i * 7) % 4 != 0;
+  keep[3] = 0; // infinity * 0
+  keep[4] = 1;
+  auto mask = ints(DType::Bool, {3, 25}, keep);
+  auto scale = std::make_shared<TensorData>(TensorType(DType::F32, {}));
+  scale->setDouble(0, 1.0 / 0.7);
+  auto f32 = runCpu(OpKind::DropoutGrad, {dy, mask, scale}, 1);
+  auto f64 = runCpu(OpKind::DropoutGrad, {toF64(dy), mask, toF64(scale)}, 1);
+  std::vector<double> want;
+  for (int64_t i = 0; i < 75; ++i) {
+    double g = dy->getDouble(i), s = scale->getDouble(0);
+    // A dropped element passes nothing: 0, or NaN where dy is not finite.
+    want.push_back(keep[size_t(i)] ? g * s : (std::isfinite(g) ? 0.0 : NAN));
+    checkNear(body::dropoutGrad(float(g), keep[size_t(i)] != 0, float(s)),
+              want.back(), 2e-6, "DropoutGrad body", i);
+  }
+  checkKernels(f32[0], f64[0], want, 2e-6, "DropoutGrad");
+}
+
+TEST_CASE("fused gradients against f64: SoftmaxCrossEntropyGrad") {
+  // log_prob [4, 37] (contiguous rows) and [3, 5, 2] (spatial 2).
+  for (bool spatial : {false, true}) {
+    Dims dims = spatial ? Dims{3, 5, 2} : Dims{4, 37};
+    Dims rowDims = spatial ? Dims{3, 2} : Dims{4};
+    int64_t classes = dims[1], inner = spatial ? 2 : 1;
+    auto logProb = randomFloats(dims, 54, -6, 0);
+    std::vector<int64_t> labelValues = spatial
+                                           ? std::vector<int64_t>{1, 0, 4, 7, 2, 2}
+                                           : std::vector<int64_t>{3, 36, 0, 40};
+    auto labels = ints(DType::I64, rowDims, labelValues);
+    auto scale = randomFloats(rowDims, 55, -2, 2);
+    auto f32 = runCpu(OpKind::SoftmaxCrossEntropyGrad, {logProb, labels, scale},
+                      1);
+    auto f64 = runCpu(OpKind::SoftmaxCrossEntropyGrad,
+                      {toF64(logProb), labels, toF64(scale)}, 1);
+    std::vector<double> want;
+    for (int64_t i = 0; i < logProb->getNumElements(); ++i) {
+      int64_t n = i / (classes * inner), c = (i / inner) % classes;
+      int64_t row = n * inner + i % inner;
+      bool isLabel = labelValues[size_t(row)] == c;
+      double s = scale->getDouble(row);
+      want.push_back((std::exp(logProb->getDouble(i)) - (isLabel ? 1 : 0)) * s);
+      checkNear(body::crossEntropyGrad(float(logProb->getDouble(i)), isLabel,
+                                       float(s)),
+                want.back(), 2e-6, "SoftmaxCrossEntropyGrad body", i);
+    }
+    checkKernels(f32[0], f64[0], want, 2e-6,
+                 std::string("SoftmaxCrossEntropyGrad ") +
+                     (spatial ? "spatial" : "rows"));
+  }
+}
+
+TEST_CASE("fused gradients against f64: LayerNormalization rows") {
+  // 7 rows of 37 (the CPU's four-row group, then single rows) and of 5.
+  for (int64_t n : {37, 5}) {
+    const int64_t rows = 7;
+    auto x = randomFloats({rows, n}, 56, -3, 3);
+    auto scale = randomFloats({n}, 57);
+    auto bias = randomFloats({n}, 58);
+    AttrList attrs;
+    attrs.set("epsilon", 1e-5f);
+    auto f32 = runCpu(OpKind::LayerNormalization, {x, scale, bias}, 3, attrs);
+    auto f64 = runCpu(OpKind::LayerNormalization,
+                      {toF64(x), toF64(scale), toF64(bias)}, 3, attrs);
+    std::vector<double> y, means, invs;
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < n; ++i)
+        mean += x->getDouble(r * n + i) / double(n);
+      for (int64_t i = 0; i < n; ++i)
+        var += std::pow(x->getDouble(r * n + i) - mean, 2) / double(n);
+      double inv = 1 / std::sqrt(var + double(1e-5f));
+      means.push_back(mean);
+      invs.push_back(inv);
+      for (int64_t i = 0; i < n; ++i)
+        y.push_back((x->getDouble(r * n + i) - mean) * inv *
+                        scale->getDouble(i) +
+                    bias->getDouble(i));
+      std::vector<float> out(static_cast<size_t>(n));
+      float m, s;
+      body::layerNormRow<float, float, float>(
+          elems<float>(x) + r * n, elems<float>(scale), elems<float>(bias),
+          out.data(), n, 1e-5f, &m, &s);
+      for (int64_t i = 0; i < n; ++i)
+        checkNear(out[size_t(i)], y[size_t(r * n + i)], 2e-5,
+                  "LayerNormalization body", r * n + i);
+      checkNear(m, mean, 2e-5, "LayerNormalization body mean", r);
+      checkNear(s, inv, 2e-5, "LayerNormalization body inv_std", r);
+    }
+    std::string what = "LayerNormalization " + std::to_string(n) + "-wide";
+    checkKernels(f32[0], f64[0], y, 2e-5, what);
+    checkKernels(f32[1], f64[1], means, 2e-5, what + " mean");
+    checkKernels(f32[2], f64[2], invs, 2e-5, what + " inv_std");
+  }
+}
+
+TEST_CASE("fused gradients against f64: LayerNormalizationGrad rows") {
+  // dx = invStd (g - mean(g) - xhat mean(g xhat)), g = dy scale, xhat =
+  // (x - mean) invStd, with mean and invStd as given.
+  for (int64_t n : {37, 5}) {
+    const int64_t rows = 7;
+    auto dy = randomFloats({rows, n}, 59);
+    auto x = randomFloats({rows, n}, 60);
+    auto scale = randomFloats({n}, 61);
+    auto mean = randomFloats({rows, 1}, 62, -0.5, 0.5);
+    auto inv = randomFloats({rows, 1}, 63, 0.5, 2);
+    auto f32 =
+        runCpu(OpKind::LayerNormalizationGrad, {dy, x, scale, mean, inv}, 1);
+    auto f64 = runCpu(OpKind::LayerNormalizationGrad,
+                      {toF64(dy), toF64(x), toF64(scale), toF64(mean),
+                       toF64(inv)},
+                      1);
+    std::vector<double> want;
+    for (int64_t r = 0; r < rows; ++r) {
+      double mu = mean->getDouble(r), s = inv->getDouble(r);
+      double meanG = 0, meanGX = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        double g = dy->getDouble(r * n + i) * scale->getDouble(i);
+        double xhat = (x->getDouble(r * n + i) - mu) * s;
+        meanG += g / double(n);
+        meanGX += g * xhat / double(n);
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        double g = dy->getDouble(r * n + i) * scale->getDouble(i);
+        double xhat = (x->getDouble(r * n + i) - mu) * s;
+        want.push_back(s * (g - meanG - xhat * meanGX));
+      }
+      std::vector<float> out(static_cast<size_t>(n));
+      body::layerNormGradRow(elems<float>(dy) + r * n, elems<float>(x) + r * n,
+                             elems<float>(scale), out.data(), n, float(mu),
+                             float(s));
+      for (int64_t i = 0; i < n; ++i)
+        checkNear(out[size_t(i)], want[size_t(r * n + i)], 2e-5,
+                  "LayerNormalizationGrad body", r * n + i);
+    }
+    checkKernels(f32[0], f64[0], want, 2e-5,
+                 "LayerNormalizationGrad " + std::to_string(n) + "-wide");
+  }
+}
+
+TEST_CASE("fused gradients against f64: Softmax and SoftmaxGrad") {
+  // Along the last axis (7 rows of 37, and of 5) and an inner axis.
+  struct Case {
+    Dims dims;
+    int64_t axis;
+  } cases[] = {{{1, 7, 37}, 2}, {{1, 7, 5}, 2}, {{2, 5, 3}, 1}};
+  for (const Case &c : cases) {
+    int64_t count = c.dims[0] * c.dims[1] * c.dims[2];
+    int64_t n = c.dims[size_t(c.axis)], inner = c.axis == 1 ? c.dims[2] : 1;
+    int64_t outer = count / (n * inner);
+    auto x = randomFloats(c.dims, 64, -3, 3);
+    auto dy = randomFloats(c.dims, 65);
+    AttrList attrs;
+    attrs.set("axis", c.axis);
+    auto y32 = runCpu(OpKind::Softmax, {x}, 1, attrs);
+    auto y64 = runCpu(OpKind::Softmax, {toF64(x)}, 1, attrs);
+    // SoftmaxGrad reads the f32 softmax, so both sides see the same y.
+    auto dx32 = runCpu(OpKind::SoftmaxGrad, {dy, y32[0]}, 1, attrs);
+    auto dx64 =
+        runCpu(OpKind::SoftmaxGrad, {toF64(dy), toF64(y32[0])}, 1, attrs);
+    size_t elements = static_cast<size_t>(count);
+    std::vector<double> y(elements), dx(elements);
+    std::vector<float> yBody(elements), dxBody(elements);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t start = o * n * inner + i;
+        auto at = [&](int64_t j) { return size_t(start + j * inner); };
+        double m = -INFINITY, sum = 0, dot = 0;
+        for (int64_t j = 0; j < n; ++j)
+          m = std::max(m, x->getDouble(int64_t(at(j))));
+        for (int64_t j = 0; j < n; ++j)
+          sum += std::exp(x->getDouble(int64_t(at(j))) - m);
+        for (int64_t j = 0; j < n; ++j) {
+          y[at(j)] = std::exp(x->getDouble(int64_t(at(j))) - m) / sum;
+          dot += dy->getDouble(int64_t(at(j))) *
+                 y32[0]->getDouble(int64_t(at(j)));
+        }
+        for (int64_t j = 0; j < n; ++j)
+          dx[at(j)] = y32[0]->getDouble(int64_t(at(j))) *
+                      (dy->getDouble(int64_t(at(j))) - dot);
+        body::softmaxColumn(elems<float>(x) + start, yBody.data() + start, n,
+                            inner, false);
+        body::softmaxGradColumn(elems<float>(dy) + start,
+                                elems<float>(y32[0]) + start,
+                                dxBody.data() + start, n, inner);
+      }
+    std::string what = "axis " + std::to_string(c.axis) + ", " +
+                       std::to_string(n) + " long";
+    for (int64_t i = 0; i < count; ++i) {
+      checkNear(yBody[size_t(i)], y[size_t(i)], 2e-5, "Softmax body " + what, i);
+      checkNear(dxBody[size_t(i)], dx[size_t(i)], 2e-5,
+                "SoftmaxGrad body " + what, i);
+    }
+    checkKernels(y32[0], y64[0], y, 2e-5, "Softmax " + what);
+    checkKernels(dx32[0], dx64[0], dx, 2e-5, "SoftmaxGrad " + what);
+  }
+}

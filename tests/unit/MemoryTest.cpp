@@ -323,12 +323,14 @@ void checkReportSumsToPeak(const Graph &graph, uint64_t expectedPeak = 0) {
 }
 
 /// Runs \p graph on the CPU and \returns its result; inputs from seed 1.
+/// A planned graph runs in a checked arena (CompileOptions::checkArena).
 runtime::RunResult runCpu(const Graph &graph,
                           const std::vector<runtime::OwnedTensor> &inputs) {
   auto backend = runtime::createBackend("cpu");
   REQUIRE(bool(backend));
   runtime::CompileOptions options;
   options.numThreads = 2;
+  options.checkArena = true;
   auto executable = (*backend)->compile(graph, options);
   REQUIRE_MESSAGE(bool(executable), errorToString(executable.takeError()));
   std::vector<runtime::Tensor> views;
@@ -339,8 +341,9 @@ runtime::RunResult runCpu(const Graph &graph,
   return std::move(*result);
 }
 
-/// Heap run vs arena run of the same graph: outputs bitwise equal, measured
-/// arena high-water == planned arena.
+/// Heap run vs arena run of the same graph: outputs bitwise equal, the
+/// arena's high-water mark and the bytes the kernels touched (measured from
+/// the poisoned arena) == planned arena.
 void checkArenaRun(std::unique_ptr<Graph> graph) {
   auto inputs = driver::makeInputs(*graph, {}, /*seed=*/1);
   REQUIRE(bool(inputs));
@@ -352,7 +355,9 @@ void checkArenaRun(std::unique_ptr<Graph> graph) {
   REQUIRE(plan);
   CHECK(arena.plannedBytes == plan->arenaBytes);
   CHECK(arena.peakBytes == plan->arenaBytes);
+  CHECK(arena.touchedBytes == plan->arenaBytes);
   CHECK(heap.plannedBytes == 0);
+  CHECK(heap.touchedBytes == 0);
   MESSAGE(graph->getName().str()
           << ": heap peak " << heap.peakBytes << " B, planned arena "
           << plan->arenaBytes << " B, measured arena " << arena.peakBytes

@@ -75,6 +75,8 @@ runtime::RunResult run(const Graph &graph) {
   REQUIRE(bool(backend));
   runtime::CompileOptions options;
   options.numThreads = 1;
+  // A planned graph runs in a poisoned arena checked around each node.
+  options.checkArena = true;
   auto executable = (*backend)->compile(graph, options);
   REQUIRE_MESSAGE(bool(executable), errorToString(executable.takeError()));
   auto inputs = driver::makeInputs(graph, {}, /*seed=*/7);
@@ -140,6 +142,8 @@ Outcome checkStrategy(const Graph &step, const runtime::RunResult &reference,
     CHECK(outcome.plannedPeak <= *budget);
   runtime::RunResult result = run(*copy);
   CHECK(result.peakBytes == copy->getMemoryPlan()->arenaBytes);
+  // Measured from the poison, not from the allocator's bookkeeping.
+  CHECK(result.touchedBytes == copy->getMemoryPlan()->arenaBytes);
   int differs = firstDifference(reference, result);
   CHECK_MESSAGE(differs == -1, "output " << differs << " ('"
                                          << step.getOutputs()[size_t(

@@ -257,3 +257,172 @@ TEST_CASE("the executor reaches memory and time only through its device") {
     CHECK(seconds == 0.5);
   CHECK(values(result->outputs[1]) == std::vector<float>{-1, -2, -3, -4});
 }
+
+namespace {
+
+/// The CPU kernels of \p graph as runners; the node named \p rogue writes
+/// one byte past the end of its result first.
+std::vector<NodeRunner> cpuRunners(const Graph &graph,
+                                   cpu::ThreadPoolParallelFor &parallel,
+                                   llvm::StringRef rogue = "") {
+  std::vector<NodeRunner> runners;
+  for (const Node &node : graph.getNodes()) {
+    auto kernel = cpu::selectKernel(node);
+    REQUIRE(bool(kernel));
+    bool isRogue = node.getResult(0)->getName() == rogue;
+    runners.push_back([&parallel, isRogue, kernel = std::move(*kernel)](
+                          const Node &node, llvm::ArrayRef<Tensor> inputs,
+                          llvm::ArrayRef<Tensor> outputs) {
+      if (isRogue)
+        static_cast<char *>(outputs[0].getData())[outputs[0].getByteSize()] =
+            1;
+      return kernel(cpu::KernelContext{node, inputs, outputs, parallel});
+    });
+  }
+  return runners;
+}
+
+/// Ignores the plan: one block of the planned size (and the guard), every
+/// value placed at its start; it claims the planned arena as its peak, as
+/// bookkeeping would.
+class IgnoresPlanAllocator : public Allocator {
+public:
+  IgnoresPlanAllocator(const MemoryPlan &plan, Device &device)
+      : plan_(plan), device_(device) {}
+  void beginStep() override {}
+  llvm::Expected<Placement> allocate(const Value &) override {
+    if (!arena_) {
+      auto arena =
+          device_.allocate(plan_.arenaBytes + kArenaGuardBytes, "arena");
+      if (!arena)
+        return arena.takeError();
+      arena_ = *arena;
+    }
+    return Placement{arena_.get(), arena_};
+  }
+  void release(const Value &) override {}
+  uint64_t getPeakBytes() const override { return plan_.arenaBytes; }
+  llvm::MutableArrayRef<unsigned char> getArena() override {
+    if (!arena_)
+      return {};
+    return {static_cast<unsigned char *>(arena_.get()),
+            size_t(plan_.arenaBytes + kArenaGuardBytes)};
+  }
+
+private:
+  const MemoryPlan &plan_;
+  Device &device_;
+  DeviceBuffer arena_;
+};
+
+/// Runs one step of the planned \p graph (inputs from seed 1) through an
+/// Executor over \p allocator.
+llvm::Expected<RunResult> runChecked(const Graph &graph, Allocator &allocator,
+                                     Device &device, bool checkArena,
+                                     llvm::StringRef rogue = "") {
+  cpu::ThreadPoolParallelFor parallel(1);
+  Executor executor(graph, cpuRunners(graph, parallel, rogue), allocator,
+                    device, /*profile=*/false, checkArena);
+  auto inputs = driver::makeInputs(graph, {}, /*seed=*/1);
+  REQUIRE(bool(inputs));
+  std::vector<Tensor> views;
+  for (const OwnedTensor &input : *inputs)
+    views.push_back(input.view());
+  return executor.run(views);
+}
+
+} // namespace
+
+TEST_CASE("a checked arena measures the bytes touched from its poison") {
+  auto graph = parse(kStep);
+  plan(*graph);
+  const MemoryPlan &memoryPlan = *graph->getMemoryPlan();
+  std::unique_ptr<Device> device = createHostDevice();
+  ArenaAllocator allocator(memoryPlan, *device, kArenaGuardBytes);
+  auto result = runChecked(*graph, allocator, *device, /*checkArena=*/true);
+  REQUIRE_MESSAGE(bool(result), errorToString(result.takeError()));
+  CHECK(result->touchedBytes == memoryPlan.arenaBytes);
+  CHECK(result->peakBytes == memoryPlan.arenaBytes);
+  // Unchecked, nothing is measured.
+  auto unchecked = runChecked(*graph, allocator, *device, false);
+  REQUIRE_MESSAGE(bool(unchecked), errorToString(unchecked.takeError()));
+  CHECK(unchecked->touchedBytes == 0);
+}
+
+TEST_CASE("a checked arena refuses an allocator that ignores the plan") {
+  auto graph = parse(kStep);
+  plan(*graph);
+  const MemoryPlan &memoryPlan = *graph->getMemoryPlan();
+  std::unique_ptr<Device> device = createHostDevice();
+  IgnoresPlanAllocator allocator(memoryPlan, *device);
+  // Bookkeeping cannot tell: the step runs and reports the planned peak.
+  auto unchecked = runChecked(*graph, allocator, *device, false);
+  REQUIRE_MESSAGE(bool(unchecked), errorToString(unchecked.takeError()));
+  CHECK(unchecked->peakBytes == memoryPlan.arenaBytes);
+  // The checked arena finds the first value away from its planned offset.
+  auto checked = runChecked(*graph, allocator, *device, true);
+  REQUIRE(!checked);
+  std::string message = errorToString(checked.takeError());
+  CHECK_MESSAGE(llvm::StringRef(message).startswith("checked arena: %"),
+                message);
+  CHECK_MESSAGE(llvm::StringRef(message).contains(
+                    "lies at arena offset 0, not at its planned offset"),
+                message);
+  // Tensors of their own, outside the arena.
+  HeapAllocator heap(*device);
+  auto outside = runChecked(*graph, heap, *device, true);
+  REQUIRE(!outside);
+  CHECK(errorToString(outside.takeError()) ==
+        "checked arena: %a of node 'a' is placed, but the allocator shows no "
+        "arena");
+}
+
+TEST_CASE("a checked arena refuses a kernel writing outside its result") {
+  auto graph = parse(kStep);
+  plan(*graph);
+  const MemoryPlan &memoryPlan = *graph->getMemoryPlan();
+  std::unique_ptr<Device> device = createHostDevice();
+  for (const char *rogue : {"a", "b", "c"}) {
+    ArenaAllocator allocator(memoryPlan, *device, kArenaGuardBytes);
+    auto result =
+        runChecked(*graph, allocator, *device, /*checkArena=*/true, rogue);
+    REQUIRE(!result);
+    uint64_t end = *memoryPlan.lookup(graph->lookup(rogue)) + 16;
+    std::string expected = std::string("checked arena: node '") + rogue +
+                           "' (" + graph->lookup(rogue)->getDefiningNode()->getOpSpelling() +
+                           ") wrote the arena outside its results' planned "
+                           "ranges, at offset " +
+                           std::to_string(end);
+    if (end >= memoryPlan.arenaBytes)
+      expected += ", in the guard after the planned " +
+                  std::to_string(memoryPlan.arenaBytes) + " bytes";
+    CHECK(errorToString(result.takeError()) == expected);
+  }
+}
+
+TEST_CASE("a checked arena over 256 KiB watches a window around each result") {
+  // 1 MiB tensors: the arena is compared in windows, not whole.
+  auto graph = parse(R"(graph @big(%x: f32[262144]) {
+  %a = Exp(%x) : f32[262144]
+  %b = Neg(%a) : f32[262144]
+  %c = Exp(%a) : f32[262144]
+  return %b, %c
+}
+)");
+  plan(*graph);
+  const MemoryPlan &memoryPlan = *graph->getMemoryPlan();
+  REQUIRE(memoryPlan.arenaBytes > (uint64_t(1) << 20));
+  std::unique_ptr<Device> device = createHostDevice();
+  ArenaAllocator allocator(memoryPlan, *device, kArenaGuardBytes);
+  auto result = runChecked(*graph, allocator, *device, /*checkArena=*/true);
+  REQUIRE_MESSAGE(bool(result), errorToString(result.takeError()));
+  CHECK(result->touchedBytes == memoryPlan.arenaBytes);
+  for (const char *rogue : {"a", "b", "c"}) {
+    auto bad = runChecked(*graph, allocator, *device, true, rogue);
+    REQUIRE(!bad);
+    uint64_t end = *memoryPlan.lookup(graph->lookup(rogue)) + (1 << 20);
+    CHECK_MESSAGE(llvm::StringRef(errorToString(bad.takeError()))
+                      .contains("at offset " + std::to_string(end)),
+                  rogue);
+  }
+}
