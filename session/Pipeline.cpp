@@ -182,11 +182,7 @@ llvm::Expected<PipelineResult> runPipeline(ir::Graph &graph,
     pm.enableTiming(&diag);
   if (auto changed = pm.run(graph); !changed)
     return changed.takeError();
-  for (const passes::Pass *pass : pm.getPasses())
-    if (pass->getName() == "remat")
-      if (const llvm::json::Object *report =
-              static_cast<const passes::RematPass *>(pass)->getReport())
-        result.rematReport = *report;
+  result.rematReport = pm.getResults().rematReport;
   return result;
 }
 
