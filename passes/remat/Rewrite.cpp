@@ -1,6 +1,8 @@
 //===- passes/remat/Rewrite.cpp - Inserting recompute subgraphs -----------===//
 #include "passes/remat/Rewrite.h"
 
+#include "ir/GradientName.h"
+
 #include "llvm/ADT/DenseMap.h"
 
 namespace remat::passes::recompute {
@@ -63,7 +65,8 @@ private:
     for (ir::Value *operand : def->getOperands())
       materialize(operand, before);
     ir::Node *clone =
-        graph_.cloneNode(*def, clones_, before, ir::Stage::Recompute, ".remat");
+        graph_.cloneNode(*def, clones_, before, ir::Stage::Recompute,
+                         ir::kRecomputeSuffix);
     if (undo_)
       undo_->clones.push_back(clone);
     ++stats_.clonedNodes;

@@ -577,3 +577,22 @@ TEST_CASE("remat: a cost profile's rates reach the nodes it does not name") {
                   bad.json << " gave: " << message);
   }
 }
+
+TEST_CASE("remat: a clone costs its original's measured time, whatever its "
+          "name") {
+  std::unique_ptr<Graph> graph = parseText(kMlpText);
+  Node *m0 = graph->lookup("m0")->getDefiningNode();
+  recompute::CostProfile profile;
+  profile.nodeSeconds["m0"] = 0.5;
+  llvm::DenseMap<const Value *, Value *> map;
+  Node *clone =
+      graph->cloneNode(*m0, map, nullptr, Stage::Recompute, ".again");
+  CHECK(clone->getOrigin() == m0);
+  CHECK(recompute::nodeSeconds(*clone, profile) == 0.5);
+  // A node named like a clone that is none costs what it computes.
+  Node *lookalike =
+      graph->cloneNode(*m0, map, nullptr, Stage::Recompute, ".remat");
+  lookalike->setOrigin(nullptr);
+  CHECK(lookalike->getResult(0)->getName() == "m0.remat");
+  CHECK(recompute::nodeSeconds(*lookalike, profile) != 0.5);
+}
