@@ -298,7 +298,7 @@ llvm::Error checkEquivalence(runtime::Backend &backend,
     ir::TensorDataPtr x = ra->outputs[i].toData();
     ir::TensorDataPtr y = rb->outputs[i].toData();
     llvm::StringRef name = reference.getOutputs()[i]->getName();
-    if (ir::isGradientName(name))
+    if (reference.getOutputs()[i]->getGradientOf())
       ++gradients;
     if (ir::getUpdatedInput(reference.getOutputs()[i]))
       ++updates;

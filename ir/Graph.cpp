@@ -34,6 +34,13 @@ void Value::setName(llvm::StringRef name) {
   graph_->registerName(this);
 }
 
+void Value::setGradientOf(Value *weight) {
+  assert((!weight || (!isGraphInput() && weight->isGraphInput() &&
+                      weight->graph_ == graph_)) &&
+         "a gradient mark is a node result's and names an input");
+  gradientOf_ = weight;
+}
+
 void Value::setType(TensorType type) {
   if (graph_)
     graph_->clearMemoryPlan();
@@ -68,6 +75,9 @@ void Value::replaceAllUsesWith(Value *other) {
     other->addUse(use);
   }
   uses_.clear();
+  // What this value stood for goes with its uses.
+  if (gradientOf_ && !other->gradientOf_ && !other->isGraphInput())
+    std::swap(gradientOf_, other->gradientOf_);
   if (numOutputUses_ == 0)
     return;
   for (Value *&output : graph_->outputs_) {
@@ -100,6 +110,20 @@ Node::~Node() {
   for (unsigned i = 0; i < operands_.size(); ++i)
     if (operands_[i])
       operands_[i]->removeUse({this, i});
+  setOrigin(nullptr);
+  for (Node *copy : copies_)
+    copy->origin_ = nullptr;
+}
+
+void Node::setOrigin(Node *origin) {
+  assert((!origin || (origin->graph_ == graph_ && !origin->origin_ &&
+                      origin != this)) &&
+         "an origin is another original node of the same graph");
+  if (origin_)
+    origin_->copies_.erase(llvm::find(origin_->copies_, this));
+  origin_ = origin;
+  if (origin_)
+    origin_->copies_.push_back(this);
 }
 
 void Node::setOperand(unsigned i, Value *value) {
@@ -222,6 +246,10 @@ void Graph::eraseInput(Value *input) {
     return v.get() == input;
   });
   assert(it != inputs_.end() && "not an input of this graph");
+  for (Node &node : nodes_)
+    for (const auto &result : node.results_)
+      if (result->gradientOf_ == input)
+        result->gradientOf_ = nullptr;
   inputs_.erase(it);
 }
 
@@ -335,6 +363,7 @@ Node *Graph::cloneNode(const Node &node,
   copy->stage_ = stage;
   copy->layer_ = node.layer_;
   copy->loc_ = node.loc_;
+  copy->setOrigin(node.origin_ ? node.origin_ : const_cast<Node *>(&node));
   for (unsigned i = 0; i < node.getNumResults(); ++i)
     valueMap[node.getResult(i)] = copy->getResult(i);
   return copy;
@@ -344,6 +373,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   auto copy = std::make_unique<Graph>(name_);
   copy->sourceName_ = sourceName_;
   llvm::DenseMap<const Value *, Value *> map;
+  llvm::DenseMap<const Node *, Node *> nodeMap;
   for (const auto &input : inputs_) {
     Value *newInput = copy->addInput(input->name_, input->type_,
                                      input->isWeight_);
@@ -370,6 +400,15 @@ std::unique_ptr<Graph> Graph::clone() const {
     newNode->layer_ = node.layer_;
     newNode->loc_ = node.loc_;
     copy->nodes_.push_back(newNode);
+    nodeMap[&node] = newNode;
+  }
+  for (const Node &node : nodes_) {
+    Node *newNode = nodeMap[&node];
+    if (node.origin_)
+      newNode->setOrigin(nodeMap[node.origin_]);
+    for (unsigned i = 0; i < node.getNumResults(); ++i)
+      if (Value *weight = node.getResult(i)->gradientOf_)
+        newNode->getResult(i)->gradientOf_ = map[weight];
   }
   for (Value *output : outputs_)
     copy->addOutput(map[output]);
@@ -453,6 +492,23 @@ bool graphsEqual(const Graph &a, const Graph &b, std::string *why) {
     }
     if (x.getAttrs() != y.getAttrs())
       return fail(why, label + ": attributes differ");
+    auto nameOf = [](const Value *value) {
+      return value ? ("%" + value->getName()).str() : std::string("none");
+    };
+    auto originOf = [&](const Node &node) {
+      return nameOf(node.getOrigin() ? node.getOrigin()->getResult(0)
+                                     : nullptr);
+    };
+    if (originOf(x) != originOf(y))
+      return fail(why, label + ": origins differ (" + originOf(x) + " vs " +
+                           originOf(y) + ")");
+    for (unsigned i = 0; i < x.getNumResults(); ++i) {
+      std::string gx = nameOf(x.getResult(i)->getGradientOf());
+      std::string gy = nameOf(y.getResult(i)->getGradientOf());
+      if (gx != gy)
+        return fail(why, label + ": result " + llvm::Twine(i) +
+                             " is the gradient of " + gx + " vs " + gy);
+    }
   }
   if (a.getOutputs().size() != b.getOutputs().size())
     return fail(why, "output counts differ");

@@ -117,6 +117,15 @@ public:
   bool isWeight() const { return isWeight_; }
   void setWeight(bool isWeight) { isWeight_ = isWeight; }
 
+  /// The weight this value is the gradient of, or null: autodiff marks
+  /// each weight's gradient, the .rir text keeps the mark (`grad(%w)`), an
+  /// ONNX model its `<w>_grad` name. It is what makes a graph a training
+  /// step and what the optimizer updates; the name is for people only.
+  /// Only a node result carries one, and \p weight must be a weight input of
+  /// the same graph (erasing that input clears the mark).
+  Value *getGradientOf() const { return gradientOf_; }
+  void setGradientOf(Value *weight);
+
   /// Initial contents of a graph input (weights imported with data), or null.
   const TensorDataPtr &getData() const { return data_; }
   void setData(TensorDataPtr data) { data_ = std::move(data); }
@@ -170,6 +179,7 @@ private:
   std::vector<Use> uses_;
   unsigned numOutputUses_ = 0;
   bool isWeight_ = false;
+  Value *gradientOf_ = nullptr;
   TensorDataPtr data_;
   Loc loc_;
 };
@@ -221,6 +231,16 @@ public:
 
   Stage getStage() const { return stage_; }
   void setStage(Stage stage) { stage_ = stage; }
+  /// The node this one is a copy of (Graph::cloneNode: remat's recompute
+  /// clones), or null. Always an original, never a copy itself; erasing the
+  /// original clears it. Kept in .rir as `origin(%firstResult)`; the cost
+  /// model prices a copy as its original (a measured profile names
+  /// originals only).
+  Node *getOrigin() const { return origin_; }
+  /// Makes this node a copy of \p origin (null: of none). \p origin must be
+  /// a node of the same graph that is not a copy itself.
+  void setOrigin(Node *origin);
+
   /// Model layer index for reports, or -1.
   int getLayer() const { return layer_; }
   void setLayer(int layer) { layer_ = layer; }
@@ -257,6 +277,9 @@ private:
   Stage stage_ = Stage::Forward;
   int layer_ = -1;
   Loc loc_;
+  Node *origin_ = nullptr;
+  /// The nodes whose origin this is, so that erasing it clears theirs.
+  llvm::SmallVector<Node *, 0> copies_;
 };
 
 /// A model graph: inputs (weights among them), a scheduled node list, and
@@ -286,7 +309,8 @@ public:
   //  Result:  graph @g(%x: f32[2], %w: f32[2] weight)
   Value *addInput(llvm::StringRef name, TensorType type,
                   bool isWeight = false);
-  /// Removes input \p input, which must have no uses and not be an output.
+  /// Removes input \p input, which must have no uses and not be an output;
+  /// a gradient marked as its (Value::getGradientOf) loses the mark.
   void eraseInput(Value *input);
   llvm::SmallVector<Value *, 8> getInputs() const;
   unsigned getNumInputs() const { return inputs_.size(); }
@@ -309,8 +333,9 @@ public:
   /// Copies \p node (same op, attributes and layer) before \p insertBefore
   /// (at the end when null), with each operand replaced by its entry in
   /// \p valueMap when it has one, stage \p stage, and results named after the
-  /// originals plus \p nameSuffix (made unique). Each original result maps
-  /// to its copy in \p valueMap afterwards.
+  /// originals plus \p nameSuffix (made unique). The copy's origin is
+  /// \p node's origin, or \p node when it has none. Each original result
+  /// maps to its copy in \p valueMap afterwards.
   //  Given:   %1 = a(); %2 = f(%1); %3 = g(%2) bwd
   //  Execute: g.cloneNode(node(%2), {%1 -> %9}, node(%3), Recompute, ".remat")
   //  Result:  %1 = a(); %2 = f(%1); %2.remat = f(%9) remat; %3 = g(%2) bwd
@@ -384,7 +409,8 @@ private:
 
 /// \returns true if \p a and \p b have the same name, inputs (names, types,
 /// weight flags, data), nodes in the same order (ops, operands by name,
-/// results, attributes, stages) and outputs. On a difference, \p why (when
+/// results and their gradient marks, attributes, stages, origins) and
+/// outputs. On a difference, \p why (when
 /// given) describes the first one found.
 bool graphsEqual(const Graph &a, const Graph &b, std::string *why = nullptr);
 

@@ -485,6 +485,11 @@ private:
   /// Adds the operands of deferred nodes and checks their arity. Every name
   /// is defined by then (parseReturn reports the first undefined use).
   llvm::Error resolveForwardReferences();
+  /// Parses the marks after a node's stage: `origin(%x)` and `grad(...)`
+  /// (one weight or `_` per result).
+  llvm::Error parseNodeMarks(Node *node);
+  /// Sets the origins parseNodeMarks read, once every node is known.
+  llvm::Error resolveOrigins();
   std::string quoteName(llvm::StringRef name) const {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -506,6 +511,8 @@ private:
   std::vector<DeferredNode> deferredNodes_;
   std::vector<NameRef> deferredRefs_;
   llvm::DenseSet<const Node *> deferredSet_;
+  /// Each `origin(%x)` read: the copy and the name of its original.
+  std::vector<std::pair<Node *, NameRef>> origins_;
 };
 
 llvm::Error Parser::withLoc(Loc loc, llvm::Error err) const {
@@ -585,6 +592,8 @@ llvm::Error Parser::parseAndCheck() {
   if (!tok_.is(TokenKind::Eof))
     return expectedError("end of input");
   if (auto err = resolveForwardReferences())
+    return err;
+  if (auto err = resolveOrigins())
     return err;
 
   // Now that every operand is known, check declared types against
@@ -727,7 +736,8 @@ llvm::Error Parser::parseNode() {
     resultTypes.push_back(std::move(type));
   } while (consumeIf(TokenKind::Comma));
   Stage stage = Stage::Forward;
-  if (tok_.is(TokenKind::Identifier) && !tok_.isKeyword("return")) {
+  if (tok_.is(TokenKind::Identifier) && !tok_.isKeyword("return") &&
+      !tok_.isKeyword("origin") && !tok_.isKeyword("grad")) {
     if (tok_.text == "bwd")
       stage = Stage::Backward;
     else if (tok_.text == "remat")
@@ -770,6 +780,8 @@ llvm::Error Parser::parseNode() {
     if (auto err = define(resultNames[i], resultLocs[i], result))
       return err;
   }
+  if (auto err = parseNodeMarks(node))
+    return err;
   if (hasForwardRef) {
     deferredNodes_.push_back(
         DeferredNode{node, deferredRefs_.size(), operandRefs.size()});
@@ -780,6 +792,77 @@ llvm::Error Parser::parseNode() {
   }
   if (auto err = checkArity(*node))
     return withLoc(nodeLoc, std::move(err));
+  return llvm::Error::success();
+}
+
+llvm::Error Parser::parseNodeMarks(Node *node) {
+  if (tok_.isKeyword("origin")) {
+    advance();
+    NameRef ref;
+    if (auto err = expect(TokenKind::LParen, "'('"))
+      return err;
+    if (auto err = parseName(TokenKind::ValueName, ref.name, ref.loc))
+      return err;
+    if (auto err = expect(TokenKind::RParen, "')'"))
+      return err;
+    origins_.push_back({node, ref});
+  }
+  if (!tok_.isKeyword("grad"))
+    return llvm::Error::success();
+  Token gradToken = tok_;
+  advance();
+  if (auto err = expect(TokenKind::LParen, "'('"))
+    return err;
+  // One entry per result: a weight input, or `_` for a result that is no
+  // weight's gradient.
+  std::string label = node->getOpSpelling() + " '" +
+                      quoteName(node->getResult(0)->getName()) + "'";
+  unsigned i = 0;
+  do {
+    if (i == node->getNumResults())
+      return errorAt(gradToken, "grad(...) of " + label +
+                                    " has more entries than its " +
+                                    llvm::Twine(node->getNumResults()) +
+                                    " results");
+    Value *result = node->getResult(i++);
+    if (tok_.isKeyword("_")) {
+      advance();
+      continue;
+    }
+    NameRef ref;
+    if (auto err = parseName(TokenKind::ValueName, ref.name, ref.loc))
+      return err;
+    Value *weight = values_.lookup(ref.name);
+    if (!weight || !weight->isGraphInput() || !weight->isWeight())
+      return errorAt(ref.loc, "grad(" + quoteName(ref.name) +
+                                  ") must name a weight input of the graph");
+    result->setGradientOf(weight);
+  } while (consumeIf(TokenKind::Comma));
+  if (i != node->getNumResults())
+    return errorAt(gradToken, "grad(...) of " + label + " has " +
+                                  llvm::Twine(i) + " entries for " +
+                                  llvm::Twine(node->getNumResults()) +
+                                  " results");
+  return expect(TokenKind::RParen, "')'");
+}
+
+llvm::Error Parser::resolveOrigins() {
+  llvm::DenseSet<const Node *> copies;
+  for (const auto &[copy, ref] : origins_)
+    copies.insert(copy);
+  for (const auto &[copy, ref] : origins_) {
+    Value *value = values_.lookup(ref.name);
+    if (!value)
+      return errorAt(ref.loc,
+                     "use of undefined value '" + quoteName(ref.name) + "'");
+    Node *origin = value->getDefiningNode();
+    if (!origin || origin == copy || copies.count(origin) ||
+        value->getResultIndex() != 0)
+      return errorAt(ref.loc, "origin(" + quoteName(ref.name) +
+                                  ") must name the first result of another "
+                                  "node that is not a copy itself");
+    copy->setOrigin(origin);
+  }
   return llvm::Error::success();
 }
 

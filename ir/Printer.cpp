@@ -245,6 +245,24 @@ void printNode(const Node &node, llvm::raw_ostream &os) {
   }
   if (node.getStage() != Stage::Forward)
     os << ' ' << stageName(node.getStage());
+  if (const Node *origin = node.getOrigin()) {
+    os << " origin(";
+    printValueRef(origin->getResult(0)->getName(), os);
+    os << ')';
+  }
+  llvm::SmallVector<Value *, 2> results = node.getResults();
+  if (llvm::any_of(results, [](const Value *v) { return v->getGradientOf(); })) {
+    os << " grad(";
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (i != 0)
+        os << ", ";
+      if (const Value *weight = results[i]->getGradientOf())
+        printValueRef(weight->getName(), os);
+      else
+        os << '_';
+    }
+    os << ')';
+  }
   os << '\n';
 }
 

@@ -291,7 +291,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
           unusedWeights_ == "drop") &&
          "checked when the option was parsed");
   for (Value *output : graph.getOutputs())
-    if (ir::isGradientName(output->getName()))
+    if (output->getGradientOf())
       return makeError("graph already has gradient outputs ('" +
                        output->getName() + "')");
 
@@ -422,6 +422,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
       }
     }
     used.insert(grad);
+    grad->setGradientOf(weight);
     graph.addOutput(grad);
   }
 

@@ -1,7 +1,6 @@
 //===- passes/Liveness.cpp - Live ranges and peak memory ------------------===//
 #include "passes/Liveness.h"
 
-#include "ir/GradientName.h"
 #include "ir/UpdateName.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -136,14 +135,12 @@ MemoryCategory Liveness::classify(const ir::Value *value) const {
   if (stage == ir::Stage::Recompute)
     return MemoryCategory::Recompute;
   if (value->isGraphOutput() &&
-      (stage == ir::Stage::Backward || ir::isGradientName(value->getName())))
+      (stage == ir::Stage::Backward || value->getGradientOf()))
     return MemoryCategory::Gradients;
   // A weight's gradient that the optimizer consumes instead of an output.
-  if (stage == ir::Stage::Backward && ir::isGradientName(value->getName()))
-    if (const ir::Value *weight = value->getGraph()->lookup(
-            value->getName().drop_back(ir::kGradientSuffix.size()));
-        weight && weight->isGraphInput() && weight->isWeight())
-      return MemoryCategory::Gradients;
+  if (stage == ir::Stage::Backward && value->getGradientOf() &&
+      value->getGradientOf()->isWeight())
+    return MemoryCategory::Gradients;
   if (stage == ir::Stage::Forward &&
       llvm::any_of(value->getUses(), [](const ir::Use &use) {
         return use.user->getStage() == ir::Stage::Backward;

@@ -24,7 +24,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Builder.h"
-#include "ir/GradientName.h"
 #include "ir/Support.h"
 #include "ir/UpdateName.h"
 #include "passes/Passes.h"
@@ -310,11 +309,8 @@ llvm::Expected<bool> OptimizerPass::run(ir::Graph &graph) {
   };
   std::vector<Entry> entries;
   for (ir::Value *output : graph.getOutputs()) {
-    if (!ir::isGradientName(output->getName()) || output->isGraphInput())
-      continue;
-    ir::Value *weight = graph.lookup(
-        output->getName().drop_back(ir::kGradientSuffix.size()));
-    if (!weight || !weight->isGraphInput() || !weight->isWeight())
+    ir::Value *weight = output->getGradientOf();
+    if (!weight || !weight->isWeight())
       continue;
     if (weight->getType().getDType() != ir::DType::F32 ||
         output->getType() != weight->getType())
@@ -325,8 +321,8 @@ llvm::Expected<bool> OptimizerPass::run(ir::Graph &graph) {
     entries.push_back({weight, output});
   }
   if (entries.empty())
-    return makeError("the graph has no weight gradient outputs (`<weight>" +
-                     ir::kGradientSuffix + "`): run autodiff first");
+    return makeError("the graph has no weight gradient outputs: run autodiff "
+                     "first");
   for (const Entry &entry : entries)
     if (graph.lookup(ir::updatedName(entry.weight->getName())))
       return makeError("the graph already has a value named '" +

@@ -9,9 +9,11 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -77,6 +79,15 @@ struct PassContext {
   ir::NodeEvaluator evaluator;
 };
 
+/// What the passes of a pipeline found or decided that whoever ran it reads
+/// afterwards: one typed field per kind of result, filled by the pass that
+/// has it (Pass::addResults), so that no caller looks a pass up by its name.
+struct PassResults {
+  /// The remat pass's decisions (the "remat" section of --report, the API's
+  /// plan), from the last remat pass that ran.
+  std::optional<llvm::json::Object> rematReport;
+};
+
 /// A transformation or analysis over a Graph. Passes are created by the
 /// PassRegistry from passes/Passes.def; nothing registers itself at load.
 class Pass {
@@ -92,6 +103,11 @@ public:
   /// error a user can act on. Must keep Note [Schedule]; the PassManager
   /// verifies after every pass.
   virtual llvm::Expected<bool> run(ir::Graph &graph) = 0;
+
+  /// Adds what the last run() found or decided to \p results. The
+  /// PassManager calls it after each successful run; most passes have
+  /// nothing to add.
+  virtual void addResults(PassResults &results) const { (void)results; }
 
   llvm::ArrayRef<PassOption> getOptions() const { return options_; }
   /// Parses \p value into option \p key. An unknown key is an error that

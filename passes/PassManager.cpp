@@ -97,6 +97,7 @@ llvm::Expected<bool> PassManager::run(ir::Graph &graph) {
   std::vector<std::pair<std::string, double>> times;
   double verifySeconds = 0;
   bool changed = false;
+  results_ = PassResults();
   for (const std::unique_ptr<Pass> &pass : passes_) {
     if (diagnostics_)
       pass->setDiagnosticStream(diagnostics_);
@@ -113,6 +114,7 @@ llvm::Expected<bool> PassManager::run(ir::Graph &graph) {
     if (invalid)
       return makeError("invalid IR after pass '" + pass->getName() +
                        "': " + errorToString(std::move(invalid)));
+    pass->addResults(results_);
     times.emplace_back(pass->getName().str(),
                        std::chrono::duration<double>(ran - start).count());
     verifySeconds += std::chrono::duration<double>(verified - ran).count();

@@ -56,13 +56,8 @@ public:
   /// fold-constants and canonicalize); run() hands it to each pass.
   void setContext(PassContext context) { context_ = std::move(context); }
   size_t size() const { return passes_.size(); }
-  /// The passes in pipeline order (for reading what a pass reported).
-  std::vector<const Pass *> getPasses() const {
-    std::vector<const Pass *> passes;
-    for (const std::unique_ptr<Pass> &pass : passes_)
-      passes.push_back(pass.get());
-    return passes;
-  }
+  /// What the passes of the last run() reported (Pass::addResults).
+  const PassResults &getResults() const { return results_; }
   /// Sets option \p key to \p value on every pass named \p passName in the
   /// pipeline (for command-line flags such as --unused-weights that stand
   /// for a pass option). A pass the pipeline lacks is an error: a flag for
@@ -86,6 +81,7 @@ private:
   llvm::raw_ostream *timing_ = nullptr;
   llvm::raw_ostream *diagnostics_ = nullptr;
   PassContext context_;
+  PassResults results_;
 };
 
 /// Parses a textual pipeline, e.g. `dce,cse,fold-constants{max-elements=64}`

@@ -229,11 +229,10 @@ public:
     return "recompute activations in backward to fit a memory budget";
   }
   llvm::Expected<bool> run(ir::Graph &graph) override;
-
-  /// What the last run decided (the "remat" section of --report), or null
-  /// before a successful run.
-  const llvm::json::Object *getReport() const {
-    return report_ ? &*report_ : nullptr;
+  /// Hands on what the last run decided (PassResults::rematReport).
+  void addResults(PassResults &results) const override {
+    if (report_)
+      results.rematReport = *report_;
   }
 
 private:

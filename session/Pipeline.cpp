@@ -1,7 +1,6 @@
 //===- session/Pipeline.cpp - Pipelines the tools share -------------------===//
 #include "session/Pipeline.h"
 
-#include "ir/GradientName.h"
 #include "ir/Support.h"
 #include "ir/UpdateName.h"
 #include "ir/Verifier.h"
@@ -15,7 +14,7 @@ namespace remat::session {
 
 bool isTrainingStep(const ir::Graph &graph) {
   return llvm::any_of(graph.getOutputs(), [](const ir::Value *value) {
-    return ir::isGradientName(value->getName()) || ir::getUpdatedInput(value);
+    return value->getGradientOf() || ir::getUpdatedInput(value);
   });
 }
 
@@ -24,8 +23,7 @@ int findLossOutput(const ir::Graph &graph) {
   for (size_t i = 0; i < graph.getOutputs().size(); ++i) {
     const ir::Value *output = graph.getOutputs()[i];
     if (training) {
-      if (!ir::isGradientName(output->getName()) &&
-          !ir::getUpdatedInput(output))
+      if (!output->getGradientOf() && !ir::getUpdatedInput(output))
         return int(i);
       continue;
     }
@@ -182,11 +180,7 @@ llvm::Expected<PipelineResult> runPipeline(ir::Graph &graph,
     pm.enableTiming(&diag);
   if (auto changed = pm.run(graph); !changed)
     return changed.takeError();
-  for (const passes::Pass *pass : pm.getPasses())
-    if (pass->getName() == "remat")
-      if (const llvm::json::Object *report =
-              static_cast<const passes::RematPass *>(pass)->getReport())
-        result.rematReport = *report;
+  result.rematReport = pm.getResults().rematReport;
   return result;
 }
 

@@ -47,7 +47,8 @@ struct PipelineOptions {
 };
 
 /// \returns true if \p graph is already a training step: an output is a
-/// weight's gradient or an update written over an input (ir/UpdateName.h).
+/// weight's gradient (Value::getGradientOf) or an update written over an
+/// input (ir/UpdateName.h).
 bool isTrainingStep(const ir::Graph &graph);
 
 /// \returns the index of \p graph's loss output: the first output that is

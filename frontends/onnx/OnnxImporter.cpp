@@ -31,6 +31,7 @@
 
 #include "frontends/onnx/OnnxTensor.h"
 
+#include "ir/GradientName.h"
 #include "ir/Hash.h"
 #include "ir/ShapeInference.h"
 #include "ir/Limits.h"
@@ -1945,6 +1946,9 @@ Expected<std::unique_ptr<Graph>> Importer::run() {
       dead.push_back(&node);
   for (Node *node : dead)
     graph_->eraseNode(node);
+  // ONNX has no room for a gradient's weight or a clone's original: remat's
+  // exporter leaves them in the names.
+  ir::recoverMarksFromNames(*graph_);
 
   if (auto err = verify(*graph_))
     return fileError("imported graph does not verify: " +

@@ -87,11 +87,9 @@ double nodeBytes(const ir::Node &node) {
 
 double nodeSeconds(const ir::Node &node, const CostProfile &profile) {
   if (!profile.nodeSeconds.empty()) {
-    llvm::StringRef name = node.getResult(0)->getName();
-    size_t remat = name.find(".remat");
-    if (remat != llvm::StringRef::npos)
-      name = name.take_front(remat);
-    auto it = profile.nodeSeconds.find(name);
+    // A profile times originals; a copy costs what its original does.
+    const ir::Node &timed = node.getOrigin() ? *node.getOrigin() : node;
+    auto it = profile.nodeSeconds.find(timed.getResult(0)->getName());
     if (it != profile.nodeSeconds.end())
       return it->second;
   }

@@ -77,7 +77,7 @@ double nodeFlops(const ir::Node &node);
 /// when given).
 double nodeBytes(const ir::Node &node);
 /// \returns the predicted seconds of \p node under \p profile. A recompute
-/// clone (".remat" names) costs what its original costs.
+/// clone (Node::getOrigin) costs what its original costs.
 double nodeSeconds(const ir::Node &node, const CostProfile &profile);
 
 } // namespace remat::passes::recompute

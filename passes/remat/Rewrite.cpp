@@ -1,6 +1,8 @@
 //===- passes/remat/Rewrite.cpp - Inserting recompute subgraphs -----------===//
 #include "passes/remat/Rewrite.h"
 
+#include "ir/GradientName.h"
+
 #include "llvm/ADT/DenseMap.h"
 
 namespace remat::passes::recompute {
@@ -102,7 +104,8 @@ private:
   void cloneInto(llvm::DenseMap<const ir::Value *, ir::Value *> &map,
                  const ir::Node &def, ir::Node *before) {
     ir::Node *clone =
-        graph_.cloneNode(def, map, before, ir::Stage::Recompute, ".remat");
+        graph_.cloneNode(def, map, before, ir::Stage::Recompute,
+                         ir::kRecomputeSuffix);
     if (undo_)
       undo_->clones.push_back(clone);
     ++stats_.clonedNodes;

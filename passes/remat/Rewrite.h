@@ -8,7 +8,8 @@
 // forward graph outputs; anything else on the way is cloned too (operands
 // first, so the schedule stays topological). A clone, once built, serves
 // every later backward use, so a recomputed segment is rebuilt once.
-// Clones are Stage::Recompute nodes named `<original>.remat`; a Dropout
+// Clones are Stage::Recompute nodes whose origin is the original
+// (Node::getOrigin), named `<original>.remat` for people; a Dropout
 // clone draws the same mask from its (seed, index) stream, so every
 // recomputed value equals its original bit for bit.
 //

@@ -555,7 +555,7 @@ TEST_CASE("autodiff: errors") {
                   "path from a weight to the loss 'l'");
   expectError(R"(graph @g(%a: f64[2] weight) {
     %l = ReduceSum(%a) {keepdims = 0} : f64[]
-    %a_grad = Exp(%a) : f64[2]
+    %a_grad = Exp(%a) : f64[2] grad(%a)
     return %l, %a_grad })",
               "", "graph already has gradient outputs ('a_grad')");
   expectError(R"(graph @g(%x: f64[1,2,3] , %w: f64[2,1,2] weight) {

@@ -330,3 +330,66 @@ TEST_CASE("Builder creates nothing when inference fails") {
   CHECK(graph.getNumNodes() == 0);
   CHECK_FALSE(shape->hasUses());
 }
+
+TEST_CASE("cloneNode records the original; erasing it clears the mark") {
+  Fixture f;
+  llvm::DenseMap<const Value *, Value *> map;
+  Node *copy =
+      f.graph.cloneNode(*f.add, map, f.relu, Stage::Recompute, ".remat");
+  CHECK(copy->getOrigin() == f.add);
+  CHECK(f.add->getOrigin() == nullptr);
+  // A copy of a copy is a copy of the original.
+  Node *again =
+      f.graph.cloneNode(*copy, map, f.relu, Stage::Recompute, ".remat");
+  CHECK(again->getOrigin() == f.add);
+
+  // Graph::clone keeps the marks, and graphsEqual compares them.
+  std::unique_ptr<Graph> cloned = f.graph.clone();
+  CHECK(cloned->lookup("a.remat")->getDefiningNode()->getOrigin() ==
+        cloned->lookup("a")->getDefiningNode());
+  std::string why;
+  CHECK_MESSAGE(graphsEqual(f.graph, *cloned, &why), why);
+  copy->setOrigin(nullptr);
+  CHECK_FALSE(graphsEqual(f.graph, *cloned, &why));
+  CHECK(why == "node Add '%a.remat': origins differ (none vs %a)");
+  copy->setOrigin(f.add);
+
+  // Once the original is erased, its copies are originals themselves.
+  f.add->getResult(0)->replaceAllUsesWith(copy->getResult(0));
+  f.graph.eraseNode(f.add);
+  CHECK(copy->getOrigin() == nullptr);
+  CHECK(again->getOrigin() == nullptr);
+  requireValid(f.graph);
+}
+
+TEST_CASE("a gradient mark follows the uses and goes with its weight") {
+  Graph graph("g");
+  Value *x = graph.addInput("x", kVec);
+  Value *w = graph.addInput("w", kVec, /*isWeight=*/true);
+  Value *v = graph.addInput("v", kVec, /*isWeight=*/true);
+  Value *g =
+      graph.createNode(OpKind::Mul, {x, w}, {kVec}, {"w_grad"})->getResult(0);
+  Value *h = graph.createNode(OpKind::Add, {x, w}, {kVec}, {"h"})->getResult(0);
+  graph.addOutput(g);
+  g->setGradientOf(w);
+  // The name alone makes nothing a gradient.
+  CHECK(graph.lookup("h")->getGradientOf() == nullptr);
+
+  // Replacing the gradient hands its mark on (fold-constants and
+  // fold-transpose replace a node and keep its name this way).
+  g->replaceAllUsesWith(h);
+  CHECK(h->getGradientOf() == w);
+  CHECK(g->getGradientOf() == nullptr);
+  std::unique_ptr<Graph> cloned = graph.clone();
+  CHECK(cloned->lookup("h")->getGradientOf() == cloned->lookup("w"));
+  std::string why;
+  CHECK_MESSAGE(graphsEqual(graph, *cloned, &why), why);
+  h->setGradientOf(v);
+  CHECK_FALSE(graphsEqual(graph, *cloned, &why));
+  CHECK(why == "node Add '%h': result 0 is the gradient of %v vs %w");
+
+  // Erasing the weight clears the marks that name it.
+  graph.eraseInput(v);
+  CHECK(h->getGradientOf() == nullptr);
+  requireValid(graph);
+}

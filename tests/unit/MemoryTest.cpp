@@ -51,7 +51,7 @@ const char *kSmall = R"(graph @small(%x: f32[16], %w: f32[16] weight) {
   %b = Relu(%a) : f32[16]
   %l = Exp(%b) : f32[16]
   %g = Mul(%l, %a) : f32[16] bwd
-  %w_grad = Neg(%g) : f32[16] bwd
+  %w_grad = Neg(%g) : f32[16] bwd grad(%w)
   return %l, %w_grad
 }
 )";

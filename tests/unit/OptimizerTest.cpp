@@ -19,8 +19,8 @@ namespace {
 const TensorType kVec(DType::F32, {4});
 
 /// A training step by hand: loss = ReduceSum(w * x), w_grad = x * 2
-/// (any value named w_grad will do for the optimizer), and a backward node
-/// %late that reads w after the gradient is complete.
+/// (any value marked as w's gradient will do for the optimizer), and a
+/// backward node %late that reads w after the gradient is complete.
 struct Step {
   Graph graph{"step"};
   Value *x, *w, *grad, *late;
@@ -37,6 +37,7 @@ struct Step {
     Node *g = graph.createNode(OpKind::Add, {x, x}, {kVec}, {"w_grad"});
     g->setStage(Stage::Backward);
     grad = g->getResult(0);
+    grad->setGradientOf(w);
     Node *l = graph.createNode(OpKind::Mul, {w, w}, {kVec}, {"late"});
     l->setStage(Stage::Backward);
     late = l->getResult(0);

@@ -641,3 +641,28 @@ TEST_CASE("lexer errors carry their location") {
   CHECK(parseError("graph @g(%x: f32[2]) {\n  return %x\n}\n$") ==
         "t.rir:4:1: unexpected character '$'");
 }
+
+TEST_CASE("parser checks origins and gradient marks") {
+  llvm::StringRef header = "graph @g(%x: f32[2], %w: f32[2] weight) {\n";
+  auto error = [&](llvm::StringRef body) {
+    return parseError((header + body + "\n}\n").str());
+  };
+  CHECK(error("  %a = Neg(%x) : f32[2] grad(%x)\n  return %a") ==
+        "t.rir:2:30: grad(%x) must name a weight input of the graph");
+  CHECK(error("  %a = Neg(%x) : f32[2] grad(%w, %w)\n  return %a") ==
+        "t.rir:2:25: grad(...) of Neg '%a' has more entries than its 1 "
+        "results");
+  CHECK(error("  %a, %m = Dropout(%x) : f32[2], bool[2] grad(%w)\n"
+              "  return %a") ==
+        "t.rir:2:42: grad(...) of Dropout '%a' has 1 entries for 2 results");
+  CHECK(error("  %a = Neg(%x) : f32[2]\n"
+              "  %b = Neg(%x) : f32[2] remat origin(%a)\n"
+              "  %c = Neg(%x) : f32[2] remat origin(%b)\n  return %c") ==
+        "t.rir:4:38: origin(%b) must name the first result of another node "
+        "that is not a copy itself");
+  CHECK(error("  %a = Neg(%x) : f32[2] origin(%x)\n  return %a") ==
+        "t.rir:2:32: origin(%x) must name the first result of another node "
+        "that is not a copy itself");
+  CHECK(error("  %a = Neg(%x) : f32[2] origin(%z)\n  return %a") ==
+        "t.rir:2:32: use of undefined value '%z'");
+}

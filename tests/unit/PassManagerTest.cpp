@@ -63,6 +63,22 @@ public:
   std::string mode = "a";
 };
 
+/// A pass that reports a plan without being the remat pass: a caller reads
+/// what passes report from PassResults, never by a pass's name.
+class ReportingPass : public Pass {
+public:
+  llvm::StringRef getName() const override { return "reporting"; }
+  llvm::StringRef getSummary() const override { return "test only"; }
+  llvm::Expected<bool> run(Graph &) override {
+    ++runs;
+    return false;
+  }
+  void addResults(PassResults &results) const override {
+    results.rematReport = llvm::json::Object{{"runs", runs}};
+  }
+  int64_t runs = 0;
+};
+
 Graph *makeChain(Graph &graph) {
   TensorType vec(DType::F32, {4});
   Value *x = graph.addInput("x", vec);
@@ -232,4 +248,23 @@ TEST_CASE("timing and print-after-all report each pass") {
   CHECK(printed.find("// -----// IR after 'cse' //----- //") !=
         std::string::npos);
   CHECK(printed.find("graph @g") != std::string::npos);
+}
+
+TEST_CASE("the pass manager hands back what its passes report, typed") {
+  Graph graph("g");
+  makeChain(graph);
+  PassManager pm;
+  pm.addPass(std::make_unique<OptionsPass>());
+  REQUIRE(bool(pm.run(graph)));
+  CHECK_FALSE(pm.getResults().rematReport);
+
+  // Whatever the pass is called, its typed result reaches the caller; each
+  // run starts afresh.
+  pm.addPass(std::make_unique<ReportingPass>());
+  REQUIRE(bool(pm.run(graph)));
+  REQUIRE(pm.getResults().rematReport);
+  CHECK(pm.getResults().rematReport->getInteger("runs").getValueOr(0) == 1);
+  PassManager empty;
+  REQUIRE(bool(empty.run(graph)));
+  CHECK_FALSE(empty.getResults().rematReport);
 }

@@ -520,3 +520,27 @@ TEST_CASE("printer round-trips every graph in tests/ir/*.rir") {
                        << " chunks rejected by the parser (marked)");
   REQUIRE(numGraphs > 0);
 }
+
+TEST_CASE("printer and parser keep origins and gradient marks") {
+  const char *text =
+      R"(graph @marks(%x: f32[4], %w: f32[4] weight, %b: f32[4] weight) {
+  %h = Mul(%x, %w) : f32[4]
+  %l = ReduceSum(%h) {keepdims = 0} : f32[]
+  %ratio = Constant() {value = dense<f32[]: 0.25>} : f32[]
+  %h.remat = Mul(%x, %w) : f32[4] remat origin(%h)
+  %w_grad = Mul(%x, %h.remat) : f32[4] bwd grad(%w)
+  %b_grad, %mask = Dropout(%x, %ratio) {seed = 7} : f32[4], bool[4] bwd grad(%b, _)
+  %c = Neg(%x) : f32[4] origin(%h) grad(%b)
+  return %l, %w_grad, %b_grad, %c
+}
+)";
+  std::unique_ptr<Graph> graph = parseOrFail(text);
+  CHECK(graph->lookup("h.remat")->getDefiningNode()->getOrigin() ==
+        graph->lookup("h")->getDefiningNode());
+  CHECK(graph->lookup("w_grad")->getGradientOf() == graph->lookup("w"));
+  CHECK(graph->lookup("b_grad")->getGradientOf() == graph->lookup("b"));
+  CHECK(graph->lookup("mask")->getGradientOf() == nullptr);
+  CHECK(graph->lookup("h")->getDefiningNode()->getOrigin() == nullptr);
+  CHECK(printGraphToString(*graph) == text);
+  checkRoundTrip(*graph);
+}

@@ -514,9 +514,9 @@ unsigned countWholeScores(const Graph &graph, int64_t tokens,
 }
 
 std::unique_ptr<Graph> bertStep(const char *model, const char *bind) {
-  driver::LoadOptions options;
+  session::LoadOptions options;
   options.bind = bind;
-  auto graph = driver::loadModel(
+  auto graph = session::loadModel(
       std::string(REMAT_TEST_DIR "/../models/") + model + ".json", options);
   REQUIRE(bool(graph));
   return trainingStep(std::move(*graph));
@@ -694,4 +694,22 @@ TEST_CASE("remat: nested recompute goes below every layer's working set, "
       "chunk-loss=off budget=" + std::to_string(smallest->plannedPeakBytes),
       /*chunked=*/false, 768, "nested");
   CHECK(peak == smallest->plannedPeakBytes);
+
+TEST_CASE("remat: a clone costs its original's measured time, whatever its "
+          "name") {
+  std::unique_ptr<Graph> graph = parseText(kMlpText);
+  Node *m0 = graph->lookup("m0")->getDefiningNode();
+  recompute::CostProfile profile;
+  profile.nodeSeconds["m0"] = 0.5;
+  llvm::DenseMap<const Value *, Value *> map;
+  Node *clone =
+      graph->cloneNode(*m0, map, nullptr, Stage::Recompute, ".again");
+  CHECK(clone->getOrigin() == m0);
+  CHECK(recompute::nodeSeconds(*clone, profile) == 0.5);
+  // A node named like a clone that is none costs what it computes.
+  Node *lookalike =
+      graph->cloneNode(*m0, map, nullptr, Stage::Recompute, ".remat");
+  lookalike->setOrigin(nullptr);
+  CHECK(lookalike->getResult(0)->getName() == "m0.remat");
+  CHECK(recompute::nodeSeconds(*lookalike, profile) != 0.5);
 }
