@@ -2,9 +2,9 @@
 //
 // The elementwise ops added for the transformer families (issue 13), kept
 // apart from Elementwise.cpp: Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf,
-// Min, Less, LessOrEqual, Greater and Or. Each element is computed on its own, so the
-// work splits across threads freely and the result does not depend on the
-// thread count.
+// Min, Less, LessOrEqual, Greater and Or; and Sign, added since. Each
+// element is computed on its own, so the work splits across threads freely
+// and the result does not depend on the thread count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +40,19 @@ struct AbsOp {
       return x < 0 ? wrapSub(T(0), x) : x;
     else
       return std::fabs(x);
+  }
+};
+
+/// -1, 0 or 1 by the sign of x; -0 gives 0 and NaN stays NaN, as numpy's
+/// sign.
+struct SignOp {
+  template <typename T> static T apply(T x) {
+    if (x > T(0))
+      return T(1);
+    if constexpr (!std::is_unsigned_v<T>)
+      if (x < T(0))
+        return T(-1);
+    return x == T(0) ? T(0) : x;
   }
 };
 
@@ -215,11 +228,14 @@ Expected<Kernel> selectElementwiseMore(const ir::Node &node) {
       return makeMapKernel<CosOp, T, T>();
     });
   case OpKind::Abs:
+  case OpKind::Sign:
     if (!isComputeNumeric(dtype))
       return unsupportedDType(node, "operand", dtype,
                               "f32, f64, i64, i32, i8, u8");
-    return dispatchNumeric(dtype, [](auto tag) -> Kernel {
+    return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
       using T = decltype(tag);
+      if (node.getOp() == OpKind::Sign)
+        return makeMapKernel<SignOp, T, T>();
       return makeMapKernel<AbsOp, T, T>();
     });
   case OpKind::Not:

@@ -180,6 +180,10 @@ const Sample kSamples[] = {
   {OpKind::ConvTranspose, "f64[1,1,2,2]", R"(%k = Constant() {value = dense<f64[1,1,2,2]: [1.0, 2.0, 3.0, 4.0]>} : f64[1,1,2,2]
     %y = ConvTranspose(%w, %k) : f64[1,1,3,3])",
    "op ConvTranspose has no gradient rule"},
+  // Sign's gradient is zero: its result acts as a constant, so the weight
+  // reaches the loss only through Mul's second operand.
+  {OpKind::Sign, "f64[2,3]", "%s = Sign(%w) : f64[2,3]\n"
+   "    %y = Mul(%s, %w) : f64[2,3]"},
 };
 // clang-format on
 
@@ -233,7 +237,7 @@ TEST_CASE("op traits: in place and shape-only sets") {
   // (Exp, Sub and Mul were in place) for the loss. remat.SoftmaxGrad and
   // remat.LayerNormalizationGrad replaced in-place Mul and Sub chains for
   // Softmax and LayerNormalization, remat.DropoutGrad Dropout's Cast, Mul
-  // and Mul.
+  // and Mul. Sign came later still (issue 36).
   std::set<OpKind> inPlace = {
       OpKind::Add,     OpKind::Sub,     OpKind::Mul,  OpKind::Div,
       OpKind::Sqrt,    OpKind::Erf,     OpKind::Tanh, OpKind::Relu,
@@ -241,7 +245,8 @@ TEST_CASE("op traits: in place and shape-only sets") {
       OpKind::Sin,     OpKind::Cos,     OpKind::Abs,  OpKind::Reciprocal,
       OpKind::Not,     OpKind::GeluGrad};
   inPlace.insert({OpKind::SoftmaxCrossEntropyGrad, OpKind::SoftmaxGrad,
-                  OpKind::LayerNormalizationGrad, OpKind::DropoutGrad});
+                  OpKind::LayerNormalizationGrad, OpKind::DropoutGrad,
+                  OpKind::Sign});
   CHECK(opsWith(kInPlace) == inPlace);
   // Overwriting operand element i with result element i is only safe when
   // nothing else reads operand element i: elementwise ops; the loss
