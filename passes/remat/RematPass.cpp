@@ -100,10 +100,8 @@ llvm::Error makeInfeasibleError(Solver &solver, llvm::StringRef strategy,
   if (ownFloor)
     message += ", whose smallest planned peak is " + formatBytes(ownPeak) +
                " (" + std::to_string(ownPeak) + " B)";
-  message += "; the smallest feasible planned peak";
-  if (ownFloor)
-    message += " of any strategy";
-  message += " is " + formatBytes(floor.plannedPeakBytes) + " (" +
+  message += "; the smallest feasible planned peak is " +
+             formatBytes(floor.plannedPeakBytes) + " (" +
              std::to_string(floor.plannedPeakBytes) + " B, strategy '" +
              floor.strategy + "'); without remat it is " +
              formatBytes(solver.getBasePeakBytes());
