@@ -133,10 +133,8 @@ llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
   if (otherFloor)
     message += ", whose smallest planned peak is " + formatBytes(ownPeak) +
                " (" + std::to_string(ownPeak) + " B)";
-  message += "; the smallest feasible planned peak";
-  if (otherFloor)
-    message += " of any strategy";
-  message += " is " + formatBytes(floor.plannedPeakBytes) + " (" +
+  message += "; the smallest feasible planned peak is " +
+             formatBytes(floor.plannedPeakBytes) + " (" +
              std::to_string(floor.plannedPeakBytes) + " B, strategy '" +
              floor.strategy + "'" + (ownFloor ? "" : note) +
              "); without remat it is " + formatBytes(solver.getBasePeakBytes());
