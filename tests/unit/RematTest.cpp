@@ -678,7 +678,7 @@ TEST_CASE("remat: nested recompute goes below every layer's working set, "
   auto problem = recompute::prepareRematProblem(*copy, "", {});
   REQUIRE(bool(problem));
   recompute::Solver &solver = *(*problem)->solver;
-  auto everyLayer = solver.solve("every-layer", std::nullopt);
+  auto everyLayer = solver.solve(recompute::Strategy::EveryLayer, std::nullopt);
   REQUIRE(bool(everyLayer));
   REQUIRE(bool(*everyLayer));
   auto smallest = solver.smallestPlan();
@@ -694,6 +694,7 @@ TEST_CASE("remat: nested recompute goes below every layer's working set, "
       "chunk-loss=off budget=" + std::to_string(smallest->plannedPeakBytes),
       /*chunked=*/false, 768, "nested");
   CHECK(peak == smallest->plannedPeakBytes);
+}
 
 TEST_CASE("remat: a clone costs its original's measured time, whatever its "
           "name") {
