@@ -40,9 +40,10 @@ inline bool isGradientName(llvm::StringRef name) {
 inline constexpr llvm::StringLiteral kRecomputeSuffix = ".remat";
 
 /// Marks what a graph read from a format without room for marks (ONNX)
-/// keeps in its names: each node result `<w>_grad` with `<w>` a weight
+/// keeps in its names: each node result `<w>_grad` with `<w>` a graph
 /// input becomes the gradient of `<w>` (autodiff gives that name to the
-/// weight's gradient only); each recompute (Stage::Recompute) node whose
+/// weight's gradient only; a weight without data is written to ONNX as a
+/// plain input, so the input need not be marked a weight here); each recompute (Stage::Recompute) node whose
 /// first result is `<x>.remat...`, with `<x>` the first result of a node
 /// that is not a recompute one, becomes a copy of that node. Marks already
 /// set stay.
@@ -53,7 +54,7 @@ inline void recoverMarksFromNames(Graph &graph) {
       if (result->getGradientOf() || !isGradientName(name))
         continue;
       Value *weight = graph.lookup(name.drop_back(kGradientSuffix.size()));
-      if (weight && weight->isGraphInput() && weight->isWeight())
+      if (weight && weight->isGraphInput())
         result->setGradientOf(weight);
     }
   for (Node &node : graph.getNodes()) {

@@ -43,13 +43,17 @@ std::string number(double value, unsigned digits) {
   return text;
 }
 
-/// What identifies a plan's rewrite: the values it drops and those it holds
-/// for recompute to start from (Solver::toRewrite).
+/// What identifies a plan's rewrite: the values it drops, those it holds
+/// for recompute to start from, and the inner boundaries a nested plan
+/// rebuilds first (Solver::toRewrite).
 std::string getPlanKey(const PlanResult &plan) {
-  std::vector<std::string> drop = plan.dropNames, keep = plan.keepNames;
+  std::vector<std::string> drop = plan.dropNames, keep = plan.keepNames,
+                           nested = plan.nestedNames;
   llvm::sort(drop);
   llvm::sort(keep);
-  return llvm::join(drop, ",") + "|" + llvm::join(keep, ",");
+  llvm::sort(nested);
+  return llvm::join(drop, ",") + "|" + llvm::join(keep, ",") + "|" +
+         llvm::join(nested, ",");
 }
 
 } // namespace
