@@ -6,7 +6,7 @@ configuration keeping its best round.
 
   python3 tools/bench/cpu_speed.py [--build build] [--config models/bert-base.json]
       [--threads 2] [--steps 5] [--rounds 3] [--only train,forward,scaling]
-      [--torch-python .venv-peers/bin/python] [--ort-python .venv/bin/python]
+      [--torch-python .venv/bin/python] [--ort-python .venv/bin/python]
       [--no-probe] [--json FILE]
 
 Measures (the time of a step is the median of --steps steps after one
@@ -14,7 +14,8 @@ warm-up step, in every process; 5, the issue's protocol, which the first
 41 runs in docs/benchmarks.md cut to 3 for time):
   train b1 s512 / b4 s128   remat-run training step (--plan-memory: the
                             planned arena, no remat) vs PyTorch eager
-                            BertForMaskedLM forward + loss + backward
+                            forward + loss + backward of BERT for masked LM
+                            in plain PyTorch, built from the same config
                             (tools/bench/vs_pytorch.py --child eager)
   forward b1 s512           remat-run --forward vs onnxruntime, all graph
                             optimisations, on the model remat-opt exports;
@@ -168,8 +169,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default="train,forward,scaling",
                         help="which goals to measure (comma-separated)")
-    parser.add_argument("--torch-python",
-                        default=".venv-peers/bin/python")
+    parser.add_argument("--torch-python", default=".venv/bin/python",
+                        help="a Python with torch (scripts/setup.sh installs "
+                             "it into .venv)")
     parser.add_argument("--ort-python", default=".venv/bin/python")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--json", help="write every measurement here")
