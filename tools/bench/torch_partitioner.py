@@ -76,14 +76,13 @@ def build_model(args):
 def step_function(args, model):
     """The callable of one point: loss of (ids, labels)."""
     import torch
-    from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
+    # aot_eager's compiler, remat.torch's default: the modules run as traced
+    # and free each saved tensor after its last use.
+    from torch._dynamo.backends.debugging import boxed_nop as nop
 
     def loss(ids, labels):
         return model(input_ids=ids, labels=labels).loss
-
-    def nop(gm, example_inputs):
-        return make_boxed_func(gm.forward)
 
     kind, _, value = args.point.partition("=")
     info = {}
@@ -110,24 +109,12 @@ def step_function(args, model):
 
 
 def measured_peak(fn, model, batch):
-    """Parameters + batch + the peak of torch.profiler's running total of
-    live CPU tensor bytes during one step."""
-    from torch.profiler import ProfilerActivity, profile
+    """Parameters + batch + the peak live CPU tensor bytes of one step
+    (torch.profiler's memory events: remat.torch.measured_peak)."""
+    import remat.torch
     model.zero_grad(set_to_none=True)
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
-        fn(*batch).backward()
-    peak = 0
-    stack = list(p.profiler.kineto_results.experimental_event_tree())
-    while stack:
-        event = stack.pop()
-        fields = event.extra_fields
-        if type(fields).__name__ == "_ExtraFields_Allocation" and \
-                str(fields.device) == "cpu":
-            peak = max(peak, fields.total_allocated)
-        stack.extend(event.children)
-    persistent = sum(t.numel() * t.element_size() for t in model.parameters())
-    persistent += sum(t.numel() * t.element_size() for t in batch)
-    return persistent + peak
+    return remat.torch.measured_peak(lambda: fn(*batch).backward(),
+                                     list(model.parameters()) + list(batch))
 
 
 def run_point(args):
