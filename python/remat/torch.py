@@ -53,7 +53,8 @@ except ImportError as error:  # pragma: no cover - tested by a subprocess
 from . import _remat
 from ._remat import Error
 
-__all__ = ["backend", "compile", "partition", "joint_graph_to_rir", "Error"]
+__all__ = ["backend", "compile", "partition", "joint_graph_to_rir",
+           "measured_peak", "run_as_traced", "Error"]
 
 _aten = torch.ops.aten
 
@@ -441,6 +442,17 @@ def _budget_text(budget):
     return str(budget)
 
 
+def run_as_traced(gm, example_inputs):
+    """The default forward and backward compiler: aot_eager's, the module
+    run as traced with the boxed calling convention, whose generated code
+    empties the argument list on entry. The backward then frees each saved
+    tensor after its last use, as remat's plan assumes. (A plain
+    make_boxed_func(gm.forward) keeps the list, and so every saved tensor,
+    alive until the backward returns.)"""
+    from torch._dynamo.backends.debugging import boxed_nop
+    return boxed_nop(gm, example_inputs)
+
+
 def backend(budget=None, strategy="auto", explain=False, report=None,
             fw_compiler=None, bw_compiler=None, cost_profile=None):
     """A torch.compile backend (AOTAutograd with remat's partition function).
@@ -452,22 +464,18 @@ def backend(budget=None, strategy="auto", explain=False, report=None,
     strategy: "auto" or one of remat-opt's strategies.
     explain: print remat-opt --explain's table for each graph.
     report: a path; remat-opt --report's JSON of every graph planned.
-    fw_compiler, bw_compiler: compile the modules (default: run them as
-      they are, as aot_eager does).
+    fw_compiler, bw_compiler: compile the modules (default:
+      ``run_as_traced``, aot_eager's: run them as they are).
     """
     from torch._dynamo.backends.common import aot_autograd
-    from functorch.compile import make_boxed_func
 
     text = _budget_text(budget)
     _remat.check_remat_flags(text, strategy or "")
     planner = _Planner(text, strategy or "auto", explain, report,
                        cost_profile)
 
-    def boxed(gm, example_inputs):
-        return make_boxed_func(gm.forward)
-
-    fw = fw_compiler or boxed
-    bw = bw_compiler or fw_compiler or boxed
+    fw = fw_compiler or run_as_traced
+    bw = bw_compiler or fw_compiler or run_as_traced
 
     def inference(gm, example_inputs):
         warnings.warn("remat.torch: a graph without backward (forward only): "
@@ -517,3 +525,39 @@ def compile(model_or_fn, budget=None, strategy="auto", explain=False,
         compiled.forward = _unwrapped(compiled.forward)
         return compiled
     return _unwrapped(compiled)
+
+
+def measured_peak(step, persistent=()):
+    """The measured peak of one call of step(): the bytes of the tensors in
+    persistent (parameters, the batch: alive before and after) plus the most
+    CPU tensor bytes step() allocated beyond them at once, from
+    torch.profiler's memory events.
+
+    Each event carries the CPU allocator's running total, but that total is
+    kept across profiler sessions and misses every free made while no
+    profiler runs: the gradients and the loss of an earlier profiled step,
+    freed after it, stay in it for good. So the peak is taken relative to the
+    total just before the first event of this session, not as the total
+    itself (which rises from one profiled step to the next by what the
+    earlier ones left behind)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU],
+                 profile_memory=True) as prof:
+        step()
+    events = []
+    stack = list(prof.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        event = stack.pop()
+        fields = event.extra_fields
+        if type(fields).__name__ == "_ExtraFields_Allocation" and \
+                str(fields.device) == "cpu":
+            events.append((event.start_time_ns, fields.total_allocated,
+                           fields.alloc_size))
+        stack.extend(event.children)
+    peak = 0
+    if events:
+        events.sort()
+        _, total, size = events[0]
+        before = total - size
+        peak = max(total for _, total, _ in events) - before
+    return peak + sum(_nbytes(t) for t in persistent)

@@ -19,6 +19,7 @@ rounds. Output: a table, and --json PATH.
     tools/bench/torch_partitioner.py --models bert --batch 4 --seq 512
     tools/bench/torch_partitioner.py --models bert,gpt2,llama --layers 2 \\
         --hidden 128 --seq 128 --rounds 2   # a reduced scope
+    tools/bench/torch_partitioner.py --replot run.json --svg plot.svg
 """
 
 import argparse
@@ -76,14 +77,13 @@ def build_model(args):
 def step_function(args, model):
     """The callable of one point: loss of (ids, labels)."""
     import torch
-    from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
+    # aot_eager's compiler, remat.torch's default: the modules run as traced
+    # and free each saved tensor after its last use.
+    from torch._dynamo.backends.debugging import boxed_nop as nop
 
     def loss(ids, labels):
         return model(input_ids=ids, labels=labels).loss
-
-    def nop(gm, example_inputs):
-        return make_boxed_func(gm.forward)
 
     kind, _, value = args.point.partition("=")
     info = {}
@@ -110,24 +110,12 @@ def step_function(args, model):
 
 
 def measured_peak(fn, model, batch):
-    """Parameters + batch + the peak of torch.profiler's running total of
-    live CPU tensor bytes during one step."""
-    from torch.profiler import ProfilerActivity, profile
+    """Parameters + batch + the peak live CPU tensor bytes of one step
+    (torch.profiler's memory events: remat.torch.measured_peak)."""
+    import remat.torch
     model.zero_grad(set_to_none=True)
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
-        fn(*batch).backward()
-    peak = 0
-    stack = list(p.profiler.kineto_results.experimental_event_tree())
-    while stack:
-        event = stack.pop()
-        fields = event.extra_fields
-        if type(fields).__name__ == "_ExtraFields_Allocation" and \
-                str(fields.device) == "cpu":
-            peak = max(peak, fields.total_allocated)
-        stack.extend(event.children)
-    persistent = sum(t.numel() * t.element_size() for t in model.parameters())
-    persistent += sum(t.numel() * t.element_size() for t in batch)
-    return persistent + peak
+    return remat.torch.measured_peak(lambda: fn(*batch).backward(),
+                                     list(model.parameters()) + list(batch))
 
 
 def run_point(args):
@@ -255,7 +243,13 @@ def main():
     parser.add_argument("--mincut", default=",".join(
         str(b) for b in MIN_CUT_BUDGETS))
     parser.add_argument("--timeout", type=int, default=3600)
-    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--json", help="write the results here (after "
+                        "each model, so that a stopped run keeps them)")
+    parser.add_argument("--svg", help="draw the results here: measured "
+                        "peak against step time, a panel per model")
+    parser.add_argument("--replot", metavar="FILE",
+                        help="run nothing: print the tables and draw --svg "
+                        "from an earlier --json, or from a run's output")
     parser.add_argument("--point", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -264,8 +258,17 @@ def main():
                      "--remat-points at least 2")
     if args.point:
         return run_point(args)
+    if args.replot:
+        results = load_results(args.replot)
+        for summary in results:
+            if summary.get("points"):
+                print_table(summary)
+        if args.svg:
+            write_svg(args.svg, results, args)
+        return 0
 
     results = []
+    load = [os.getloadavg()]
     for model in args.models.split(","):
         print("%s: batch %d, seq %d, %d threads" % (
             model, args.batch, args.seq, args.threads), flush=True)
@@ -287,12 +290,60 @@ def main():
         summary["failed"] = [r for r in rows if "error" in r]
         results.append(summary)
         print_table(summary)
+        if args.json:
+            write_json(args.json, args, results, load + [os.getloadavg()])
+    load.append(os.getloadavg())
+    print("load average (1, 5, 15 min): at start %s, at end %s" % (
+        " ".join("%.2f" % v for v in load[0]),
+        " ".join("%.2f" % v for v in load[-1])))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": {k: v for k, v in vars(args).items()
-                                if k not in ("point", "model")},
-                       "results": results}, f, indent=2)
-            f.write("\n")
+        write_json(args.json, args, results, load)
+    if args.svg:
+        write_svg(args.svg, results, args)
+
+
+def write_json(path, args, results, load):
+    with open(path, "w") as f:
+        json.dump({"args": {k: v for k, v in vars(args).items()
+                            if k not in ("point", "model", "replot")},
+                   "load_average": load, "results": results}, f, indent=2)
+        f.write("\n")
+
+
+def load_results(path):
+    """The results of an earlier run: its --json, or its printed output
+    (each point's JSON line; the models whose run was stopped are
+    summarized from the points they finished)."""
+    with open(path) as f:
+        text = f.read()
+    try:
+        return json.loads(text)["results"]
+    except ValueError:
+        pass
+    rows = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            row = json.loads(line)
+            rows.setdefault(row["model"], []).append(row)
+    results = []
+    for model, model_rows in rows.items():
+        probes = [r for r in model_rows if r["point"].startswith("probe")]
+        summary = summarize(model, [r for r in model_rows
+                                    if not r["point"].startswith("probe")])
+        summary["probe"] = probes[0] if probes else None
+        results.append(summary)
+    return results
+
+
+def write_svg(path, results, args):
+    title = "remat.torch vs PyTorch: batch %d, seq %d, %d threads" % (
+        args.batch, args.seq, args.threads)
+    if args.hidden or args.layers:
+        title += ", hidden %s, layers %s" % (args.hidden or "base",
+                                             args.layers or "base")
+    with open(path, "w") as f:
+        f.write(svg_plot(results, title))
 
 
 def print_table(summary):
@@ -306,6 +357,113 @@ def print_table(summary):
             e.get("time_ratio", float("nan"))))
     for goal, met in summary["goals"].items():
         print("goal %s: %s" % (goal, "met" if met else "MISSED"))
+
+
+def _svg_escape(text):
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;")
+            .replace(">", "&gt;"))
+
+
+_STYLES = {  # point kind: (colour, marker)
+    "eager": ("#444444", "square"),
+    "checkpoint": ("#8a5a00", "diamond"),
+    "mincut": ("#c0392b", "triangle"),
+    "remat": ("#1f6fb2", "circle"),
+}
+
+
+def _marker(shape, x, y, colour, filled=True):
+    fill = colour if filled else "white"
+    common = 'fill="%s" stroke="%s" stroke-width="1.2"' % (fill, colour)
+    if shape == "square":
+        return '<rect x="%.1f" y="%.1f" width="8" height="8" %s/>' % (
+            x - 4, y - 4, common)
+    if shape == "diamond":
+        return '<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f" ' \
+            '%s/>' % (x, y - 5, x + 5, y, x, y + 5, x - 5, y, common)
+    if shape == "triangle":
+        return '<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" %s/>' % (
+            x, y - 5, x + 5, y + 4, x - 5, y + 4, common)
+    return '<circle cx="%.1f" cy="%.1f" r="4" %s/>' % (x, y, common)
+
+
+def svg_plot(results, title):
+    """One panel per model: measured peak (MiB) against step time (s) of
+    every point; remat's points joined in budget order, its predicted peaks
+    hollow beside them."""
+    panels = [r for r in results if r.get("points")]
+    width, height = 460, 340
+    left, right, top, bottom = 70, 20, 40, 50
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="11">' % (
+               width * max(1, len(panels)), height + 40)]
+    out.append('<text x="10" y="18" font-size="13">%s</text>' %
+               _svg_escape(title))
+    for index, summary in enumerate(panels):
+        ox = index * width
+        points = summary["points"]
+        mib = lambda b: b / 2.0 ** 20
+        ys = [mib(e["measured_peak"]) for e in points]
+        ys += [mib(e["predicted_peak"]) for e in points if "predicted_peak" in e]
+        xs = [e["step_seconds"] for e in points]
+        x0, x1 = 0.0, max(xs) * 1.08
+        y0, y1 = 0.0, max(ys) * 1.08
+        px = lambda x: ox + left + (x - x0) / (x1 - x0) * (width - left - right)
+        py = lambda y: 40 + top + (1 - (y - y0) / (y1 - y0)) * (
+            height - top - bottom)
+        out.append('<text x="%.1f" y="%.1f" font-size="12">%s</text>' % (
+            ox + left, 40 + top - 12, _svg_escape(summary["model"])))
+        out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" '
+                   'fill="none" stroke="#999"/>' % (
+                       px(x0), py(y1), px(x1) - px(x0), py(y0) - py(y1)))
+        for i in range(6):
+            xv = x0 + (x1 - x0) * i / 5
+            yv = y0 + (y1 - y0) * i / 5
+            out.append('<text x="%.1f" y="%.1f" text-anchor="middle">%.2f'
+                       '</text>' % (px(xv), py(y0) + 14, xv))
+            out.append('<text x="%.1f" y="%.1f" text-anchor="end">%.0f'
+                       '</text>' % (px(x0) - 4, py(yv) + 4, yv))
+        out.append('<text x="%.1f" y="%.1f" text-anchor="middle">step time '
+                   '(s, median)</text>' % ((px(x0) + px(x1)) / 2, py(y0) + 30))
+        out.append('<text x="%.1f" y="%.1f" transform="rotate(-90 %.1f %.1f)" '
+                   'text-anchor="middle">measured peak (MiB)</text>' % (
+                       ox + 16, (py(y0) + py(y1)) / 2, ox + 16,
+                       (py(y0) + py(y1)) / 2))
+        remat = sorted((e for e in points if e["point"].startswith("remat=")),
+                       key=lambda e: -int(e["point"].split("=")[1]))
+        if remat:
+            out.append('<polyline fill="none" stroke="%s" points="%s"/>' % (
+                _STYLES["remat"][0], " ".join(
+                    "%.1f,%.1f" % (px(e["step_seconds"]),
+                                   py(mib(e["measured_peak"])))
+                    for e in remat)))
+        for e in points:
+            kind = e["point"].split("=")[0]
+            colour, shape = _STYLES.get(kind, ("#000", "circle"))
+            x, y = px(e["step_seconds"]), py(mib(e["measured_peak"]))
+            out.append(_marker(shape, x, y, colour))
+            if kind == "remat" and "predicted_peak" in e:
+                out.append(_marker("circle", x, py(mib(e["predicted_peak"])),
+                                   colour, filled=False))
+            if kind == "mincut":
+                out.append('<text x="%.1f" y="%.1f" fill="%s">%s</text>' % (
+                    x + 6, y - 4, colour, e["point"].split("=")[1]))
+        # Legend.
+        legend = [("eager", "eager"), ("checkpoint", "HF checkpointing"),
+                  ("mincut", "min-cut (activation_memory_budget)"),
+                  ("remat", "remat.torch (byte budgets)")]
+        for row, (kind, label) in enumerate(legend):
+            colour, shape = _STYLES[kind]
+            lx, ly = px(x0) + 10, py(y0) - 70 + row * 14
+            out.append(_marker(shape, lx, ly, colour))
+            out.append('<text x="%.1f" y="%.1f">%s</text>' % (
+                lx + 10, ly + 4, _svg_escape(label)))
+        lx, ly = px(x0) + 10, py(y0) - 70 + 4 * 14
+        out.append(_marker("circle", lx, ly, _STYLES["remat"][0], False))
+        out.append('<text x="%.1f" y="%.1f">remat predicted peak</text>' % (
+            lx + 10, ly + 4))
+    out.append("</svg>\n")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
