@@ -20,7 +20,7 @@ inline void cpuRelax() {
 /// How long a worker waiting for the next job, and a caller waiting for the
 /// workers' last chunks, poll before they sleep on a condition variable:
 /// waking a sleeping thread costs tens of microseconds on a VM
-/// (remat-bench-parallel, docs/benchmarks.md), and a training step's
+/// (measured with remat-bench-parallel), and a training step's
 /// kernels follow each other closer than that.
 constexpr std::chrono::microseconds kSpin{100};
 

@@ -176,7 +176,7 @@ constexpr int64_t kReduceGrainElements = 16 * 1024;
 /// gradient was one task and did not scale past one thread (and 3072 columns
 /// were 3 tasks on 2 threads); 128 alone made the [512, 30522] one slower, each
 /// task then reading 512 B per page. In the bert-base step only the 3072-column
-/// sums got measurably faster (docs/benchmarks.md, ninth round).
+/// sums got measurably faster.
 constexpr int64_t kKeptChunk = 1024;
 constexpr int64_t kMinKeptChunk = 128;
 constexpr int64_t kMinKeptTasks = 6;
