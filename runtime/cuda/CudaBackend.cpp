@@ -117,6 +117,7 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
   case OpKind::Cos:
   case OpKind::Abs:
   case OpKind::Reciprocal:
+  case OpKind::Sign:
   case OpKind::Add:
   case OpKind::Sub:
   case OpKind::Mul:

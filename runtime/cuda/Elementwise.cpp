@@ -44,6 +44,8 @@ std::optional<body::UnaryOp> unaryOpOf(const ir::Node &node) {
     return body::UnaryOp::Abs;
   case OpKind::Reciprocal:
     return body::UnaryOp::Reciprocal;
+  case OpKind::Sign:
+    return body::UnaryOp::Sign;
   default:
     return std::nullopt;
   }
@@ -102,8 +104,11 @@ MaybeRunner selectElementwise(const ir::Node &node,
 
   if (auto op = unaryOpOf(node)) {
     ir::DType dtype = outType.getDType();
-    bool intOk = (*op == body::UnaryOp::Neg || *op == body::UnaryOp::Relu) &&
-                 (dtype == ir::DType::I64 || dtype == ir::DType::I32);
+    bool intOk = ((*op == body::UnaryOp::Neg || *op == body::UnaryOp::Relu) &&
+                  (dtype == ir::DType::I64 || dtype == ir::DType::I32)) ||
+                 (*op == body::UnaryOp::Sign &&
+                  (dtype == ir::DType::I64 || dtype == ir::DType::I32 ||
+                   dtype == ir::DType::I8 || dtype == ir::DType::U8));
     if (!isFloatType(dtype) && !intOk)
       return std::nullopt;
     ElemType type = *elemType(dtype);

@@ -6,7 +6,7 @@
 // node to, one file per op family as in runtime/cpu:
 //
 //   Elementwise.cpp    unary and binary arithmetic, comparisons, Where, Cast,
-//                      Dropout, remat.DropoutGrad, Not, IsNaN, IsInf
+//                      Dropout, remat.DropoutGrad, Not, IsNaN, IsInf, Sign
 //   Linalg.cpp         MatMul, Gemm (cuBLAS)
 //   Normalization.cpp  Softmax, LogSoftmax, LayerNormalization,
 //                      SoftmaxCrossEntropyLoss, remat.SoftmaxGrad,
