@@ -25,17 +25,9 @@
 #include <limits>
 #include <optional>
 
-using llvm::ArrayRef;
-using llvm::Error;
-using llvm::Expected;
-using llvm::Twine;
-
 namespace remat::runtime::cpu::detail {
 
 namespace {
-
-using ir::DType;
-using ir::OpKind;
 
 /// Whether Op has an f32 array form with apply's bits (runtime/cpu/
 /// VectorMath.h): the kernels call it on contiguous runs.

@@ -14,15 +14,9 @@
 #include <cstdlib>
 #include <limits>
 
-using llvm::Error;
-using llvm::Expected;
-
 namespace remat::runtime::cpu::detail {
 
 namespace {
-
-using ir::DType;
-using ir::OpKind;
 
 struct SinOp {
   template <typename T> static T apply(T x) { return std::sin(x); }

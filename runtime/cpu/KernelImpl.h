@@ -36,6 +36,14 @@
 
 namespace remat::runtime::cpu::detail {
 
+// The names every kernel file uses (they all live in this namespace).
+using ir::DType;
+using ir::OpKind;
+using llvm::ArrayRef;
+using llvm::Error;
+using llvm::Expected;
+using llvm::Twine;
+
 using Dims = llvm::SmallVector<int64_t, 6>;
 
 //===----------------------------------------------------------------------===//
