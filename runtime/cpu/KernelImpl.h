@@ -322,6 +322,8 @@ llvm::Expected<Kernel> selectUnary(const ir::Node &node);
 llvm::Expected<Kernel> selectBinary(const ir::Node &node);
 llvm::Expected<Kernel> selectWhere(const ir::Node &node);
 llvm::Expected<Kernel> selectMax(const ir::Node &node);
+/// Min of one or more operands, as selectMax (ElementwiseMore.cpp's Min).
+llvm::Expected<Kernel> selectMin(const ir::Node &node);
 llvm::Expected<Kernel> selectCast(const ir::Node &node);
 llvm::Expected<Kernel> selectDropout(const ir::Node &node);
 
