@@ -153,12 +153,12 @@ REMAT_HOST_DEVICE inline float erfF32(float x) {
     return x;
   float a = std::fabs(x);
   float t = a * a;
-  float p = horner(t, kErfP7, kErfP6, kErfP5, kErfP4, kErfP3, kErfP2, kErfP1,
-                   kErfP0);
+  float p =
+      horner(t, kErfP7, kErfP6, kErfP5, kErfP4, kErfP3, kErfP2, kErfP1, kErfP0);
   float small = x + x * p;
   float s = a - kErfCenter;
-  float q = horner(s, kErfQ12, kErfQ11, kErfQ10, kErfQ9, kErfQ8, kErfQ7,
-                   kErfQ6, kErfQ5, kErfQ4, kErfQ3, kErfQ2, kErfQ1, kErfQ0);
+  float q = horner(s, kErfQ12, kErfQ11, kErfQ10, kErfQ9, kErfQ8, kErfQ7, kErfQ6,
+                   kErfQ5, kErfQ4, kErfQ3, kErfQ2, kErfQ1, kErfQ0);
   float large = 1.0f - expF32(-t) * q;
   large = a >= kErfCut ? 1.0f : large;
   large = x < 0.0f ? -large : large;

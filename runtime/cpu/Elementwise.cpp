@@ -638,8 +638,8 @@ template <typename Op> Expected<Kernel> selectFold(const ir::Node &node) {
               forEachRun(plan, begin, end,
                          [&](int64_t o, const std::array<int64_t, 2> &off,
                              const std::array<int64_t, 2> &stride, int64_t n) {
-                           binaryRunInPlace<Op>(out + o, b + off[1],
-                                                stride[1], n);
+                           binaryRunInPlace<Op>(out + o, b + off[1], stride[1],
+                                                n);
                          });
             });
       }

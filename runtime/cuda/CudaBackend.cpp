@@ -125,8 +125,7 @@ MaybeRunner selectReduceOf(const ir::Node &node, const KnownValues &known,
                            const CompileOptions &, uint64_t &) {
   return selectReduce(node, known);
 }
-MaybeRunner selectDataMovementOf(const ir::Node &node,
-                                 const KnownValues &known,
+MaybeRunner selectDataMovementOf(const ir::Node &node, const KnownValues &known,
                                  const CompileOptions &,
                                  uint64_t &scratchBytes) {
   return selectDataMovement(node, known, scratchBytes);
@@ -184,7 +183,7 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
   if (!fitsRank(node))
     return std::nullopt;
   return kDeviceSelectors[size_t(node.getOp())](node, known, options,
-                                                 scratchBytes);
+                                                scratchBytes);
 }
 
 /// Copies the host value \p data into the node's result.

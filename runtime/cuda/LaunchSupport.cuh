@@ -1,4 +1,4 @@
-//===- runtime/cuda/LaunchSupport.cuh - Shared launch helpers ---*- CUDA -*-===//
+//===- runtime/cuda/LaunchSupport.cuh - Launch helpers ---------*- CUDA -*-===//
 //
 // What every .cu file of the cuda backend launches its kernels with: the
 // block size and grid of a grid-stride loop, the stream and error
