@@ -44,6 +44,8 @@ std::optional<body::UnaryOp> unaryOpOf(const ir::Node &node) {
     return body::UnaryOp::Abs;
   case OpKind::Reciprocal:
     return body::UnaryOp::Reciprocal;
+  case OpKind::Sign:
+    return body::UnaryOp::Sign;
   default:
     return std::nullopt;
   }
@@ -102,8 +104,11 @@ MaybeRunner selectElementwise(const ir::Node &node,
 
   if (auto op = unaryOpOf(node)) {
     ir::DType dtype = outType.getDType();
-    bool intOk = (*op == body::UnaryOp::Neg || *op == body::UnaryOp::Relu) &&
-                 (dtype == ir::DType::I64 || dtype == ir::DType::I32);
+    bool intOk = ((*op == body::UnaryOp::Neg || *op == body::UnaryOp::Relu) &&
+                  (dtype == ir::DType::I64 || dtype == ir::DType::I32)) ||
+                 (*op == body::UnaryOp::Sign &&
+                  (dtype == ir::DType::I64 || dtype == ir::DType::I32 ||
+                   dtype == ir::DType::I8 || dtype == ir::DType::U8));
     if (!isFloatType(dtype) && !intOk)
       return std::nullopt;
     ElemType type = *elemType(dtype);
@@ -117,26 +122,11 @@ MaybeRunner selectElementwise(const ir::Node &node,
     });
   }
 
-  switch (node.getOp()) {
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Pow:
-  case OpKind::Max:
-  case OpKind::Equal:
-  case OpKind::GreaterOrEqual:
-  case OpKind::And:
-  case OpKind::Min:
-  case OpKind::Less:
-  case OpKind::LessOrEqual:
-  case OpKind::Greater:
-  case OpKind::Or:
-  case OpKind::GeluGrad: {
+  if (auto bop = binaryOpOf(node)) {
     if (node.getNumOperands() != 2)
       return std::nullopt; // Max/Min of one or of three or more
     ir::DType dtype = node.getOperand(0)->getType().getDType();
-    body::BinaryOp op = *binaryOpOf(node);
+    body::BinaryOp op = *bop;
     bool floatOnly = op == body::BinaryOp::Div || op == body::BinaryOp::Pow ||
                      op == body::BinaryOp::GeluGradErf ||
                      op == body::BinaryOp::GeluGradTanh;
@@ -166,6 +156,8 @@ MaybeRunner selectElementwise(const ir::Node &node,
                       node);
     });
   }
+
+  switch (node.getOp()) {
   case OpKind::Where: {
     body::Dims space = toDims(outDims);
     body::Strides lc =
