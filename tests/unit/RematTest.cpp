@@ -15,12 +15,14 @@
 #include "passes/Liveness.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
+#include "passes/remat/ChunkAttention.h"
 #include "passes/remat/ChunkLoss.h"
 #include "passes/remat/CostModel.h"
 #include "passes/remat/Segments.h"
 #include "passes/remat/Solver.h"
 #include "runtime/Backends.h"
 #include "tests/unit/RandomGraphs.h"
+#include "runtime/DropoutMask.h"
 #include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -713,4 +715,121 @@ TEST_CASE("remat: a clone costs its original's measured time, whatever its "
   lookalike->setOrigin(nullptr);
   CHECK(lookalike->getResult(0)->getName() == "m0.remat");
   CHECK(recompute::nodeSeconds(*lookalike, profile) != 0.5);
+}
+
+//===----------------------------------------------------------------------===//
+// The chunked attention core (Note [Chunked attention core])
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("remat: a chunk's Dropout seed draws the whole Dropout's elements") {
+  for (uint64_t seed : {uint64_t{0}, uint64_t{101}, ~uint64_t{0} - 6})
+    for (uint64_t offset :
+         {uint64_t{0}, uint64_t{1}, uint64_t{786432}, uint64_t{1} << 40}) {
+      uint64_t chunk = recompute::getChunkSeed(seed, offset);
+      for (uint64_t i : {uint64_t{0}, uint64_t{1}, uint64_t{12345}})
+        CHECK_MESSAGE(
+            runtime::dropoutBits24(runtime::dropoutKey(chunk), i) ==
+                runtime::dropoutBits24(runtime::dropoutKey(seed), offset + i),
+            "seed " << seed << " offset " << offset << " i " << i);
+    }
+}
+
+namespace {
+
+/// \returns how many values of \p graph have the dims \p dims.
+unsigned countValuesOf(const Graph &graph, llvm::ArrayRef<int64_t> dims) {
+  unsigned count = 0;
+  for (const Node &node : graph.getNodes())
+    for (const Value *result : node.getResults())
+      if (result->getType().getDims() == dims)
+        ++count;
+  return count;
+}
+
+} // namespace
+
+TEST_CASE("remat: chunked attention cores give the whole cores' bits, and no "
+          "[batch, heads, seq, seq] value is left") {
+  struct Case {
+    const char *model, *bind, *options;
+    std::vector<int64_t> scores;
+  };
+  for (const Case &c : {
+           Case{"bert-tiny",
+                "batch=4,seq=48",
+                "strategy=none chunk-attention=2",
+                {4, 2, 48, 48}},
+           // 3 chunks of a batch of 4: 2 and 2.
+           Case{"bert-tiny",
+                "batch=4,seq=48",
+                "strategy=every-layer chunk-attention=3",
+                {4, 2, 48, 48}},
+           // Chunks of one entry, with the loss head chunked too.
+           Case{"bert-tiny",
+                "batch=5,seq=128",
+                "strategy=sqrt chunk-attention=5 chunk-loss=2",
+                {5, 2, 128, 128}},
+           Case{"bert-mini",
+                "batch=3,seq=96",
+                "strategy=chain-dp budget=90% chunk-attention=2",
+                {3, 4, 96, 96}},
+       }) {
+    INFO(std::string(c.model)
+         << " " << std::string(c.bind) << " " << std::string(c.options));
+    std::unique_ptr<Graph> step = bertStep(c.model, c.bind);
+    REQUIRE(countValuesOf(*step, c.scores) > 0);
+    runtime::RunResult reference = runUnchanged(*step);
+    std::unique_ptr<Graph> copy = step->clone();
+    llvm::Error err =
+        runPasses(*copy, "remat{" + std::string(c.options) + "},plan-memory");
+    REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+    CHECK(countValuesOf(*copy, c.scores) == 0);
+    runtime::RunResult result = run(*copy);
+    int differs = firstDifference(reference, result);
+    CHECK_MESSAGE(
+        differs == -1,
+        "output "
+            << differs << " ('"
+            << step->getOutputs()[size_t(std::max(differs, 0))]->getName().str()
+            << "') is not bitwise equal");
+  }
+}
+
+TEST_CASE("remat: chunk-attention rejects what it cannot do") {
+  struct Bad {
+    const char *bind, *options, *message;
+  };
+  for (const Bad &bad : {
+           Bad{"batch=2,seq=16", "chunk-attention=0",
+               "chunk-attention: expected auto, off or a number of chunks of "
+               "at least 1, got '0'"},
+           Bad{"batch=2,seq=16", "chunk-attention=half", "got 'half'"},
+           Bad{"batch=2,seq=16", "chunk-attention=1",
+               "chunk-attention=1: no attention core of @bert can be chunked: "
+               "a batch of 2 in 1 chunk is left whole"},
+           Bad{"batch=1,seq=16", "chunk-attention=2",
+               "chunk-attention=2: no attention core of @bert can be chunked: "
+               "%bert.encoder.layer.0.attention.self.attention_probs: its "
+               "batch of 1 makes fewer than two chunks"},
+       }) {
+    std::unique_ptr<Graph> step = bertStep("bert-tiny", bad.bind);
+    llvm::Error err = runPasses(*step, "remat{strategy=none " +
+                                           std::string(bad.options) + "}");
+    REQUIRE_MESSAGE(bool(err), bad.options);
+    std::string message = errorToString(std::move(err));
+    CHECK_MESSAGE(llvm::StringRef(message).contains(bad.message),
+                  bad.options << " gave: " << message);
+  }
+  // A softmax that is not between two batched MatMuls is left whole.
+  std::unique_ptr<Graph> plain = trainingStep(parseText(R"(
+graph @plain(%x: f32[4,8,16], %w: f32[16,16] weight) {
+  %s = MatMul(%x, %w) : f32[4,8,16]
+  %p = Softmax(%s) {axis = -1} : f32[4,8,16]
+  %loss = ReduceSum(%p) {keepdims = 0} : f32[]
+  return %loss
+})"));
+  std::string whyNot;
+  CHECK(recompute::findAttentionCores(*plain, whyNot).empty());
+  CHECK(whyNot == "%p: its probabilities are not read by one MatMul(P, V) in "
+                  "forward");
 }
