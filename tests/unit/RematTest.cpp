@@ -515,13 +515,18 @@ unsigned countWholeScores(const Graph &graph, int64_t tokens,
   return count;
 }
 
-std::unique_ptr<Graph> bertStep(const char *model, const char *bind) {
+/// The training step of the BERT config at \p path, with \p bind.
+std::unique_ptr<Graph> bertStepAt(const std::string &path, const char *bind) {
   session::LoadOptions options;
   options.bind = bind;
-  auto graph = session::loadModel(
-      std::string(REMAT_TEST_DIR "/../models/") + model + ".json", options);
-  REQUIRE(bool(graph));
+  auto graph = session::loadModel(path, options);
+  REQUIRE_MESSAGE(bool(graph), path);
   return trainingStep(std::move(*graph));
+}
+
+std::unique_ptr<Graph> bertStep(const char *model, const char *bind) {
+  return bertStepAt(std::string(REMAT_TEST_DIR "/../models/") + model + ".json",
+                    bind);
 }
 
 /// Runs remat with \p options and plan-memory on a copy of \p step; checks
@@ -832,4 +837,69 @@ graph @plain(%x: f32[4,8,16], %w: f32[16,16] weight) {
   CHECK(recompute::findAttentionCores(*plain, whyNot).empty());
   CHECK(whyNot == "%p: its probabilities are not read by one MatMul(P, V) in "
                   "forward");
+}
+
+TEST_CASE("remat: auto chunks the attention cores when the budget needs it, "
+          "and budgets stay monotone") {
+  // tests/tools/Inputs/bert-attention.json: its [8, 4, 128, 128] scores, not
+  // the loss head, set the floor (14.80 MiB without remat, 13.97 MiB with
+  // the cores whole, 4.67 MiB with them chunked).
+  std::unique_ptr<Graph> step = bertStepAt(
+      REMAT_TEST_DIR "/tools/Inputs/bert-attention.json", "batch=8,seq=128");
+  const std::vector<int64_t> scores{8, 4, 128, 128};
+  runtime::RunResult reference = runUnchanged(*step);
+  std::unique_ptr<Graph> planned = step->clone();
+  REQUIRE(!runPasses(*planned, "plan-memory"));
+  uint64_t base = plannedPeak(*planned);
+  auto floorOf = [&](llvm::StringRef options) {
+    std::unique_ptr<Graph> copy = step->clone();
+    llvm::Error err =
+        runPasses(*copy, "remat{budget=1 " + options.str() + "}");
+    REQUIRE(bool(err));
+    std::string message = errorToString(std::move(err));
+    llvm::StringRef rest =
+        llvm::StringRef(message).split("planned peak is ").second;
+    uint64_t bytes = 0;
+    REQUIRE_MESSAGE(!rest.split('(').second.split(' ').first.getAsInteger(
+                        10, bytes),
+                    message);
+    return bytes;
+  };
+  uint64_t wholeFloor = floorOf("chunk-attention=off");
+  uint64_t chunkedFloor = floorOf("");
+  INFO("no remat " << base << " B, floor with the cores whole " << wholeFloor
+                   << " B, chunked " << chunkedFloor << " B");
+  REQUIRE(chunkedFloor < wholeFloor);
+  uint64_t previous = base;
+  for (int step16 = 0; step16 <= 16; ++step16) {
+    // From no remat's peak down to just below the chunked floor.
+    uint64_t budget =
+        base - (base - chunkedFloor + 1) * uint64_t(step16) / 16;
+    std::unique_ptr<Graph> copy = step->clone();
+    INFO("budget " << budget);
+    llvm::Error err = runPasses(
+        *copy, "remat{budget=" + std::to_string(budget) + "},plan-memory");
+    if (budget < chunkedFloor) {
+      REQUIRE(bool(err));
+      CHECK(llvm::StringRef(errorToString(std::move(err)))
+                .contains("2 attention cores chunked"));
+      continue;
+    }
+    REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+    uint64_t peak = plannedPeak(*copy);
+    CHECK(peak <= budget);
+    CHECK(peak <= previous);
+    previous = peak;
+    // Below the whole cores' floor no [batch, heads, seq, seq] value is left.
+    if (budget < wholeFloor)
+      CHECK(countValuesOf(*copy, scores) == 0);
+    runtime::RunResult result = run(*copy);
+    int differs = firstDifference(reference, result);
+    CHECK_MESSAGE(differs == -1,
+                  "output " << differs << " ('"
+                            << step->getOutputs()[size_t(std::max(differs, 0))]
+                                   ->getName()
+                                   .str()
+                            << "') is not bitwise equal");
+  }
 }
