@@ -534,8 +534,8 @@ llvm::Expected<unsigned> chunkAttentionCores(ir::Graph &graph,
   std::vector<AttentionCore> cores = findAttentionCores(graph, whyNot);
   if (cores.empty())
     return 0;
-  // auto: kAutoAttentionChunks chunks, the batch's split that takes the
-  // big values out of the floor without multiplying the step's nodes.
+  // auto: kAutoAttentionChunks chunks, which take most of the big values
+  // out of the floor without multiplying the step's nodes.
   unsigned chunks = setting.mode == ChunkLossSetting::Mode::Fixed
                         ? setting.chunks
                         : kAutoAttentionChunks;
