@@ -243,6 +243,8 @@ private:
   bool explain_ = false;
   /// auto, off or a number of chunks (Note [Chunked loss head]).
   std::string chunkLoss_ = "auto";
+  /// auto, off or a number of chunks (Note [Chunked attention core]).
+  std::string chunkAttention_ = "auto";
   std::string dumpModel_;
   std::optional<llvm::json::Object> report_;
 };

@@ -1,5 +1,7 @@
 //===- passes/remat/ChunkLoss.cpp - The loss head in chunks of tokens -----===//
 #include "passes/remat/ChunkLoss.h"
+#include "passes/remat/ChunkAttention.h"
+#include "passes/remat/ChunkRewriter.h"
 
 #include "ir/Builder.h"
 #include "ir/Support.h"
@@ -17,7 +19,8 @@ using ir::OpKind;
 using ir::Stage;
 using ir::Value;
 
-llvm::Expected<ChunkLossSetting> parseChunkLoss(llvm::StringRef text) {
+llvm::Expected<ChunkLossSetting> parseChunkSetting(llvm::StringRef option,
+                                                   llvm::StringRef text) {
   ChunkLossSetting setting;
   if (text == "auto")
     return setting;
@@ -27,12 +30,17 @@ llvm::Expected<ChunkLossSetting> parseChunkLoss(llvm::StringRef text) {
   }
   unsigned chunks = 0;
   if (text.getAsInteger(10, chunks) || chunks == 0)
-    return makeError("chunk-loss: expected auto, off or a number of chunks of "
+    return makeError(option +
+                     ": expected auto, off or a number of chunks of "
                      "at least 1, got '" +
                      text + "'");
   setting.mode = ChunkLossSetting::Mode::Fixed;
   setting.chunks = chunks;
   return setting;
+}
+
+llvm::Expected<ChunkLossSetting> parseChunkLoss(llvm::StringRef text) {
+  return parseChunkSetting("chunk-loss", text);
 }
 
 int64_t getChunkRows(int64_t tokens, unsigned chunks) {
@@ -44,15 +52,6 @@ int64_t getChunkRows(int64_t tokens, unsigned chunks) {
 }
 
 namespace {
-
-std::string percent(const Value *value) {
-  return ("%" + value->getName()).str();
-}
-
-std::string describe(const Node &node) {
-  return percent(node.getResult(0)) + " (" +
-         ir::getOpInfo(node.getOp()).name.str() + ")";
-}
 
 bool hasUnitAlpha(const Node &node) {
   return node.getAttrs().getFloat("alpha").value_or(1.0f) == 1.0f;
@@ -255,10 +254,10 @@ private:
 };
 
 /// Builds the chunked head at the loss's place.
-class HeadRewriter {
+class HeadRewriter : ChunkRewriterBase {
 public:
   HeadRewriter(ir::Graph &graph, const LossHead &head, int64_t rows)
-      : graph_(graph), head_(head), rows_(rows), builder_(graph) {
+      : ChunkRewriterBase(graph, "chunk-loss"), head_(head), rows_(rows) {
     builder_.setInsertionPoint(head.loss);
     builder_.setStage(Stage::Forward);
     base_ = head.loss->getResult(0)->getName().str() + ".chunk";
@@ -400,49 +399,6 @@ private:
     return it == labelMap_.end() ? value : it->second;
   }
 
-  Value *ints(llvm::ArrayRef<int64_t> values) {
-    return builder_.createConstant(
-        ir::TensorData::fromInts(
-            ir::TensorType(DType::I64, {int64_t(values.size())}), values),
-        base_ + ".index");
-  }
-
-  Node *createNode(OpKind op, llvm::ArrayRef<Value *> operands,
-                   ir::AttrList attrs, unsigned results, llvm::StringRef name) {
-    if (error_)
-      return nullptr;
-    auto node = builder_.create(op, operands, std::move(attrs), results, name);
-    if (!node) {
-      error_ = node.takeError();
-      return nullptr;
-    }
-    return *node;
-  }
-
-  /// Creates a one-result node; after a failure, creates nothing and
-  /// returns the first operand (run() then returns the error).
-  Value *create(OpKind op, llvm::ArrayRef<Value *> operands, ir::AttrList attrs,
-                llvm::StringRef name) {
-    Node *node = createNode(op, operands, std::move(attrs), 1, name);
-    return node ? node->getResult(0) : operands.front();
-  }
-
-  void replace(Value *old, Value *replacement) {
-    if (error_)
-      return;
-    if (old->getType() != replacement->getType()) {
-      error_ = makeError("chunk-loss: the chunked " + percent(old) +
-                         " would change type; left whole");
-      return;
-    }
-    std::string name = old->getName().str();
-    old->replaceAllUsesWith(replacement);
-    old->setName(graph_.uniqueName(name + ".unchunked"));
-    replacement->setName(name);
-  }
-
-  llvm::Error takeError() { return std::move(*error_); }
-
   /// Erases the old head's nodes, readers first.
   void eraseOldHead() {
     std::vector<Node *> old{head_.projection, head_.loss, head_.scoresGrad};
@@ -451,22 +407,12 @@ private:
     llvm::append_range(old, head_.columnSums);
     llvm::append_range(old, head_.labelNodes);
     llvm::DenseSet<Node *> doomed(old.begin(), old.end());
-    std::vector<Node *> inOrder;
-    for (Node &node : graph_.getNodes())
-      if (doomed.count(&node))
-        inOrder.push_back(&node);
-    for (Node *node : llvm::reverse(inOrder))
-      if (!node->hasUsedResults())
-        graph_.eraseNode(node);
+    eraseOld([&](Node *node) { return doomed.count(node) != 0; });
   }
 
-  ir::Graph &graph_;
   const LossHead &head_;
   int64_t rows_;
-  ir::Builder builder_;
-  std::string base_;
   llvm::DenseMap<const Value *, Value *> labelMap_;
-  std::optional<llvm::Error> error_;
 };
 
 } // namespace
@@ -500,46 +446,66 @@ llvm::Expected<unsigned> chunkLossHead(ir::Graph &graph, const LossHead &head,
 }
 
 llvm::Expected<std::unique_ptr<ChunkedStep>>
-prepareChunkedStep(const ir::Graph &graph, ChunkLossSetting setting,
-                   llvm::StringRef costProfilePath,
-                   llvm::ArrayRef<std::string> boundaries,
-                   std::string &whyNot) {
-  assert(setting.mode != ChunkLossSetting::Mode::Off && "nothing to prepare");
-  bool fixed = setting.mode == ChunkLossSetting::Mode::Fixed;
+prepareChunkedStep(const ir::Graph &graph, ChunkLossSetting loss,
+                   ChunkLossSetting attention, llvm::StringRef costProfilePath,
+                   llvm::ArrayRef<std::string> boundaries, std::string &whyNot,
+                   std::string &attentionWhyNot) {
+  using Mode = ChunkLossSetting::Mode;
+  assert((loss.mode != Mode::Off || attention.mode != Mode::Off) &&
+         "nothing to prepare");
   auto step = std::make_unique<ChunkedStep>();
   step->graph = graph.clone();
-  auto head = findLossHead(*step->graph, whyNot);
-  if (head) {
-    // auto: rows of one block, the finest split that keeps the bits, so
-    // that the head's share of the peak is smallest.
-    if (fixed)
-      step->rows = getChunkRows(head->tokens, setting.chunks);
-    else
-      step->rows = head->tokens > kTokenBlock ? kTokenBlock : 0;
-    if (!step->rows)
-      whyNot = percent(head->loss->getResult(0)) + ": its " +
-               std::to_string(head->tokens) +
-               " tokens make fewer than two chunks of whole blocks of " +
-               std::to_string(kTokenBlock) + " tokens";
+  if (loss.mode != Mode::Off) {
+    bool fixed = loss.mode == Mode::Fixed;
+    auto head = findLossHead(*step->graph, whyNot);
+    if (head) {
+      // auto: rows of one block, the finest split that keeps the bits, so
+      // that the head's share of the peak is smallest.
+      if (fixed)
+        step->rows = getChunkRows(head->tokens, loss.chunks);
+      else
+        step->rows = head->tokens > kTokenBlock ? kTokenBlock : 0;
+      if (!step->rows)
+        whyNot = percent(head->loss->getResult(0)) + ": its " +
+                 std::to_string(head->tokens) +
+                 " tokens make fewer than two chunks of whole blocks of " +
+                 std::to_string(kTokenBlock) + " tokens";
+    }
+    if (!head || !step->rows) {
+      if (fixed)
+        return makeError("chunk-loss=" + std::to_string(loss.chunks) +
+                         ": the loss head of @" + graph.getName() +
+                         " is left whole: " + whyNot);
+      return nullptr;
+    }
+    step->description = "the loss head " + percent(head->loss->getResult(0)) +
+                        " (" + std::to_string(head->tokens) + " tokens x " +
+                        std::to_string(head->classes) + " classes, Gemm " +
+                        percent(head->projection->getResult(0)) + ")";
+    auto chunks = chunkLossHead(*step->graph, *head, step->rows);
+    if (!chunks)
+      return chunks.takeError();
+    step->chunks = *chunks;
+    step->description += " in " + std::to_string(step->chunks) +
+                         " chunks of up to " + std::to_string(step->rows) +
+                         " tokens";
   }
-  if (!head || !step->rows) {
-    if (fixed)
-      return makeError("chunk-loss=" + std::to_string(setting.chunks) +
-                       ": the loss head of @" + graph.getName() +
-                       " is left whole: " + whyNot);
-    return nullptr;
+  if (attention.mode != Mode::Off) {
+    step->attention = attention;
+    auto cores = chunkAttentionCores(*step->graph, attention, attentionWhyNot,
+                                     &step->attentionDescription);
+    if (!cores)
+      return cores.takeError();
+    if (!*cores) {
+      if (attention.mode == Mode::Fixed)
+        return makeError("chunk-attention=" + std::to_string(attention.chunks) +
+                         ": no attention core of @" + graph.getName() +
+                         " can be chunked: " + attentionWhyNot);
+      return nullptr;
+    }
+    step->attentionCores = *cores;
+    step->attentionLeftWhole = attentionWhyNot;
   }
-  step->description = "the loss head " + percent(head->loss->getResult(0)) +
-                      " (" + std::to_string(head->tokens) + " tokens x " +
-                      std::to_string(head->classes) + " classes, Gemm " +
-                      percent(head->projection->getResult(0)) + ")";
-  auto chunks = chunkLossHead(*step->graph, *head, step->rows);
-  if (!chunks)
-    return chunks.takeError();
-  step->chunks = *chunks;
-  step->description += " in " + std::to_string(step->chunks) +
-                       " chunks of up to " + std::to_string(step->rows) +
-                       " tokens";
   auto problem = prepareRematProblem(*step->graph, costProfilePath, boundaries);
   if (!problem)
     return problem.takeError();
@@ -551,12 +517,20 @@ llvm::Expected<RecomputeStats> applyChunkedPlan(ir::Graph &graph,
                                                 const ChunkedStep &step,
                                                 const PlanResult &plan) {
   std::string whyNot;
-  auto head = findLossHead(graph, whyNot);
-  assert(head && "the copy's head was found");
-  auto chunks = chunkLossHead(graph, *head, step.rows);
-  if (!chunks)
-    return chunks.takeError();
-  // The rewrite is deterministic: the plan's names are the copy's and now
+  if (step.rows) {
+    auto head = findLossHead(graph, whyNot);
+    assert(head && "the copy's head was found");
+    auto chunks = chunkLossHead(graph, *head, step.rows);
+    if (!chunks)
+      return chunks.takeError();
+  }
+  if (step.attentionCores) {
+    auto cores = chunkAttentionCores(graph, step.attention, whyNot, nullptr);
+    if (!cores)
+      return cores.takeError();
+    assert(*cores == step.attentionCores && "the copy's cores were found");
+  }
+  // The rewrites are deterministic: the plan's names are the copy's and now
   // this graph's.
   return applyRecomputePlan(graph, toRecomputePlan(graph, plan),
                             step.problem->profile);

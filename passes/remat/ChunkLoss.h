@@ -88,8 +88,12 @@ struct ChunkLossSetting {
   unsigned chunks = 0;
 };
 
-/// Parses "auto", "off" or a number of chunks of at least 1. \returns an
-/// error naming \p text otherwise.
+/// Parses "auto", "off" or a number of chunks of at least 1 for option
+/// \p option. \returns an error naming \p option and \p text otherwise.
+llvm::Expected<ChunkLossSetting> parseChunkSetting(llvm::StringRef option,
+                                                   llvm::StringRef text);
+
+/// parseChunkSetting for chunk-loss=.
 llvm::Expected<ChunkLossSetting> parseChunkLoss(llvm::StringRef text);
 
 /// A recognised loss head (Note [Chunked loss head]).
@@ -136,29 +140,42 @@ int64_t getChunkRows(int64_t tokens, unsigned chunks);
 llvm::Expected<unsigned> chunkLossHead(ir::Graph &graph, const LossHead &head,
                                        int64_t rows);
 
-/// The step with its loss head chunked, as a remat problem of its own: the
-/// solver's plans on it are candidates next to those on the step as it is.
+/// The step with its loss head chunked, its attention cores chunked (Note
+/// [Chunked attention core] in ChunkAttention.h) or both, as a remat
+/// problem of its own: the solver's plans on it are candidates next to
+/// those on the step as it is.
 struct ChunkedStep {
   std::unique_ptr<ir::Graph> graph;
   std::unique_ptr<RematProblem> problem;
+  /// The loss head's rows per chunk, 0 when it is left whole.
   int64_t rows = 0;
   unsigned chunks = 0;
+  /// What chunk-attention asked for (Off: the cores are left whole).
+  ChunkLossSetting attention{ChunkLossSetting::Mode::Off, 0};
+  unsigned attentionCores = 0;
   /// For --explain: what was chunked.
   std::string description;
+  std::string attentionDescription;
+  /// For --explain: the attention cores left whole and why, when others
+  /// were chunked.
+  std::string attentionLeftWhole;
 };
 
-/// Builds the chunked copy of \p graph that \p setting asks for (not Off),
-/// analysed as prepareRematProblem does with \p costProfilePath and
-/// \p boundaries. \returns null, with \p whyNot saying why, when the head
-/// is left whole under auto; when a number of chunks was asked for and the
-/// head cannot be chunked, an error.
+/// Builds the chunked copy of \p graph that \p loss and \p attention ask
+/// for (not both Off), analysed as prepareRematProblem does with
+/// \p costProfilePath and \p boundaries. \returns null, with \p whyNot
+/// (the loss head) or \p attentionWhyNot (the attention cores) saying why,
+/// when what auto asked for cannot be chunked; when a number of chunks was
+/// asked for and it cannot be done, an error.
 llvm::Expected<std::unique_ptr<ChunkedStep>>
-prepareChunkedStep(const ir::Graph &graph, ChunkLossSetting setting,
-                   llvm::StringRef costProfilePath,
-                   llvm::ArrayRef<std::string> boundaries, std::string &whyNot);
+prepareChunkedStep(const ir::Graph &graph, ChunkLossSetting loss,
+                   ChunkLossSetting attention, llvm::StringRef costProfilePath,
+                   llvm::ArrayRef<std::string> boundaries, std::string &whyNot,
+                   std::string &attentionWhyNot);
 
-/// Chunks \p graph's head as \p step did on its copy, then applies \p plan
-/// (a plan of \p step's solver) to \p graph. \returns what was cloned.
+/// Chunks \p graph's head and attention cores as \p step did on its copy,
+/// then applies \p plan (a plan of \p step's solver) to \p graph.
+/// \returns what was cloned.
 llvm::Expected<RecomputeStats> applyChunkedPlan(ir::Graph &graph,
                                                 const ChunkedStep &step,
                                                 const PlanResult &plan);

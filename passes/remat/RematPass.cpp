@@ -2,6 +2,7 @@
 #include "ir/OutputFile.h"
 #include "ir/Support.h"
 #include "passes/Passes.h"
+#include "passes/remat/ChunkAttention.h"
 #include "passes/remat/ChunkLoss.h"
 #include "passes/remat/Solver.h"
 
@@ -39,6 +40,12 @@ RematPass::RematPass() {
                 "in chunks of tokens: auto (when the solver's plan needs it), "
                 "off, or a number of chunks",
                 &chunkLoss_);
+  declareOption("chunk-attention",
+                "compute each attention core (MatMul, softmax, dropout, "
+                "MatMul) forward and backward in chunks of the batch: auto "
+                "(when the solver's plan needs it), off, or a number of "
+                "chunks",
+                &chunkAttention_);
   declareOption("dump-model",
                 "write remat's model of the step (nodes, bytes, predicted "
                 "seconds, stash) as JSON to this file, for "
@@ -87,15 +94,14 @@ prepareRematProblem(ir::Graph &graph, llvm::StringRef costProfilePath,
   return std::move(problem);
 }
 
-llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
-                                uint64_t budgetBytes,
-                                llvm::StringRef budgetText,
-                                Solver *alternative,
-                                llvm::StringRef alternativeNote) {
-  // The smallest any strategy reaches, of the step as it is or of
-  // \p alternative (the step with its loss head chunked) when that is
-  // smaller, and the strategy's own floor: a budget at or above it has a
-  // plan.
+llvm::Error makeInfeasibleError(
+    Solver &solver, Strategy strategy, uint64_t budgetBytes,
+    llvm::StringRef budgetText,
+    llvm::ArrayRef<std::pair<Solver *, std::string>> alternatives) {
+  // The smallest any strategy reaches, of the step as it is or of an
+  // alternative (the step with its loss head or attention cores chunked)
+  // when that is smaller, and the strategy's own floor: a budget at or
+  // above it has a plan.
   auto smallest = solver.smallestPlan();
   if (!smallest)
     return smallest.takeError();
@@ -103,13 +109,13 @@ llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
   if (!own)
     return own.takeError();
   std::string note;
-  if (alternative) {
+  for (const auto &[alternative, alternativeNote] : alternatives) {
     auto other = alternative->smallestPlan();
     if (!other)
       return other.takeError();
     if (other->plannedPeakBytes < smallest->plannedPeakBytes) {
       smallest = std::move(other);
-      note = (", " + alternativeNote).str();
+      note = ", " + alternativeNote;
     }
     auto otherOwn = alternative->smallestPlanOf(strategy);
     if (!otherOwn)
@@ -150,6 +156,9 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
   auto chunkSetting = parseChunkLoss(chunkLoss_);
   if (!chunkSetting)
     return chunkSetting.takeError();
+  auto attentionChoice = parseChunkAttention(chunkAttention_);
+  if (!attentionChoice)
+    return attentionChoice.takeError();
   std::vector<std::string> boundaries;
   for (llvm::StringRef name : llvm::split(boundaries_, ','))
     if (!name.trim().empty())
@@ -172,75 +181,147 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
   if (budget_.isSet)
     budget = budget_.resolve(solver.getBasePeakBytes());
 
-  // The step with its loss head chunked is a second pool of plans (Note
-  // [Chunked loss head]); the pick is the fastest predicted plan that fits,
-  // of either, so budgets stay monotone (Note [Monotone budgets]).
-  std::string headWhyNot;
-  std::unique_ptr<ChunkedStep> chunked;
-  if (chunkSetting->mode == ChunkLossSetting::Mode::Fixed ||
-      (chunkSetting->mode == ChunkLossSetting::Mode::Auto && budget)) {
-    auto step = prepareChunkedStep(graph, *chunkSetting, costProfile_,
-                                   boundaries, headWhyNot);
-    if (!step)
-      return step.takeError();
-    chunked = std::move(*step);
-  }
-  Solver *chunkedSolver = chunked ? chunked->problem->solver.get() : nullptr;
+  // The step with its loss head chunked, its attention cores chunked, or
+  // both, are further pools of plans (Note [Chunked loss head], Note
+  // [Chunked attention core]); the pick is the fastest predicted plan that
+  // fits, of any, so budgets stay monotone (Note [Monotone budgets]).
+  using Mode = ChunkLossSetting::Mode;
+  ChunkLossSetting off{Mode::Off, 0};
+  std::string headWhyNot, attentionWhyNot;
+  struct Pool {
+    Solver *solver = nullptr;
+    std::unique_ptr<ChunkedStep> step;
+    bool loss = false, attention = false;
+  };
+  std::vector<Pool> pools;
+  for (bool loss : {false, true})
+    for (bool attention : {false, true}) {
+      const ChunkLossSetting &lossSetting = loss ? *chunkSetting : off;
+      const ChunkLossSetting &attentionSetting =
+          attention ? *attentionChoice : off;
+      // A Fixed setting is applied in every pool; auto only with a budget.
+      if ((loss && chunkSetting->mode == Mode::Off) ||
+          (!loss && chunkSetting->mode == Mode::Fixed) ||
+          (attention && attentionChoice->mode == Mode::Off) ||
+          (!attention && attentionChoice->mode == Mode::Fixed))
+        continue;
+      if (!loss && !attention) {
+        pools.push_back({&solver, nullptr, false, false});
+        continue;
+      }
+      if ((loss && chunkSetting->mode == Mode::Auto && !budget) ||
+          (attention && attentionChoice->mode == Mode::Auto && !budget))
+        continue;
+      std::string lossWhy, attentionWhy;
+      auto step =
+          prepareChunkedStep(graph, lossSetting, attentionSetting, costProfile_,
+                             boundaries, lossWhy, attentionWhy);
+      if (!step)
+        return step.takeError();
+      if (loss && !lossWhy.empty())
+        headWhyNot = lossWhy;
+      if (attention && !attentionWhy.empty())
+        attentionWhyNot = attentionWhy;
+      if (!*step)
+        continue;
+      Solver *stepSolver = (*step)->problem->solver.get();
+      pools.push_back({stepSolver, std::move(*step), loss, attention});
+    }
   std::optional<PlanResult> chosen;
-  Solver *chosenSolver = nullptr;
-  for (Solver *candidate : {&solver, chunkedSolver}) {
-    if (!candidate || (candidate == &solver && chunkSetting->mode ==
-                                                   ChunkLossSetting::Mode::Fixed))
-      continue;
-    auto plan = candidate->solve(strategy, budget);
+  const Pool *chosenPool = nullptr;
+  for (const Pool &pool : pools) {
+    auto plan = pool.solver->solve(strategy, budget);
     if (!plan)
       return plan.takeError();
     if (!*plan)
       continue;
-    double seconds = candidate->getPredictedSeconds(**plan);
+    double seconds = pool.solver->getPredictedSeconds(**plan);
     if (chosen) {
-      double best = chosenSolver->getPredictedSeconds(*chosen);
+      double best = chosenPool->solver->getPredictedSeconds(*chosen);
       if (seconds > best || (seconds == best && (*plan)->plannedPeakBytes >=
                                                     chosen->plannedPeakBytes))
         continue;
     }
     chosen = std::move(**plan);
-    chosenSolver = candidate;
+    chosenPool = &pool;
   }
-  bool isChunked = chosenSolver && chosenSolver == chunkedSolver;
+  auto describePool = [](const Pool &pool) {
+    std::string note;
+    if (pool.loss)
+      note = "loss head in " + std::to_string(pool.step->chunks) + " chunks";
+    if (pool.attention)
+      note += std::string(note.empty() ? "" : ", ") +
+              std::to_string(pool.step->attentionCores) +
+              " attention cores chunked";
+    return note;
+  };
   if (!chosen) {
-    if (chunkSetting->mode == ChunkLossSetting::Mode::Fixed)
-      return makeInfeasibleError(*chunkedSolver, strategy, *budget,
-                                 budget_.str());
-    return makeInfeasibleError(
-        solver, strategy, *budget, budget_.str(), chunkedSolver,
-        chunked ? "loss head in " + std::to_string(chunked->chunks) + " chunks"
-                : "");
+    // The first pool is the step as it is unless a setting is Fixed.
+    if (pools.empty())
+      return makeError("remat: no pool of plans (chunk-loss and "
+                       "chunk-attention ask for nothing that can be built)");
+    std::vector<std::pair<Solver *, std::string>> alternatives;
+    for (const Pool &pool : llvm::drop_begin(pools))
+      alternatives.push_back({pool.solver, describePool(pool)});
+    return makeInfeasibleError(*pools.front().solver, strategy, *budget,
+                               budget_.str(), alternatives);
   }
-  std::string chunkNote;
-  if (isChunked)
-    chunkNote = chunked->description;
-  else if (chunked)
-    chunkNote = chunked->description +
+  // What was chunked, or why not, for --explain and the report.
+  auto findStep = [&](bool loss, bool attention) -> const ChunkedStep * {
+    for (const Pool &pool : pools)
+      if (pool.step && pool.loss == loss && pool.attention == attention)
+        return pool.step.get();
+    return nullptr;
+  };
+  std::string chunkNote, attentionNote;
+  if (chosenPool->loss)
+    chunkNote = chosenPool->step->description;
+  else if (const ChunkedStep *step = findStep(true, chosenPool->attention))
+    chunkNote = step->description +
                 " was not needed: the whole head's plan is as fast or faster";
-  else if (chunkSetting->mode == ChunkLossSetting::Mode::Off)
+  else if (chunkSetting->mode == Mode::Off)
     chunkNote = "off";
   else if (budget)
     chunkNote = "the loss head is left whole: " + headWhyNot;
-  report_ = chosenSolver->explainJson(*chosen, budget);
+  auto leftWhole = [](const ChunkedStep &step) {
+    return step.attentionLeftWhole.empty()
+               ? std::string()
+               : "; left whole: " + step.attentionLeftWhole;
+  };
+  if (chosenPool->attention)
+    attentionNote =
+        chosenPool->step->attentionDescription + leftWhole(*chosenPool->step);
+  else if (const ChunkedStep *step = findStep(chosenPool->loss, true))
+    attentionNote = step->attentionDescription +
+                    ": not needed, the whole cores' plan is as fast or "
+                    "faster" +
+                    leftWhole(*step);
+  else if (attentionChoice->mode == Mode::Off)
+    attentionNote = "off";
+  else if (budget)
+    attentionNote =
+        "the attention cores are left whole: " +
+        (attentionWhyNot.empty() ? std::string("no plan needs them chunked")
+                                 : attentionWhyNot);
+  Solver &chosenSolver = *chosenPool->solver;
+  report_ = chosenSolver.explainJson(*chosen, budget);
   // Without a budget auto has nothing to meet: no note.
   if (!chunkNote.empty())
     report_->try_emplace("chunk_loss", chunkNote);
+  if (!attentionNote.empty())
+    report_->try_emplace("chunk_attention", attentionNote);
   if (explain_) {
     std::string text =
-        chunkNote.empty() ? "" : "chunk-loss: " + chunkNote + "\n";
+        attentionNote.empty() ? "" : "chunk-attention: " + attentionNote + "\n";
+    if (!chunkNote.empty())
+      text += "chunk-loss: " + chunkNote + "\n";
     llvm::raw_string_ostream os(text);
-    chosenSolver->explain(*chosen, budget, os);
+    chosenSolver.explain(*chosen, budget, os);
     os.flush();
     emitRaw(text);
   }
-  if (isChunked) {
-    auto stats = applyChunkedPlan(graph, *chunked, *chosen);
+  if (chosenPool->step) {
+    auto stats = applyChunkedPlan(graph, *chosenPool->step, *chosen);
     if (!stats)
       return stats.takeError();
     return true;

@@ -254,13 +254,12 @@ prepareRematProblem(ir::Graph &graph, llvm::StringRef costProfilePath,
 
 /// The error for a budget no plan of \p strategy fits: the budget (and
 /// \p budgetText when it was a percentage), the smallest feasible planned
-/// peak (of \p solver, or of \p alternative, named by \p alternativeNote,
-/// when that is smaller) and the peak without remat.
-llvm::Error makeInfeasibleError(Solver &solver, Strategy strategy,
-                                uint64_t budgetBytes,
-                                llvm::StringRef budgetText,
-                                Solver *alternative = nullptr,
-                                llvm::StringRef alternativeNote = "");
+/// peak (of \p solver, or of one of \p alternatives, each named by its
+/// note, when that is smaller) and the peak without remat.
+llvm::Error makeInfeasibleError(
+    Solver &solver, Strategy strategy, uint64_t budgetBytes,
+    llvm::StringRef budgetText,
+    llvm::ArrayRef<std::pair<Solver *, std::string>> alternatives = {});
 
 } // namespace remat::passes::recompute
 

@@ -15,12 +15,14 @@
 #include "passes/Liveness.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
+#include "passes/remat/ChunkAttention.h"
 #include "passes/remat/ChunkLoss.h"
 #include "passes/remat/CostModel.h"
 #include "passes/remat/Segments.h"
 #include "passes/remat/Solver.h"
 #include "runtime/Backends.h"
 #include "tests/unit/RandomGraphs.h"
+#include "runtime/DropoutMask.h"
 #include "runtime/cpu/Evaluator.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -513,13 +515,18 @@ unsigned countWholeScores(const Graph &graph, int64_t tokens,
   return count;
 }
 
-std::unique_ptr<Graph> bertStep(const char *model, const char *bind) {
+/// The training step of the BERT config at \p path, with \p bind.
+std::unique_ptr<Graph> bertStepAt(const std::string &path, const char *bind) {
   session::LoadOptions options;
   options.bind = bind;
-  auto graph = session::loadModel(
-      std::string(REMAT_TEST_DIR "/../models/") + model + ".json", options);
-  REQUIRE(bool(graph));
+  auto graph = session::loadModel(path, options);
+  REQUIRE_MESSAGE(bool(graph), path);
   return trainingStep(std::move(*graph));
+}
+
+std::unique_ptr<Graph> bertStep(const char *model, const char *bind) {
+  return bertStepAt(std::string(REMAT_TEST_DIR "/../models/") + model + ".json",
+                    bind);
 }
 
 /// Runs remat with \p options and plan-memory on a copy of \p step; checks
@@ -713,4 +720,186 @@ TEST_CASE("remat: a clone costs its original's measured time, whatever its "
   lookalike->setOrigin(nullptr);
   CHECK(lookalike->getResult(0)->getName() == "m0.remat");
   CHECK(recompute::nodeSeconds(*lookalike, profile) != 0.5);
+}
+
+//===----------------------------------------------------------------------===//
+// The chunked attention core (Note [Chunked attention core])
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("remat: a chunk's Dropout seed draws the whole Dropout's elements") {
+  for (uint64_t seed : {uint64_t{0}, uint64_t{101}, ~uint64_t{0} - 6})
+    for (uint64_t offset :
+         {uint64_t{0}, uint64_t{1}, uint64_t{786432}, uint64_t{1} << 40}) {
+      uint64_t chunk = recompute::getChunkSeed(seed, offset);
+      for (uint64_t i : {uint64_t{0}, uint64_t{1}, uint64_t{12345}})
+        CHECK_MESSAGE(
+            runtime::dropoutBits24(runtime::dropoutKey(chunk), i) ==
+                runtime::dropoutBits24(runtime::dropoutKey(seed), offset + i),
+            "seed " << seed << " offset " << offset << " i " << i);
+    }
+}
+
+namespace {
+
+/// \returns how many values of \p graph have the dims \p dims.
+unsigned countValuesOf(const Graph &graph, llvm::ArrayRef<int64_t> dims) {
+  unsigned count = 0;
+  for (const Node &node : graph.getNodes())
+    for (const Value *result : node.getResults())
+      if (result->getType().getDims() == dims)
+        ++count;
+  return count;
+}
+
+} // namespace
+
+TEST_CASE("remat: chunked attention cores give the whole cores' bits, and no "
+          "[batch, heads, seq, seq] value is left") {
+  struct Case {
+    const char *model, *bind, *options;
+    std::vector<int64_t> scores;
+  };
+  for (const Case &c : {
+           Case{"bert-tiny",
+                "batch=4,seq=48",
+                "strategy=none chunk-attention=2",
+                {4, 2, 48, 48}},
+           // 3 chunks of a batch of 4: 2 and 2.
+           Case{"bert-tiny",
+                "batch=4,seq=48",
+                "strategy=every-layer chunk-attention=3",
+                {4, 2, 48, 48}},
+           // Chunks of one entry, with the loss head chunked too.
+           Case{"bert-tiny",
+                "batch=5,seq=128",
+                "strategy=sqrt chunk-attention=5 chunk-loss=2",
+                {5, 2, 128, 128}},
+           Case{"bert-mini",
+                "batch=3,seq=96",
+                "strategy=chain-dp budget=90% chunk-attention=2",
+                {3, 4, 96, 96}},
+       }) {
+    INFO(std::string(c.model)
+         << " " << std::string(c.bind) << " " << std::string(c.options));
+    std::unique_ptr<Graph> step = bertStep(c.model, c.bind);
+    REQUIRE(countValuesOf(*step, c.scores) > 0);
+    runtime::RunResult reference = runUnchanged(*step);
+    std::unique_ptr<Graph> copy = step->clone();
+    llvm::Error err =
+        runPasses(*copy, "remat{" + std::string(c.options) + "},plan-memory");
+    REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+    CHECK(countValuesOf(*copy, c.scores) == 0);
+    runtime::RunResult result = run(*copy);
+    int differs = firstDifference(reference, result);
+    CHECK_MESSAGE(
+        differs == -1,
+        "output "
+            << differs << " ('"
+            << step->getOutputs()[size_t(std::max(differs, 0))]->getName().str()
+            << "') is not bitwise equal");
+  }
+}
+
+TEST_CASE("remat: chunk-attention rejects what it cannot do") {
+  struct Bad {
+    const char *bind, *options, *message;
+  };
+  for (const Bad &bad : {
+           Bad{"batch=2,seq=16", "chunk-attention=0",
+               "chunk-attention: expected auto, off or a number of chunks of "
+               "at least 1, got '0'"},
+           Bad{"batch=2,seq=16", "chunk-attention=half", "got 'half'"},
+           Bad{"batch=2,seq=16", "chunk-attention=1",
+               "chunk-attention=1: no attention core of @bert can be chunked: "
+               "a batch of 2 in 1 chunk is left whole"},
+           Bad{"batch=1,seq=16", "chunk-attention=2",
+               "chunk-attention=2: no attention core of @bert can be chunked: "
+               "%bert.encoder.layer.0.attention.self.attention_probs: its "
+               "batch of 1 makes fewer than two chunks"},
+       }) {
+    std::unique_ptr<Graph> step = bertStep("bert-tiny", bad.bind);
+    llvm::Error err = runPasses(*step, "remat{strategy=none " +
+                                           std::string(bad.options) + "}");
+    REQUIRE_MESSAGE(bool(err), bad.options);
+    std::string message = errorToString(std::move(err));
+    CHECK_MESSAGE(llvm::StringRef(message).contains(bad.message),
+                  bad.options << " gave: " << message);
+  }
+  // A softmax that is not between two batched MatMuls is left whole.
+  std::unique_ptr<Graph> plain = trainingStep(parseText(R"(
+graph @plain(%x: f32[4,8,16], %w: f32[16,16] weight) {
+  %s = MatMul(%x, %w) : f32[4,8,16]
+  %p = Softmax(%s) {axis = -1} : f32[4,8,16]
+  %loss = ReduceSum(%p) {keepdims = 0} : f32[]
+  return %loss
+})"));
+  std::string whyNot;
+  CHECK(recompute::findAttentionCores(*plain, whyNot).empty());
+  CHECK(whyNot == "%p: its probabilities are not read by one MatMul(P, V) in "
+                  "forward");
+}
+
+TEST_CASE("remat: auto chunks the attention cores when the budget needs it, "
+          "and budgets stay monotone") {
+  // tests/tools/Inputs/bert-attention.json: its [8, 4, 128, 128] scores, not
+  // the loss head, set the floor (14.80 MiB without remat, 13.97 MiB with
+  // the cores whole, 5.23 MiB with them chunked).
+  std::unique_ptr<Graph> step = bertStepAt(
+      REMAT_TEST_DIR "/tools/Inputs/bert-attention.json", "batch=8,seq=128");
+  const std::vector<int64_t> scores{8, 4, 128, 128};
+  runtime::RunResult reference = runUnchanged(*step);
+  std::unique_ptr<Graph> planned = step->clone();
+  REQUIRE(!runPasses(*planned, "plan-memory"));
+  uint64_t base = plannedPeak(*planned);
+  auto floorOf = [&](llvm::StringRef options) {
+    std::unique_ptr<Graph> copy = step->clone();
+    llvm::Error err =
+        runPasses(*copy, "remat{budget=1 " + options.str() + "}");
+    REQUIRE(bool(err));
+    std::string message = errorToString(std::move(err));
+    llvm::StringRef rest =
+        llvm::StringRef(message).split("planned peak is ").second;
+    uint64_t bytes = 0;
+    REQUIRE_MESSAGE(!rest.split('(').second.split(' ').first.getAsInteger(
+                        10, bytes),
+                    message);
+    return bytes;
+  };
+  uint64_t wholeFloor = floorOf("chunk-attention=off");
+  uint64_t chunkedFloor = floorOf("");
+  INFO("no remat " << base << " B, floor with the cores whole " << wholeFloor
+                   << " B, chunked " << chunkedFloor << " B");
+  REQUIRE(chunkedFloor < wholeFloor);
+  uint64_t previous = base;
+  for (int step16 = 0; step16 <= 16; ++step16) {
+    // From no remat's peak down to just below the chunked floor.
+    uint64_t budget =
+        base - (base - chunkedFloor + 1) * uint64_t(step16) / 16;
+    std::unique_ptr<Graph> copy = step->clone();
+    INFO("budget " << budget);
+    llvm::Error err = runPasses(
+        *copy, "remat{budget=" + std::to_string(budget) + "},plan-memory");
+    if (budget < chunkedFloor) {
+      REQUIRE(bool(err));
+      CHECK(llvm::StringRef(errorToString(std::move(err)))
+                .contains("2 attention cores chunked"));
+      continue;
+    }
+    REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+    uint64_t peak = plannedPeak(*copy);
+    CHECK(peak <= budget);
+    CHECK(peak <= previous);
+    previous = peak;
+    // Below the whole cores' floor no [batch, heads, seq, seq] value is left.
+    if (budget < wholeFloor)
+      CHECK(countValuesOf(*copy, scores) == 0);
+    runtime::RunResult result = run(*copy);
+    int differs = firstDifference(reference, result);
+    CHECK_MESSAGE(differs == -1,
+                  "output " << differs << " ('"
+                            << step->getOutputs()[size_t(std::max(differs, 0))]
+                                   ->getName()
+                                   .str()
+                            << "') is not bitwise equal");
+  }
 }
