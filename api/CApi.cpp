@@ -112,6 +112,24 @@ RematStatus *rematModelLoadOnnxBytes(const void *data, size_t size,
   });
 }
 
+RematStatus *rematModelLoadOnnxBytesWithBaseDir(const void *data, size_t size,
+                                                const char *baseDir,
+                                                const char *bind,
+                                                RematModel **model) {
+  if (RematStatus *status =
+          checkOut(model, "rematModelLoadOnnxBytesWithBaseDir"))
+    return status;
+  *model = nullptr;
+  return guard([&] {
+    remat::LoadOptions options;
+    options.bind = bind ? bind : "";
+    std::string_view bytes(static_cast<const char *>(data), data ? size : 0);
+    return takeModel(
+        remat::Model::fromOnnxBytes(bytes, baseDir ? baseDir : "", options),
+        model);
+  });
+}
+
 RematStatus *rematModelLoadRir(const char *text, RematModel **model) {
   if (RematStatus *status = checkOut(model, "rematModelLoadRir"))
     return status;

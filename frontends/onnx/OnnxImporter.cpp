@@ -800,6 +800,15 @@ Error Importer::importInitializers() {
   return Error::success();
 }
 
+/// \returns whether \p path (resolved) lies strictly inside \p folder
+/// (resolved).
+static bool isInsideFolder(StringRef path, StringRef folder) {
+  if (!path.startswith(folder) || path.size() == folder.size())
+    return false;
+  // "/a/bc" is not inside "/a/b"; every path is inside "/".
+  return folder.endswith("/") || path[folder.size()] == '/';
+}
+
 Expected<std::vector<uint8_t>>
 Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
                        int64_t byteSize) {
@@ -840,6 +849,13 @@ Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
     if (component == "..")
       return fileError(what + ": external data location '" + location +
                        "' leaves the model's directory");
+  // A model given as bytes has no folder of its own: its external data is
+  // read only from a folder the caller names.
+  if (baseDir_.empty())
+    return fileError(what + ": external data location '" +
+                     ir::escapeForMessage(location) +
+                     "' cannot be read: the model was given as bytes with no "
+                     "base folder (give one to allow external data)");
   llvm::SmallString<256> path(baseDir_);
   llvm::sys::path::append(path, location);
 
@@ -847,7 +863,22 @@ Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
   if (std::error_code ec = llvm::sys::fs::file_size(path, fileSize))
     return fileError(what + ": cannot open external data file '" + path +
                      "': " + ec.message());
-  if (auto err = ir::checkRegularFile(path))
+  // Symbolic links, of the file or of any folder on the way, may point
+  // anywhere: the resolved path must stay inside the resolved folder.
+  llvm::SmallString<256> folder, resolved;
+  if (std::error_code ec = llvm::sys::fs::real_path(baseDir_, folder))
+    return fileError(what + ": cannot resolve the model's folder '" +
+                     baseDir_ + "': " + ec.message());
+  if (std::error_code ec = llvm::sys::fs::real_path(path, resolved))
+    return fileError(what + ": cannot resolve external data file '" + path +
+                     "': " + ec.message());
+  if (!isInsideFolder(resolved, folder))
+    return fileError(what + ": external data location '" +
+                     ir::escapeForMessage(location) + "' resolves to '" +
+                     ir::escapeForMessage(resolved) +
+                     "', outside the model's folder '" +
+                     ir::escapeForMessage(folder) + "'");
+  if (auto err = ir::checkRegularFile(resolved))
     return fileError(what + ": external data: " +
                      errorToString(std::move(err)));
   if (!length)
@@ -864,7 +895,7 @@ Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
                      " bytes, expected " + Twine(byteSize));
   if (byteSize == 0)
     return std::vector<uint8_t>();
-  auto buffer = llvm::MemoryBuffer::getFileSlice(path, *length, offset);
+  auto buffer = llvm::MemoryBuffer::getFileSlice(resolved, *length, offset);
   if (!buffer)
     return fileError(what + ": cannot read external data file '" + path +
                      "': " + buffer.getError().message());
@@ -2227,8 +2258,8 @@ importOnnxFile(StringRef path, const ImportOptions &options) {
   });
   if (!model)
     return model.takeError();
-  return importModel(**model, path, llvm::sys::path::parent_path(path),
-                     options);
+  StringRef folder = llvm::sys::path::parent_path(path);
+  return importModel(**model, path, folder.empty() ? "." : folder, options);
 }
 
 llvm::Expected<std::unique_ptr<ir::Graph>>

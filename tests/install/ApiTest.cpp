@@ -12,6 +12,8 @@
 #include "remat/remat.h"
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace {
@@ -123,4 +125,39 @@ TEST_CASE("C: handles, buffers and statuses") {
   rematModelDestroy(nullptr);
   rematStatusDestroy(nullptr);
   rematBufferDestroy(nullptr);
+}
+
+TEST_CASE("C: ONNX bytes read external data only from a base folder given") {
+  const std::string folder = REMAT_API_TEST_INPUTS "/external";
+  std::ifstream file(folder + "/model.onnx", std::ios::binary);
+  REQUIRE(file);
+  std::string bytes((std::istreambuf_iterator<char>(file)),
+                    std::istreambuf_iterator<char>());
+
+  RematModel *model = reinterpret_cast<RematModel *>(1);
+  RematStatus *status =
+      rematModelLoadOnnxBytes(bytes.data(), bytes.size(), nullptr, &model);
+  REQUIRE(status != nullptr);
+  CHECK(model == nullptr);
+  CHECK(std::string(rematStatusGetMessage(status)) ==
+        "<onnx bytes>: initializer 'w': external data location 'w.bin' "
+        "cannot be read: the model was given as bytes with no base folder "
+        "(give one to allow external data)");
+  rematStatusDestroy(status);
+  status = rematModelLoadOnnxBytesWithBaseDir(bytes.data(), bytes.size(),
+                                              nullptr, nullptr, &model);
+  REQUIRE(status != nullptr);
+  rematStatusDestroy(status);
+
+  status = rematModelLoadOnnxBytesWithBaseDir(
+      bytes.data(), bytes.size(), folder.c_str(), nullptr, &model);
+  REQUIRE_MESSAGE(status == nullptr, rematStatusGetMessage(status));
+  REQUIRE(rematModelOptimize(model, nullptr, "none") == nullptr);
+  rematModelDestroy(model);
+
+  // The C++ API's overload.
+  remat::Result<remat::Model> cpp =
+      remat::Model::fromOnnxBytes(bytes, folder, {});
+  REQUIRE_MESSAGE(cpp.ok(), cpp.status().message());
+  CHECK(cpp->getName() == "ext");
 }

@@ -972,8 +972,10 @@ struct TempDir {
   }
 };
 
-/// A model whose weight 'w' (f32[3]) is at \p offset of weights.bin.
-std::string externalModel(int64_t offset, int64_t length = 12) {
+/// A model whose weight 'w' (f32[3]) is in \p location, at \p offset with
+/// \p length when they are given (not negative).
+std::string externalModelAt(const std::string &location, int64_t offset = -1,
+                            int64_t length = -1) {
   ModelBuilder m;
   m.input("x", kFloat, {3});
   onnx::TensorProto *w = m.graph->add_initializer();
@@ -986,12 +988,19 @@ std::string externalModel(int64_t offset, int64_t length = 12) {
     e->set_key(key);
     e->set_value(value);
   };
-  entry("location", "weights.bin");
-  entry("offset", std::to_string(offset));
-  entry("length", std::to_string(length));
+  entry("location", location);
+  if (offset >= 0)
+    entry("offset", std::to_string(offset));
+  if (length >= 0)
+    entry("length", std::to_string(length));
   m.node("Add", {"x", "w"}, {"y"});
   m.output("y");
   return m.bytes();
+}
+
+/// A model whose weight 'w' (f32[3]) is at \p offset of weights.bin.
+std::string externalModel(int64_t offset, int64_t length = 12) {
+  return externalModelAt("weights.bin", offset, length);
 }
 
 } // namespace
@@ -1043,6 +1052,60 @@ TEST_CASE("a missing external data file names the tensor and the path") {
                               ": initializer 'w': cannot open external data "
                               "file '" +
                               dir.file("weights.bin") + "': ");
+}
+
+TEST_CASE("external data through a symbolic link must stay in the folder") {
+  TempDir outside, dir;
+  outside.write("secret.bin", std::string(12, 'S'));
+  dir.write("weights.bin", std::string(12, '\0'));
+  REQUIRE_FALSE(llvm::sys::fs::create_directory(dir.file("sub")));
+  // A link to a file outside, a link to a folder outside, and links that
+  // stay inside (to a file, and a folder link back into the model's folder).
+  REQUIRE_FALSE(llvm::sys::fs::create_link(outside.file("secret.bin"),
+                                           dir.file("link.bin")));
+  REQUIRE_FALSE(
+      llvm::sys::fs::create_link(outside.path, dir.file("elsewhere")));
+  REQUIRE_FALSE(llvm::sys::fs::create_link(dir.file("weights.bin"),
+                                           dir.file("sub/inside.bin")));
+  REQUIRE_FALSE(llvm::sys::fs::create_link(dir.path, dir.file("sub/up")));
+  llvm::SmallString<256> outsideReal;
+  REQUIRE_FALSE(llvm::sys::fs::real_path(outside.path, outsideReal));
+  llvm::SmallString<256> dirReal;
+  REQUIRE_FALSE(llvm::sys::fs::real_path(dir.path, dirReal));
+
+  for (const char *location : {"link.bin", "elsewhere/secret.bin"}) {
+    CAPTURE(location);
+    dir.write("model.onnx", externalModelAt(location));
+    auto graph = importOnnxFile(dir.file("model.onnx"), defaults());
+    REQUIRE_FALSE(bool(graph));
+    CHECK(errorToString(graph.takeError()) ==
+          dir.file("model.onnx") + ": initializer 'w': external data location '" +
+              location + "' resolves to '" + std::string(outsideReal) +
+              "/secret.bin', outside the model's folder '" +
+              std::string(dirReal) + "'");
+  }
+  for (const char *location : {"sub/inside.bin", "sub/up/weights.bin"}) {
+    CAPTURE(location);
+    dir.write("model.onnx", externalModelAt(location));
+    auto graph = importOnnxFile(dir.file("model.onnx"), defaults());
+    REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  }
+}
+
+TEST_CASE("a model given as bytes reads external data only from a base "
+          "folder given") {
+  TempDir dir;
+  dir.write("weights.bin", std::string(12, '\0'));
+  std::string bytes = externalModelAt("weights.bin");
+  auto none = importOnnxBytes(bytes, "model.onnx", "", defaults());
+  REQUIRE_FALSE(bool(none));
+  CHECK(errorToString(none.takeError()) ==
+        "model.onnx: initializer 'w': external data location 'weights.bin' "
+        "cannot be read: the model was given as bytes with no base folder "
+        "(give one to allow external data)");
+  auto given = importOnnxBytes(bytes, "model.onnx", dir.path, defaults());
+  REQUIRE_MESSAGE(bool(given), errorToString(given.takeError()));
+  CHECK((*given)->lookup("w")->getData()->getDouble(0) == 0.0);
 }
 
 //===----------------------------------------------------------------------===//
