@@ -204,6 +204,15 @@ bool parseCommandLine(int argc, char **argv, llvm::StringRef toolName,
   // writes to llvm::errs() rather than to the stream given here; while
   // parsing, stderr goes to a temporary file so that those messages are
   // folded into the one `error:` line too.
+  // What every output flag (-o, --report, --dump, ...) does with what is
+  // already at its path (ir/OutputFile.h).
+  std::string fullOverview =
+      overview.str() +
+      "\nOutput files (every flag that writes one): a regular file is "
+      "replaced only when complete (no temporary is left on an error, "
+      "Ctrl-C or SIGTERM); a character device or FIFO (/dev/null, a named "
+      "pipe) is written in place, like stdout; a symbolic link is refused, "
+      "not followed. A write error on stdout is an error, exit status 1.\n";
   std::string stderrText;
   bool parsed;
   {
@@ -212,7 +221,7 @@ bool parseCommandLine(int argc, char **argv, llvm::StringRef toolName,
     std::FILE *capture = savedStderr >= 0 ? std::tmpfile() : nullptr;
     if (capture)
       dup2(fileno(capture), STDERR_FILENO);
-    parsed = cl::ParseCommandLineOptions(argc, argv, overview,
+    parsed = cl::ParseCommandLineOptions(argc, argv, fullOverview,
                                          &parseErrorStream);
     llvm::errs().flush();
     if (capture) {

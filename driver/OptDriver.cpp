@@ -15,6 +15,7 @@
 #include "remat/PassPlugin.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -37,6 +38,13 @@ enum class OutputFormat { Rir, Onnx };
 llvm::Expected<OutputFormat> getOutputFormat(llvm::StringRef path) {
   llvm::StringRef extension = llvm::sys::path::extension(path);
   if (path == "-" || extension == ".rir")
+    return OutputFormat::Rir;
+  // A device or FIFO without an extension (/dev/null) is written like
+  // stdout, in .rir.
+  llvm::sys::fs::file_status status;
+  if (extension.empty() && !llvm::sys::fs::status(path, status) &&
+      (status.type() == llvm::sys::fs::file_type::character_file ||
+       status.type() == llvm::sys::fs::file_type::fifo_file))
     return OutputFormat::Rir;
   if (extension == ".onnx")
     return OutputFormat::Onnx;
