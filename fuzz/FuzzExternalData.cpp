@@ -9,7 +9,9 @@
 // importer) inside the folder, and no weight holds a byte of the secrets.
 //
 // Input: up to 4 lines, one tensor each: byte 0 picks the element count
-// (2-9 floats) and the offset (0-3 elements in), the rest is the location.
+// (bits 0-2: 2-9 floats), the offset (bits 3-4: 0-3 elements in, given when
+// bit 5 is set) and whether the length is left out (bit 6); the rest of the
+// line is the location.
 //
 //===----------------------------------------------------------------------===//
 #include "fuzz/FuzzCommon.h"
@@ -165,7 +167,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     entry("location", location);
     if (shape & 0x20)
       entry("offset", std::to_string(offset));
-    if (shape & 0x40)
+    if (!(shape & 0x40))
       entry("length", std::to_string(4 * elements));
     // Each weight is an output so that it stays in the graph.
     onnx::NodeProto *node = graph->add_node();

@@ -84,7 +84,7 @@ if [ -z "$(ls -A "$corpus")" ]; then
       for l in 'a.bin' 'in.bin' 'sub/up.bin' 'sub/up/a.bin' 'subdir/b.bin' \
                'out.bin' 'outdir/secret.bin' 'abs.bin' 'sub/absdir/secret.bin' \
                'rootdir/etc/passwd' 'outdir/back/a.bin' 'dangling.bin' 'loop.bin'; do
-        printf '\001%s\n\152%s' "$l" "$l" > "$corpus/seed-$i"; i=$((i + 1))
+        printf '\001%s\n\052%s' "$l" "$l" > "$corpus/seed-$i"; i=$((i + 1))
       done
       seed fuzz/regressions/external-data/* ;;
   esac
