@@ -56,6 +56,13 @@ llvm::Expected<OutputFormat> getOutputFormat(llvm::StringRef path) {
 
 llvm::Error loadPassPlugin(llvm::StringRef path) {
   std::string prefix = "cannot load pass plugin '" + path.str() + "': ";
+  // dlopen would block on a FIFO and read a device forever; a missing file
+  // is left to dlopen, whose message says which file it looked for.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status) &&
+      status.type() != llvm::sys::fs::file_type::regular_file)
+    return makeError(prefix + "not a regular file (a directory, device, "
+                              "pipe or socket)");
   // RTLD_NOW: a symbol the plugin needs and remat-opt lacks is this error,
   // not a crash when the pass first runs.
   void *handle = dlopen(path.str().c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -437,6 +437,8 @@ readInputFiles(const ir::Graph &graph, llvm::ArrayRef<std::string> entries) {
     auto [name, path] = entry.split('=');
     if (name.empty() || path.empty())
       return makeError("--input expects NAME=FILE.pb, got '" + entry + "'");
+    if (given.count(name))
+      return makeError("--input gives input '" + name + "' twice");
     if (!graph.lookup(name) || !graph.lookup(name)->isGraphInput()) {
       std::string names;
       for (const ir::Value *input : graph.getInputs())
@@ -786,6 +788,9 @@ int runMain(int argc, char **argv) {
     if (auto err = checkPipeline(pipelineOptions.pipeline, pipelineOptions))
       return reportError(std::move(err));
 
+  // The model, its external data and the --input files count towards one
+  // total against the memory limit.
+  ir::LoadBudget loadBudget;
   LoadOptions loadOptions;
   loadOptions.bind = flags.bind;
   auto graph = loadModel(model, loadOptions);

@@ -5,7 +5,10 @@
  * (destroying NULL does nothing). A function that can fail returns a
  * RematStatus: NULL on success, otherwise an error whose message is the one
  * the tools print after "error: "; the caller destroys it. No C++ exception
- * crosses this API.
+ * crosses this API. A NULL handle, buffer or out-pointer is an error status
+ * (rematBufferGetData/GetSize of NULL: "" and 0), never a crash. A model may
+ * be used from several threads: each call on it holds the model's lock, so
+ * the calls take turns.
  *
  *   RematModel *model = NULL;
  *   RematStatus *status = rematModelLoad("bert.onnx", "batch=8,seq=512",
