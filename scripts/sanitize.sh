@@ -53,7 +53,7 @@ else
     remat-example-plugin remat-example-plugin-other-version remat-api-tests \
     remat-conformance remat-export-test-models remat-fuzz-rir remat-fuzz-onnx \
     remat-fuzz-bert-config remat-fuzz-tensor-proto remat-fuzz-pipeline \
-    remat-fuzz-external-data
+    remat-fuzz-external-data remat-fuzz-onnx-functions
   ctest_args=(-E '^unit[.]')
 fi
 build_seconds=$((SECONDS - phase_start))
@@ -69,7 +69,7 @@ test_seconds=$((SECONDS - phase_start))
 
 # Each fuzz target for a short smoke from its seed corpus, nproc at a time.
 smoke=${FUZZ_SMOKE_SECONDS:-30}
-targets="rir onnx bert-config tensor-proto pipeline external-data"
+targets="rir onnx bert-config tensor-proto pipeline external-data onnx-functions"
 fuzz_summary=()
 phase_start=$SECONDS
 if [ "$smoke" -gt 0 ]; then
