@@ -204,15 +204,34 @@ bool parseCommandLine(int argc, char **argv, llvm::StringRef toolName,
   // writes to llvm::errs() rather than to the stream given here; while
   // parsing, stderr goes to a temporary file so that those messages are
   // folded into the one `error:` line too.
-  // What every output flag (-o, --report, --dump, ...) does with what is
-  // already at its path (ir/OutputFile.h).
-  std::string fullOverview =
-      overview.str() +
-      "\nOutput files (every flag that writes one): a regular file is "
-      "replaced only when complete (no temporary is left on an error, "
-      "Ctrl-C or SIGTERM); a character device or FIFO (/dev/null, a named "
-      "pipe) is written in place, like stdout; a symbolic link is refused, "
-      "not followed. A write error on stdout is an error, exit status 1.\n";
+  // What each output flag this tool has does with what is already at its
+  // path (ir/OutputFile.h).
+  std::string outputFlags;
+  llvm::StringMap<cl::Option *> &options = cl::getRegisteredOptions();
+  for (llvm::StringRef flag : {"o", "report", "memory-timeline", "step-json",
+                               "profile", "save-weights", "dump", "csv",
+                               "json", "svg"})
+    if (options.count(flag))
+      outputFlags += (outputFlags.empty() ? "" : ", ") +
+                     std::string(flag.size() == 1 ? "-" : "--") + flag.str();
+  std::string fullOverview = overview.str();
+  if (!outputFlags.empty())
+    fullOverview +=
+        "\nOutput files (" + outputFlags +
+        "): a regular file, or nothing, at the path is replaced by a "
+        "temporary written beside it and renamed only when complete (no "
+        "temporary is left on an error, Ctrl-C or SIGTERM). A character "
+        "device or FIFO at the path (/dev/null, a named pipe) is written in "
+        "place, like stdout, never replaced. A symbolic link at the path is "
+        "refused with an error, neither followed nor replaced (name the "
+        "file it points to); links among the folders on the way are "
+        "followed. A folder, socket or block device at the path is "
+        "refused." +
+        std::string(options.count("dump")
+                        ? " --dump DIR creates DIR (through a link to a "
+                          "folder too) and treats each file in it so."
+                        : "") +
+        " A write error on stdout is one error: line, exit status 1.\n";
   std::string stderrText;
   bool parsed;
   {
