@@ -2,7 +2,9 @@
 //
 // remat-c/remat.h. Each entry point catches what the C++ side may throw
 // (std::bad_alloc, an exception from a third-party library) so that nothing
-// but a RematStatus reaches C.
+// but a RematStatus reaches C. A null handle or out-pointer is an error
+// status. Each model has a mutex that every call on it holds: remat::Model
+// is not safe to share, so two threads using one model take turns.
 //
 //===----------------------------------------------------------------------===//
 #include "remat-c/remat.h"
@@ -10,6 +12,7 @@
 #include "remat/remat.h"
 
 #include <exception>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -19,6 +22,9 @@ struct RematStatus {
 
 struct RematModel {
   remat::Model model;
+  /// Held by every call on the model (const ones too: they read the graph
+  /// a call on another thread may be rewriting).
+  mutable std::mutex mutex;
 };
 
 struct RematBuffer {
@@ -56,13 +62,35 @@ RematStatus *takeModel(remat::Result<remat::Model> result,
                        RematModel **model) {
   if (!result.ok())
     return toStatus(result.status());
-  *model = new RematModel{std::move(*result)};
+  *model = new RematModel{std::move(*result), {}};
   return nullptr;
 }
 
 RematStatus *makeBuffer(std::string bytes, RematBuffer **buffer) {
   *buffer = new RematBuffer{std::move(bytes)};
   return nullptr;
+}
+
+/// Both ONNX-bytes loaders: \p baseDir NULL or "" reads no external data.
+/// Errors name the entry point \p function.
+RematStatus *loadOnnxBytes(const void *data, size_t size, const char *baseDir,
+                           const char *bind, RematModel **model,
+                           const char *function) {
+  if (RematStatus *status = checkOut(model, function))
+    return status;
+  *model = nullptr;
+  return guard([&] {
+    remat::LoadOptions options;
+    options.bind = bind ? bind : "";
+    if (!data && size != 0)
+      return makeStatus(std::string(function) +
+                        ": the data pointer is null but the size is " +
+                        std::to_string(size));
+    std::string_view bytes(static_cast<const char *>(data), data ? size : 0);
+    return takeModel(
+        remat::Model::fromOnnxBytes(bytes, baseDir ? baseDir : "", options),
+        model);
+  });
 }
 
 } // namespace
@@ -78,11 +106,11 @@ const char *rematStatusGetMessage(const RematStatus *status) {
 void rematStatusDestroy(RematStatus *status) { delete status; }
 
 const char *rematBufferGetData(const RematBuffer *buffer) {
-  return buffer->bytes.c_str();
+  return buffer ? buffer->bytes.c_str() : "";
 }
 
 size_t rematBufferGetSize(const RematBuffer *buffer) {
-  return buffer->bytes.size();
+  return buffer ? buffer->bytes.size() : 0;
 }
 
 void rematBufferDestroy(RematBuffer *buffer) { delete buffer; }
@@ -101,15 +129,16 @@ RematStatus *rematModelLoad(const char *path, const char *bind,
 
 RematStatus *rematModelLoadOnnxBytes(const void *data, size_t size,
                                      const char *bind, RematModel **model) {
-  if (RematStatus *status = checkOut(model, "rematModelLoadOnnxBytes"))
-    return status;
-  *model = nullptr;
-  return guard([&] {
-    remat::LoadOptions options;
-    options.bind = bind ? bind : "";
-    std::string_view bytes(static_cast<const char *>(data), data ? size : 0);
-    return takeModel(remat::Model::fromOnnxBytes(bytes, options), model);
-  });
+  return loadOnnxBytes(data, size, /*baseDir=*/nullptr, bind, model,
+                       "rematModelLoadOnnxBytes");
+}
+
+RematStatus *rematModelLoadOnnxBytesWithBaseDir(const void *data, size_t size,
+                                                const char *baseDir,
+                                                const char *bind,
+                                                RematModel **model) {
+  return loadOnnxBytes(data, size, baseDir, bind, model,
+                       "rematModelLoadOnnxBytesWithBaseDir");
 }
 
 RematStatus *rematModelLoadRir(const char *text, RematModel **model) {
@@ -125,6 +154,7 @@ void rematModelDestroy(RematModel *model) { delete model; }
 RematStatus *rematModelRunPipeline(RematModel *model, const char *pipeline) {
   if (RematStatus *status = checkOut(model, "rematModelRunPipeline"))
     return status;
+  std::lock_guard<std::mutex> lock(model->mutex);
   return guard([&] {
     return toStatus(model->model.runPipeline(pipeline ? pipeline : ""));
   });
@@ -134,6 +164,7 @@ RematStatus *rematModelOptimize(RematModel *model, const char *budget,
                                 const char *strategy) {
   if (RematStatus *status = checkOut(model, "rematModelOptimize"))
     return status;
+  std::lock_guard<std::mutex> lock(model->mutex);
   return guard([&] {
     remat::OptimizeOptions options;
     options.budget = budget ? budget : "";
@@ -147,6 +178,7 @@ RematStatus *rematModelGetMemoryReport(const RematModel *model,
   if (RematStatus *status = checkOut(model && json ? json : nullptr,
                                      "rematModelGetMemoryReport"))
     return status;
+  std::lock_guard<std::mutex> lock(model->mutex);
   return guard(
       [&] { return makeBuffer(model->model.getMemoryReportJson(), json); });
 }
@@ -155,6 +187,7 @@ RematStatus *rematModelGetPlan(const RematModel *model, RematBuffer **json) {
   if (RematStatus *status =
           checkOut(model && json ? json : nullptr, "rematModelGetPlan"))
     return status;
+  std::lock_guard<std::mutex> lock(model->mutex);
   return guard([&] { return makeBuffer(model->model.getPlanJson(), json); });
 }
 
@@ -162,6 +195,7 @@ RematStatus *rematModelToOnnx(const RematModel *model, RematBuffer **onnx) {
   if (RematStatus *status =
           checkOut(model && onnx ? onnx : nullptr, "rematModelToOnnx"))
     return status;
+  std::lock_guard<std::mutex> lock(model->mutex);
   return guard([&]() -> RematStatus * {
     remat::Result<std::string> bytes = model->model.toOnnxBytes();
     if (!bytes.ok())
@@ -173,6 +207,7 @@ RematStatus *rematModelToOnnx(const RematModel *model, RematBuffer **onnx) {
 RematStatus *rematModelWriteOnnx(const RematModel *model, const char *path) {
   if (RematStatus *status = checkOut(model, "rematModelWriteOnnx"))
     return status;
+  std::lock_guard<std::mutex> lock(model->mutex);
   return guard(
       [&] { return toStatus(model->model.writeOnnx(path ? path : "")); });
 }

@@ -86,6 +86,12 @@ Result<Model> Model::load(std::string_view path, const LoadOptions &options) {
 
 Result<Model> Model::fromOnnxBytes(std::string_view bytes,
                                    const LoadOptions &options) {
+  return fromOnnxBytes(bytes, /*baseDir=*/"", options);
+}
+
+Result<Model> Model::fromOnnxBytes(std::string_view bytes,
+                                   std::string_view baseDir,
+                                   const LoadOptions &options) {
   onnx_frontend::ImportOptions importOptions;
   if (auto err = onnx_frontend::parseBindings(options.bind,
                                               importOptions.bindings))
@@ -94,7 +100,7 @@ Result<Model> Model::fromOnnxBytes(std::string_view bytes,
       passes::makeFoldingEvaluator(runtime::cpu::makeCpuEvaluator());
   auto graph = onnx_frontend::importOnnxBytes(
       llvm::StringRef(bytes.data(), bytes.size()), "<onnx bytes>",
-      /*baseDir=*/"", importOptions);
+      llvm::StringRef(baseDir.data(), baseDir.size()), importOptions);
   if (!graph)
     return toStatus(graph.takeError());
   return Model(adoptLoaded(std::move(*graph), options.bind));

@@ -204,6 +204,34 @@ bool parseCommandLine(int argc, char **argv, llvm::StringRef toolName,
   // writes to llvm::errs() rather than to the stream given here; while
   // parsing, stderr goes to a temporary file so that those messages are
   // folded into the one `error:` line too.
+  // What each output flag this tool has does with what is already at its
+  // path (ir/OutputFile.h).
+  std::string outputFlags;
+  llvm::StringMap<cl::Option *> &options = cl::getRegisteredOptions();
+  for (llvm::StringRef flag : {"o", "report", "memory-timeline", "step-json",
+                               "profile", "save-weights", "dump", "csv",
+                               "json", "svg"})
+    if (options.count(flag))
+      outputFlags += (outputFlags.empty() ? "" : ", ") +
+                     std::string(flag.size() == 1 ? "-" : "--") + flag.str();
+  std::string fullOverview = overview.str();
+  if (!outputFlags.empty())
+    fullOverview +=
+        "\nOutput files (" + outputFlags +
+        "): a regular file, or nothing, at the path is replaced by a "
+        "temporary written beside it and renamed only when complete (no "
+        "temporary is left on an error, Ctrl-C or SIGTERM). A character "
+        "device or FIFO at the path (/dev/null, a named pipe) is written in "
+        "place, like stdout, never replaced. A symbolic link at the path is "
+        "refused with an error, neither followed nor replaced (name the "
+        "file it points to); links among the folders on the way are "
+        "followed. A folder, socket or block device at the path is "
+        "refused." +
+        std::string(options.count("dump")
+                        ? " --dump DIR creates DIR (through a link to a "
+                          "folder too) and treats each file in it so."
+                        : "") +
+        " A write error on stdout is one error: line, exit status 1.\n";
   std::string stderrText;
   bool parsed;
   {
@@ -212,7 +240,7 @@ bool parseCommandLine(int argc, char **argv, llvm::StringRef toolName,
     std::FILE *capture = savedStderr >= 0 ? std::tmpfile() : nullptr;
     if (capture)
       dup2(fileno(capture), STDERR_FILENO);
-    parsed = cl::ParseCommandLineOptions(argc, argv, overview,
+    parsed = cl::ParseCommandLineOptions(argc, argv, fullOverview,
                                          &parseErrorStream);
     llvm::errs().flush();
     if (capture) {

@@ -15,6 +15,7 @@
 #include "remat/PassPlugin.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -38,6 +39,13 @@ llvm::Expected<OutputFormat> getOutputFormat(llvm::StringRef path) {
   llvm::StringRef extension = llvm::sys::path::extension(path);
   if (path == "-" || extension == ".rir")
     return OutputFormat::Rir;
+  // A device or FIFO without an extension (/dev/null) is written like
+  // stdout, in .rir.
+  llvm::sys::fs::file_status status;
+  if (extension.empty() && !llvm::sys::fs::status(path, status) &&
+      (status.type() == llvm::sys::fs::file_type::character_file ||
+       status.type() == llvm::sys::fs::file_type::fifo_file))
+    return OutputFormat::Rir;
   if (extension == ".onnx")
     return OutputFormat::Onnx;
   return makeError("cannot write '" + path + "': unsupported output format '" +
@@ -48,6 +56,13 @@ llvm::Expected<OutputFormat> getOutputFormat(llvm::StringRef path) {
 
 llvm::Error loadPassPlugin(llvm::StringRef path) {
   std::string prefix = "cannot load pass plugin '" + path.str() + "': ";
+  // dlopen would block on a FIFO and read a device forever; a missing file
+  // is left to dlopen, whose message says which file it looked for.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status) &&
+      status.type() != llvm::sys::fs::file_type::regular_file)
+    return makeError(prefix + "not a regular file (a directory, device, "
+                              "pipe or socket)");
   // RTLD_NOW: a symbol the plugin needs and remat-opt lacks is this error,
   // not a crash when the pass first runs.
   void *handle = dlopen(path.str().c_str(), RTLD_NOW | RTLD_LOCAL);

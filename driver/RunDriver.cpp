@@ -25,10 +25,12 @@
 #endif
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -435,6 +437,8 @@ readInputFiles(const ir::Graph &graph, llvm::ArrayRef<std::string> entries) {
     auto [name, path] = entry.split('=');
     if (name.empty() || path.empty())
       return makeError("--input expects NAME=FILE.pb, got '" + entry + "'");
+    if (given.count(name))
+      return makeError("--input gives input '" + name + "' twice");
     if (!graph.lookup(name) || !graph.lookup(name)->isGraphInput()) {
       std::string names;
       for (const ir::Value *input : graph.getInputs())
@@ -590,27 +594,86 @@ llvm::Expected<StepsResult> runSteps(const ir::Graph &g, Prepared &prepared,
   return std::move(out);
 }
 
-/// Writes every output of \p result as DIR/<name>.pb.
+/// Writes every output of \p result as DIR/<file>, the file names from
+/// getDumpFileNames, and DIR/index.json mapping each file to its output.
 llvm::Error dumpOutputs(const ir::Graph &g, const runtime::RunResult &result,
                         llvm::StringRef dumpDir) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
     return makeError("cannot create '" + dumpDir + "': " + ec.message());
-  for (size_t i = 0; i < g.getOutputs().size(); ++i) {
-    std::string name = g.getOutputs()[i]->getName().str();
-    std::string fileName = name;
-    std::replace(fileName.begin(), fileName.end(), '/', '_');
+  std::vector<std::string> names;
+  for (const ir::Value *output : g.getOutputs())
+    names.push_back(output->getName().str());
+  std::vector<std::string> files = getDumpFileNames(names);
+  std::string index;
+  llvm::raw_string_ostream os(index);
+  {
+    llvm::json::OStream json(os, /*IndentSize=*/2);
+    json.object([&] {
+      json.attributeArray("outputs", [&] {
+        for (size_t i = 0; i < names.size(); ++i)
+          json.object([&] {
+            json.attribute("file", files[i]);
+            json.attribute("name", llvm::json::isUTF8(names[i])
+                                       ? names[i]
+                                       : llvm::json::fixUTF8(names[i]));
+          });
+      });
+    });
+  }
+  os << '\n';
+  for (size_t i = 0; i < names.size(); ++i) {
     llvm::SmallString<256> path(dumpDir);
-    llvm::sys::path::append(path, fileName + ".pb");
-    if (auto err = onnx_frontend::writeTensorFile(path, name,
-                                                  *result.outputs[i].toData()))
+    llvm::sys::path::append(path, files[i]);
+    if (auto err = onnx_frontend::writeTensorFile(
+            path, names[i], *result.outputs[i].toData()))
       return err;
   }
+  llvm::SmallString<256> indexPath(dumpDir);
+  llvm::sys::path::append(indexPath, "index.json");
+  if (auto err = writeOutputFile(indexPath, os.str()))
+    return err;
   llvm::outs() << "wrote " << g.getOutputs().size() << " outputs to "
                << dumpDir << '\n';
   return llvm::Error::success();
 }
 
 } // namespace
+
+std::vector<std::string>
+getDumpFileNames(llvm::ArrayRef<std::string> outputNames) {
+  // Long enough to recognise a name, short enough for any file system's
+  // 255-byte limit with a collision suffix and ".pb".
+  constexpr size_t kMaxStem = 200;
+  std::vector<std::string> files;
+  llvm::StringSet<> taken;
+  for (const std::string &name : outputNames) {
+    std::string stem;
+    for (char c : name) {
+      auto byte = static_cast<unsigned char>(c);
+      stem += byte < 0x20 || byte == 0x7f || c == '/' || c == '\\' ? '_' : c;
+    }
+    // A leading dot would hide the file.
+    if (!stem.empty() && stem[0] == '.')
+      stem[0] = '_';
+    if (stem.empty())
+      stem = "_";
+    if (stem.size() > kMaxStem) {
+      size_t cut = kMaxStem;
+      // Not inside a UTF-8 sequence.
+      while (cut > 0 && (static_cast<unsigned char>(stem[cut]) & 0xc0) == 0x80)
+        --cut;
+      stem.resize(cut);
+    }
+    // Distinct even on a case-insensitive file system.
+    std::string file = stem + ".pb";
+    for (int suffix = 2; taken.contains(llvm::StringRef(file).lower());
+         ++suffix)
+      file = stem + "-" + std::to_string(suffix) + ".pb";
+    taken.insert(llvm::StringRef(file).lower());
+    files.push_back(std::move(file));
+  }
+  return files;
+}
 
 /// More kernel threads than this is an error rather than an attempt.
 constexpr unsigned kMaxThreads = 1024;
@@ -648,7 +711,7 @@ int runMain(int argc, char **argv) {
                         cl::desc("Run the model as loaded (no autodiff): a forward step"),
                         cl::cat(category));
   cl::opt<std::string> dumpDir("dump",
-                               cl::desc("Write every graph output as DIR/<name>.pb"),
+                               cl::desc("Write every graph output as DIR/<name>.pb ('/', '\\' and control bytes as '_', a suffix where names collide) and DIR/index.json, which maps each file to its output"),
                                cl::value_desc("DIR"), cl::cat(category));
   cl::opt<bool> checkEquivalenceFlag(
       "check-equivalence",
@@ -725,6 +788,9 @@ int runMain(int argc, char **argv) {
     if (auto err = checkPipeline(pipelineOptions.pipeline, pipelineOptions))
       return reportError(std::move(err));
 
+  // The model, its external data and the --input files count towards one
+  // total against the memory limit.
+  ir::LoadBudget loadBudget;
   LoadOptions loadOptions;
   loadOptions.bind = flags.bind;
   auto graph = loadModel(model, loadOptions);

@@ -5,10 +5,12 @@
 #include "ir/Graph.h"
 #include "runtime/Tensor.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace remat::driver {
@@ -29,6 +31,13 @@ makeInputs(const ir::Graph &graph,
 /// plan's arena, or the live peak of its schedule without a plan) fits the
 /// memory limit (ir/Limits.h), suggesting a --budget that would.
 llvm::Error checkPlanFits(const ir::Graph &graph);
+
+/// The file names remat-run --dump gives outputs named \p outputNames, in
+/// order: the name with '/', '\\' and control bytes as '_', a leading '.'
+/// as '_', cut to 200 bytes, plus ".pb"; a name taken already (ignoring
+/// case) gets "-2", "-3", ... before ".pb". Never "index.json".
+std::vector<std::string>
+getDumpFileNames(llvm::ArrayRef<std::string> outputNames);
 
 /// The whole remat-run command line. \returns the exit code.
 int runMain(int argc, char **argv);

@@ -548,6 +548,12 @@ int sweepMain(int argc, char **argv) {
   options.bind = flags.bind;
   options.sweep.strategies = splitList(strategiesFlag);
   options.sweep.budgets = splitList(budgetsFlag);
+  // "80%,,min" is a typo, not two budgets: splitList() would drop the gap.
+  if (!llvm::StringRef(budgetsFlag.getValue()).trim().empty())
+    for (llvm::StringRef item : llvm::split(budgetsFlag.getValue(), ','))
+      if (item.trim().empty())
+        return reportError(makeError("--budgets: an entry of '" +
+                                     budgetsFlag.getValue() + "' is empty"));
   options.sweep.costProfile = flags.costProfile;
   options.maxMemory = flags.maxMemory;
   options.pipeline.unusedWeights = flags.unusedWeights;

@@ -83,6 +83,54 @@ llvm::Error checkAllocationBytes(uint64_t bytes, const llvm::Twine &what) {
                    describeMemoryLimit());
 }
 
+namespace {
+/// The open load's total on this thread; null outside a LoadBudget.
+thread_local uint64_t *openLoadBytes = nullptr;
+thread_local uint64_t loadBytes = 0;
+} // namespace
+
+LoadBudget::LoadBudget() {
+  if (openLoadBytes)
+    return;
+  owner_ = true;
+  loadBytes = 0;
+  openLoadBytes = &loadBytes;
+}
+
+LoadBudget::~LoadBudget() {
+  if (owner_)
+    openLoadBytes = nullptr;
+}
+
+uint64_t LoadBudget::getChargedBytes() {
+  return openLoadBytes ? *openLoadBytes : 0;
+}
+
+llvm::Error chargeLoadBytes(uint64_t bytes, const llvm::Twine &what) {
+  if (!openLoadBytes)
+    return checkAllocationBytes(bytes, what);
+  uint64_t limit = getMemoryLimitBytes();
+  uint64_t before = *openLoadBytes;
+  if (bytes <= limit && before <= limit - bytes) {
+    *openLoadBytes = before + bytes;
+    return llvm::Error::success();
+  }
+  if (before == 0)
+    return checkAllocationBytes(bytes, what);
+  return makeError(what + " needs " + llvm::Twine(bytes) + " bytes (" +
+                   formatBytesShort(bytes) + "), which with the " +
+                   formatBytesShort(before) +
+                   " already loaded is more than " + describeMemoryLimit());
+}
+
+llvm::Error chargeLoadAllocation(const TensorType &type,
+                                 const llvm::Twine &what) {
+  if (auto err = type.checkSize())
+    return makeError(what + ": " + errorToString(std::move(err)));
+  return chargeLoadBytes(uint64_t(type.getByteSize()),
+                         what + " of type " + type.str());
+}
+
 llvm::Error checkAllocation(const TensorType &type, const llvm::Twine &what) {
   if (auto err = type.checkSize())
     return makeError(what + ": " + errorToString(std::move(err)));
@@ -163,10 +211,13 @@ llvm::Error checkUtf8(llvm::StringRef text, const llvm::Twine &what) {
                    llvm::Twine(bad - begin) + ")");
 }
 
-std::string escapeForMessage(llvm::StringRef text) {
+namespace {
+/// \returns \p text with each byte that \p keep refuses written as \xNN.
+std::string escapeBytes(llvm::StringRef text, bool (*keep)(unsigned char)) {
   std::string out;
+  out.reserve(text.size());
   for (unsigned char c : text) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
+    if (keep(c)) {
       out += char(c);
       continue;
     }
@@ -175,6 +226,18 @@ std::string escapeForMessage(llvm::StringRef text) {
     out += escaped;
   }
   return out;
+}
+} // namespace
+
+std::string escapeForMessage(llvm::StringRef text) {
+  return escapeBytes(text, [](unsigned char c) {
+    return c >= 0x20 && c < 0x7f && c != '\\';
+  });
+}
+
+std::string escapeControls(llvm::StringRef text) {
+  return escapeBytes(text,
+                     [](unsigned char c) { return c >= 0x20 && c != 0x7f; });
 }
 
 llvm::Error checkJsonDepth(llvm::StringRef json, llvm::StringRef sourceName) {

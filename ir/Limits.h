@@ -54,6 +54,41 @@ llvm::Error checkAllocation(const TensorType &type, const llvm::Twine &what);
 /// Checks that \p bytes for \p what fit the memory limit.
 llvm::Error checkAllocationBytes(uint64_t bytes, const llvm::Twine &what);
 
+/// The bytes one load allocates, counted as one total against the memory
+/// limit: a model's initializers and constants, its external data, the
+/// weights files read with it. Each loader opens one; a scope opened while
+/// another is open on the same thread joins it, so that a tool that reads
+/// a model and then its weights counts them together. Example:
+/// \code
+///   ir::LoadBudget budget;             // total 0
+///   chargeLoadBytes(1 << 30, "w1");    // total 1 GiB
+///   chargeLoadBytes(1 << 30, "w2");    // total 2 GiB, or an error
+/// \endcode
+class LoadBudget {
+public:
+  LoadBudget();
+  ~LoadBudget();
+  LoadBudget(const LoadBudget &) = delete;
+  LoadBudget &operator=(const LoadBudget &) = delete;
+
+  /// \returns the bytes charged to the open load so far (0 when none).
+  static uint64_t getChargedBytes();
+
+private:
+  /// Whether this scope opened the load (else it joined an outer one).
+  bool owner_ = false;
+};
+
+/// Charges \p bytes for \p what (e.g. "initializer 'w' of type f32[4]")
+/// to the open LoadBudget and checks the total against the memory limit;
+/// without an open one, checks \p bytes alone. \returns an error naming
+/// \p what, its bytes, the total and the limit.
+llvm::Error chargeLoadBytes(uint64_t bytes, const llvm::Twine &what);
+
+/// chargeLoadBytes() for a tensor of \p type, which must also fit 64 bits.
+llvm::Error chargeLoadAllocation(const TensorType &type,
+                                 const llvm::Twine &what);
+
 /// Checks that \p path names a regular file (a device, pipe or directory is
 /// refused). \returns an error naming \p path.
 llvm::Error checkRegularFile(llvm::StringRef path);
@@ -63,6 +98,12 @@ llvm::Error checkRegularFile(llvm::StringRef path);
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readInputFile(llvm::StringRef path, bool allowStdin = false,
               bool isText = false);
+
+/// Most nodes a graph read from a file may have, counted as it is built
+/// (local functions inlined, for ONNX): a few kilobytes of nested function
+/// calls could otherwise ask for billions of nodes. remat's largest models
+/// have tens of thousands.
+constexpr uint64_t kMaxGraphNodes = 1000000;
 
 /// Deepest nesting of arrays and objects a JSON file read by remat may
 /// have. llvm::json's parser recurses once per level, so a deeper file
@@ -81,6 +122,11 @@ llvm::Error checkUtf8(llvm::StringRef text, const llvm::Twine &what);
 /// \returns \p text with non-printable bytes (NUL, controls, bytes >= 0x80)
 /// written as \xNN, for messages.
 std::string escapeForMessage(llvm::StringRef text);
+
+/// \returns \p text with control characters (newline, tab, ESC, NUL, DEL)
+/// written as \xNN and everything else, UTF-8 included, as it is: for
+/// messages that quote names from a file.
+std::string escapeControls(llvm::StringRef text);
 
 } // namespace remat::ir
 

@@ -15,6 +15,7 @@
 
 #include "ir/Parser.h"
 
+#include "ir/Limits.h"
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
 #include "ir/Support.h"
@@ -1218,11 +1219,19 @@ llvm::Error Parser::parseDense(TensorDataPtr &data) {
   if (auto err = expect(TokenKind::LAngle, "'<'"))
     return err;
   TensorType type;
+  Token typeToken = tok_;
   if (auto err = parseType(type))
     return err;
   if (auto err = expect(TokenKind::Colon, "':'"))
     return err;
 
+  // Every constant of a file counts towards one total (LoadBudget), charged
+  // before its bytes are allocated (a splat costs nothing on disk).
+  auto charge = [&]() -> llvm::Error {
+    if (auto err = chargeLoadAllocation(type, "constant"))
+      return errorAt(typeToken, errorToString(std::move(err)));
+    return llvm::Error::success();
+  };
   DType dtype = type.getDType();
   int64_t count = type.getNumElements();
   size_t elementSize = dtypeSize(dtype);
@@ -1240,6 +1249,8 @@ llvm::Error Parser::parseDense(TensorDataPtr &data) {
       return errorAt(hexToken, "hex data has " + llvm::Twine(hex.size() / 2) +
                                    " bytes but " + type.str() + " needs " +
                                    llvm::Twine(byteSize));
+    if (auto err = charge())
+      return err;
     bytes.resize(byteSize);
     for (size_t i = 0; i < byteSize; ++i) {
       char high = hex[2 * i], low = hex[2 * i + 1];
@@ -1274,6 +1285,8 @@ llvm::Error Parser::parseDense(TensorDataPtr &data) {
       return errorAt(listToken, "expected " + llvm::Twine(count) +
                                     " elements for " + type.str() +
                                     " but found " + llvm::Twine(found));
+    if (auto err = charge())
+      return err;
   } else {
     // A scalar fills every element (splat).
     Literal literal;
@@ -1286,6 +1299,8 @@ llvm::Error Parser::parseDense(TensorDataPtr &data) {
       return errorAt(literal.token, "splat tensor " + type.str() +
                                         " is larger than " +
                                         llvm::Twine(kMaxSplatBytes) + " bytes");
+    if (auto err = charge())
+      return err;
     bytes.resize(static_cast<size_t>(type.getByteSize()));
     for (int64_t i = 0; i < count; ++i)
       std::memcpy(bytes.data() + i * elementSize, element, elementSize);
@@ -1301,6 +1316,7 @@ llvm::Error Parser::parseDense(TensorDataPtr &data) {
 llvm::Expected<std::unique_ptr<Graph>>
 ir::parseGraph(llvm::StringRef text, llvm::StringRef sourceName,
                unsigned lineOffset) {
+  ir::LoadBudget budget;
   Parser parser(text, sourceName, lineOffset);
   return parser.parse();
 }

@@ -113,6 +113,62 @@ std::string formatNumber(double value) {
   return text;
 }
 
+/// Checks the values of resumed state \p state: finite everywhere, and not
+/// negative where \p nonNegative (a step count, a second moment, whose
+/// square root the update takes). \returns an error naming the state, the
+/// element and its value.
+llvm::Error checkStateValues(const ir::Value *state, bool nonNegative) {
+  const ir::TensorData *data = state->getData().get();
+  if (!data)
+    return llvm::Error::success();
+  for (int64_t i = 0, n = data->getNumElements(); i < n; ++i) {
+    double value = data->getDouble(i);
+    if (std::isfinite(value) && (!nonNegative || value >= 0))
+      continue;
+    return makeError("resumed optimizer state '" + state->getName() +
+                     "' holds " + formatNumber(value) + " at element " +
+                     llvm::Twine(i) + "; it must be finite" +
+                     (nonNegative ? " and not negative" : "") +
+                     " (was the model saved by remat-run --save-weights?)");
+  }
+  return llvm::Error::success();
+}
+
+/// Checks the optimizer state a resumed model brings for \p weights, with
+/// \p suffixes per weight and the step count when \p withStep: none of it
+/// (a fresh start) or all of it, with sane values. Half of it would
+/// silently restart the missing half.
+llvm::Error checkResumedState(const ir::Graph &graph,
+                              llvm::ArrayRef<const ir::Value *> weights,
+                              llvm::ArrayRef<llvm::StringRef> suffixes,
+                              bool withStep) {
+  std::vector<std::string> expected;
+  if (withStep)
+    expected.push_back(kStepName.str());
+  for (const ir::Value *weight : weights)
+    for (llvm::StringRef suffix : suffixes)
+      expected.push_back((weight->getName() + suffix).str());
+  std::string firstPresent, firstMissing;
+  for (const std::string &name : expected) {
+    const ir::Value *state = graph.lookup(name);
+    std::string &first = state ? firstPresent : firstMissing;
+    if (first.empty())
+      first = name;
+    if (!state || !state->isGraphInput())
+      continue;
+    bool nonNegative = name == kStepName ||
+                       llvm::StringRef(name).endswith(".exp_avg_sq");
+    if (auto err = checkStateValues(state, nonNegative))
+      return err;
+  }
+  if (firstPresent.empty() || firstMissing.empty())
+    return llvm::Error::success();
+  return makeError("the model resumes optimizer state ('" + firstPresent +
+                   "') but lacks '" + firstMissing +
+                   "': give all of the state remat-run --save-weights wrote, "
+                   "or none of it");
+}
+
 } // namespace
 
 bool isOptimizerState(const ir::Value *input) {
@@ -327,6 +383,20 @@ llvm::Expected<bool> OptimizerPass::run(ir::Graph &graph) {
     if (graph.lookup(ir::updatedName(entry.weight->getName())))
       return makeError("the graph already has a value named '" +
                        ir::updatedName(entry.weight->getName()) + "'");
+
+  {
+    std::vector<const ir::Value *> weights;
+    for (const Entry &entry : entries)
+      weights.push_back(entry.weight);
+    bool adamw = kind_ == "adamw";
+    llvm::SmallVector<llvm::StringRef, 2> suffixes;
+    if (adamw)
+      suffixes = {".exp_avg", ".exp_avg_sq"};
+    else if (momentum_ != 0)
+      suffixes = {".momentum_buffer"};
+    if (auto err = checkResumedState(graph, weights, suffixes, adamw))
+      return std::move(err);
+  }
 
   // Schedule positions, for placement=eager: an update goes after its
   // gradient's node and after every other reader of its weight.

@@ -84,11 +84,12 @@ NB_MODULE(_remat, m) {
           nb::arg("path"), nb::arg("bind") = "")
       .def_static(
           "from_onnx_bytes",
-          [](nb::bytes bytes, const std::string &bind) {
+          [](nb::bytes bytes, const std::string &bind,
+             const std::string &baseDir) {
             std::string_view view(bytes.c_str(), bytes.size());
-            return take(remat::Model::fromOnnxBytes(view, {bind}));
+            return take(remat::Model::fromOnnxBytes(view, baseDir, {bind}));
           },
-          nb::arg("data"), nb::arg("bind") = "")
+          nb::arg("data"), nb::arg("bind") = "", nb::arg("base_dir") = "")
       .def_static(
           "from_rir",
           [](const std::string &text) {

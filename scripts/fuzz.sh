@@ -3,7 +3,8 @@
 # libFuzzer: Debian's clang-14 and libclang-rt-14-dev, which scripts/setup.sh
 # installs) and runs one of them.
 #   scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]
-# TARGET: rir, onnx, bert-config, tensor-proto or pipeline. The corpus
+# TARGET: rir, onnx, bert-config, tensor-proto, pipeline, external-data or
+# onnx-functions. The corpus
 # lives in build-asan/corpus/TARGET (seeded from the tests on first use);
 # crashes are written to build-asan/crashes/TARGET. Exit status: libFuzzer's
 # (nonzero on a finding). The build needs clang-14 and libclang-rt-14-dev.
@@ -13,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets="rir onnx bert-config tensor-proto pipeline"
+targets="rir onnx bert-config tensor-proto pipeline external-data onnx-functions"
 if [ $# -lt 2 ] || ! [[ " $targets " == *" $1 "* ]] || ! [[ $2 =~ ^[0-9]+$ ]]; then
   echo "usage: scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]" >&2
   echo "  TARGET: $targets" >&2
@@ -77,6 +78,28 @@ if [ -z "$(ls -A "$corpus")" ]; then
         printf '%s' "$p" > "$corpus/seed-$i"; i=$((i + 1))
       done
       seed fuzz/regressions/pipeline/* ;;
+    external-data)
+      # One tensor a line: a shape byte, then a location in the fixture
+      # (fuzz/FuzzExternalData.cpp).
+      i=0
+      for l in 'a.bin' 'in.bin' 'sub/up.bin' 'sub/up/a.bin' 'subdir/b.bin' \
+               'out.bin' 'outdir/secret.bin' 'abs.bin' 'sub/absdir/secret.bin' \
+               'rootdir/etc/passwd' 'outdir/back/a.bin' 'dangling.bin' 'loop.bin'; do
+        printf '\001%s\n\052%s' "$l" "$l" > "$corpus/seed-$i"; i=$((i + 1))
+      done
+      seed fuzz/regressions/external-data/* ;;
+    onnx-functions)
+      # Flags, the main chain's length and ops, then each function's kind
+      # and body (fuzz/FuzzOnnxFunctions.cpp): functions named Relu in the
+      # default domain (the operator is called) and in domain d; four
+      # levels of four calls, nodes all named "call", ending in a
+      # default-domain function; a function that calls itself; a function
+      # defined twice.
+      printf '\001\002\004\014\001\001\001\002\002' > "$corpus/seed-0"
+      printf '\013\000\004\014\014\014\014\014\014\024\024\024\024\014\034\034\034\034\003\003' > "$corpus/seed-1"
+      printf '\000\000\004\004\001\004' > "$corpus/seed-2"
+      printf '\021\001\004\003\002\001\002\002' > "$corpus/seed-3"
+      seed fuzz/regressions/onnx-functions/* ;;
   esac
 fi
 

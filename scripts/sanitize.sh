@@ -52,7 +52,8 @@ else
   cmake --build "$build_dir" -j "$jobs" --target remat-opt remat-run remat-sweep \
     remat-example-plugin remat-example-plugin-other-version remat-api-tests \
     remat-conformance remat-export-test-models remat-fuzz-rir remat-fuzz-onnx \
-    remat-fuzz-bert-config remat-fuzz-tensor-proto remat-fuzz-pipeline
+    remat-fuzz-bert-config remat-fuzz-tensor-proto remat-fuzz-pipeline \
+    remat-fuzz-external-data remat-fuzz-onnx-functions
   ctest_args=(-E '^unit[.]')
 fi
 build_seconds=$((SECONDS - phase_start))
@@ -68,7 +69,7 @@ test_seconds=$((SECONDS - phase_start))
 
 # Each fuzz target for a short smoke from its seed corpus, nproc at a time.
 smoke=${FUZZ_SMOKE_SECONDS:-30}
-targets="rir onnx bert-config tensor-proto pipeline"
+targets="rir onnx bert-config tensor-proto pipeline external-data onnx-functions"
 fuzz_summary=()
 phase_start=$SECONDS
 if [ "$smoke" -gt 0 ]; then

@@ -44,6 +44,7 @@ constexpr StringRef kKnownKeys[] = {
     "initializer_range",
     "hidden_act",
     "position_embedding_type",
+    "model_type",
     "batch",
     "seq",
     "seed",
@@ -447,6 +448,15 @@ Expected<BertConfig> parseBertConfig(StringRef json, StringRef sourceName) {
   if (positionType != "absolute")
     return reader.error("key 'position_embedding_type' is \"" + positionType +
                         "\", only \"absolute\" is supported");
+  // A HuggingFace config of another family (gpt2, roberta) has keys a BERT
+  // config has too; building BERT from it would be a wrong model.
+  std::string modelType = "bert";
+  if (auto present = reader.readString("model_type", modelType); !present)
+    return present.takeError();
+  if (modelType != "bert")
+    return reader.error("key 'model_type' is \"" +
+                        ir::escapeForMessage(modelType) +
+                        "\", only \"bert\" is supported");
 
   if (Error err = config.validate())
     return std::move(err);

@@ -1280,8 +1280,7 @@ Error exportOnnxFile(const ir::Graph &graph, StringRef path,
   if (path == "-") {
     if (auto err = writeInline(builder, llvm::outs(), options.maxInlineBytes))
       return err;
-    llvm::outs().flush();
-    return Error::success();
+    return checkStdout();
   }
   auto file = PendingFile::create(path);
   if (!file)

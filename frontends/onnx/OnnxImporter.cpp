@@ -40,6 +40,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
@@ -52,6 +53,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/unknown_field_set.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -106,6 +108,15 @@ bool isDefaultDomain(StringRef domain) {
 /// \returns the domain as messages spell it ("ai.onnx" for the default).
 std::string domainName(StringRef domain) {
   return isDefaultDomain(domain) ? "ai.onnx" : domain.str();
+}
+
+/// \returns the key of local function \p name of \p domain with
+/// \p overload in Importer::functions_: the default domain is "" however
+/// the file spells it.
+std::string functionKey(StringRef domain, StringRef name,
+                        const std::vector<std::string> &overload) {
+  return (isDefaultDomain(domain) ? std::string() : domain.str()) + ":" +
+         name.str() + ":" + (overload.empty() ? "" : overload.back());
 }
 
 /// 64-bit FNV-1a of \p text, masked to a non-negative int64: a seed that is
@@ -187,8 +198,11 @@ private:
   //===--- Messages -------------------------------------------------------===//
 
   /// \returns an error "<file>: <message>".
+  /// Names in it come from the file: a control character (a newline in an
+  /// op type) is written \xNN, so that the message stays one line and
+  /// cannot forge another `error:` line.
   Error fileError(const Twine &message) const {
-    return makeError(source_ + ": " + message);
+    return makeError(source_ + ": " + escapeControls(message.str()));
   }
   /// \returns "node 'name' (Op)", or "node #i (Op) producing 'y'" for an
   /// unnamed node, with " in function 'f'" for an inlined one.
@@ -216,6 +230,33 @@ private:
   /// \returns a name derived from \p base that is neither an ONNX name of
   /// the model nor a value of the graph, and reserves it.
   std::string freshName(StringRef base);
+  /// \returns whether \p node (in a body of default-domain opset \p opset)
+  /// is an ONNX operator, which no local function may stand for.
+  static bool isOnnxOperator(const onnx::NodeProto &node, int64_t opset);
+  /// \returns how many nodes flatten() visits for \p nodes (of a body of
+  /// default-domain opset \p opset), calls and the nodes they inline, at
+  /// most kMaxGraphNodes + 1; counted without inlining, so that a small
+  /// file of nested calls fails at once. \p sizes memoizes each function's
+  /// count; a function on \p path (recursion) counts as its call alone,
+  /// and flatten() reports it.
+  uint64_t countInlined(ArrayRef<const onnx::NodeProto *> nodes, int64_t opset,
+                        llvm::DenseMap<const LocalFunction *, uint64_t> &sizes,
+                        llvm::SmallPtrSetImpl<const LocalFunction *> &path);
+  /// \returns the local function \p node calls, or null.
+  const LocalFunction *findCallee(const onnx::NodeProto &node, int64_t opset);
+  /// Counts one more node flatten() visits against ir::kMaxGraphNodes:
+  /// inlining nested functions multiplies nodes, so a small file could
+  /// otherwise ask for billions.
+  Error countNode() {
+    if (++nodeCount_ <= kMaxGraphNodes)
+      return Error::success();
+    return fileError(tooManyNodesMessage());
+  }
+  static std::string tooManyNodesMessage() {
+    return "the model has more than " + std::to_string(kMaxGraphNodes) +
+           " nodes once its local functions are inlined (remat imports at "
+           "most that many)";
+  }
   /// Sorts flatNodes_ topologically, keeping the file's order where it
   /// allows; errors name undefined values, duplicate definitions, cycles.
   Error sortNodes();
@@ -266,6 +307,9 @@ private:
   /// once instead of meeting them one by one.
   Error checkOpsSupported() const;
   Error convertNode(const FlatNode &flat);
+  /// Errors on an attribute \p flat's op does not take
+  /// (Note [Accepted attributes]).
+  Error checkAttributeNames(const FlatNode &flat) const;
   Expected<AttrList> convertAttributes(const FlatNode &flat);
   /// \returns the operand an omitted optional input \p index of \p op
   /// stands for (its ONNX default), or an error when there is none.
@@ -333,6 +377,10 @@ private:
   std::vector<FlatNode> flatNodes_;
   /// Every ONNX name of the model, and every generated one.
   llvm::StringSet<> reserved_;
+  /// freshName(): the next suffix to try for each base.
+  llvm::StringMap<unsigned> nextSuffix_;
+  /// Nodes flatten() has visited: the flat list's and the calls inlined.
+  uint64_t nodeCount_ = 0;
   /// Initializers by name.
   llvm::StringMap<const onnx::TensorProto *> initializers_;
   /// Declared types of intermediate values (value_info).
@@ -451,8 +499,7 @@ Error Importer::collectFunctions() {
     }
     std::vector<std::string> overload =
         unknownStrings(function, kFunctionOverloadField);
-    std::string key = function.domain() + ":" + function.name() + ":" +
-                      (overload.empty() ? "" : overload.back());
+    std::string key = functionKey(function.domain(), function.name(), overload);
     if (functions_.count(key))
       return fileError("the model defines function '" + function.name() +
                        "' of domain '" + function.domain() + "' twice");
@@ -462,24 +509,44 @@ Error Importer::collectFunctions() {
 }
 
 std::string Importer::freshName(StringRef base) {
-  std::string name = base.str();
-  for (unsigned n = 1; reserved_.count(name) || graph_->lookup(name); ++n)
-    name = base.str() + "." + std::to_string(n);
+  // Each base remembers the suffix it got to, so that many calls of one
+  // function by nodes of one name (20,000 "call"s) take linear time.
+  unsigned &next = nextSuffix_[base];
+  std::string name = next == 0 ? base.str() : base.str() + "." +
+                                                  std::to_string(next);
+  while (reserved_.count(name) || graph_->lookup(name))
+    name = base.str() + "." + std::to_string(++next);
+  ++next;
   reserve(name);
   return name;
+}
+
+bool Importer::isOnnxOperator(const onnx::NodeProto &node, int64_t opset) {
+  if (!isDefaultDomain(node.domain()))
+    return false;
+  // remat's table knows the ops of opsets 18-20 that libonnx's schemas
+  // (up to opset 17) lack; the schemas know the ONNX ops remat lacks.
+  FlatNode flat{&node, opset, std::string()};
+  const Converter *converter = findConverter(flat);
+  if (converter && converter->since <= opset)
+    return true;
+  return onnx::OpSchemaRegistry::Schema(node.op_type(), int(opset), "") !=
+         nullptr;
 }
 
 Error Importer::flatten(ArrayRef<const onnx::NodeProto *> nodes, int64_t opset,
                         StringRef function, unsigned depth) {
   for (const onnx::NodeProto *node : nodes) {
-    std::vector<std::string> overload =
-        unknownStrings(*node, kNodeOverloadField);
-    std::string key = node->domain() + ":" + node->op_type() + ":" +
-                      (overload.empty() ? "" : overload.back());
-    auto it = functions_.find(key);
-    // A default-domain node is a function call only if no ONNX op of that
-    // name exists for remat; ONNX forbids shadowing anyway.
-    if (it == functions_.end()) {
+    // A call matches a function's domain and name (and overload). In the
+    // default domain an ONNX operator wins over a local function of its
+    // name, as in onnxruntime and onnx's reference evaluator (onnx's
+    // checker accepts such a function; it is never called).
+    // Every node counts, calls too: functions of empty bodies that call
+    // each other many times still take time.
+    if (auto err = countNode())
+      return err;
+    const LocalFunction *callee = findCallee(*node, opset);
+    if (!callee) {
       flatNodes_.push_back({node, opset, function.str()});
       continue;
     }
@@ -489,10 +556,46 @@ Error Importer::flatten(ArrayRef<const onnx::NodeProto *> nodes, int64_t opset,
                        "') calls itself, or functions nest "
                        "deeper than " +
                        Twine(kMaxFunctionDepth) + " levels");
-    if (auto err = inlineCall(*node, it->second, function, depth))
+    if (auto err = inlineCall(*node, *callee, function, depth))
       return err;
   }
   return Error::success();
+}
+
+const LocalFunction *Importer::findCallee(const onnx::NodeProto &node,
+                                          int64_t opset) {
+  if (functions_.empty() || isOnnxOperator(node, opset))
+    return nullptr;
+  auto it = functions_.find(functionKey(
+      node.domain(), node.op_type(), unknownStrings(node, kNodeOverloadField)));
+  return it == functions_.end() ? nullptr : &it->second;
+}
+
+uint64_t Importer::countInlined(
+    ArrayRef<const onnx::NodeProto *> nodes, int64_t opset,
+    llvm::DenseMap<const LocalFunction *, uint64_t> &sizes,
+    llvm::SmallPtrSetImpl<const LocalFunction *> &path) {
+  uint64_t total = 0;
+  for (const onnx::NodeProto *node : nodes) {
+    total += 1;
+    const LocalFunction *callee = findCallee(*node, opset);
+    if (callee && !path.count(callee)) {
+      auto it = sizes.find(callee);
+      if (it == sizes.end()) {
+        std::vector<const onnx::NodeProto *> body;
+        for (const onnx::NodeProto &bodyNode : callee->proto->node())
+          body.push_back(&bodyNode);
+        path.insert(callee);
+        uint64_t size = countInlined(body, callee->opset, sizes, path);
+        path.erase(callee);
+        it = sizes.insert({callee, size}).first;
+      }
+      total += it->second;
+    }
+    if (total > kMaxGraphNodes)
+      return kMaxGraphNodes + 1;
+  }
+  return total;
 }
 
 Error Importer::inlineCall(const onnx::NodeProto &call,
@@ -800,6 +903,15 @@ Error Importer::importInitializers() {
   return Error::success();
 }
 
+/// \returns whether \p path (resolved) lies strictly inside \p folder
+/// (resolved).
+static bool isInsideFolder(StringRef path, StringRef folder) {
+  if (!path.startswith(folder) || path.size() == folder.size())
+    return false;
+  // "/a/bc" is not inside "/a/b"; every path is inside "/".
+  return folder.endswith("/") || path[folder.size()] == '/';
+}
+
 Expected<std::vector<uint8_t>>
 Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
                        int64_t byteSize) {
@@ -840,6 +952,13 @@ Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
     if (component == "..")
       return fileError(what + ": external data location '" + location +
                        "' leaves the model's directory");
+  // A model given as bytes has no folder of its own: its external data is
+  // read only from a folder the caller names.
+  if (baseDir_.empty())
+    return fileError(what + ": external data location '" +
+                     ir::escapeForMessage(location) +
+                     "' cannot be read: the model was given as bytes with no "
+                     "base folder (give one to allow external data)");
   llvm::SmallString<256> path(baseDir_);
   llvm::sys::path::append(path, location);
 
@@ -847,7 +966,22 @@ Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
   if (std::error_code ec = llvm::sys::fs::file_size(path, fileSize))
     return fileError(what + ": cannot open external data file '" + path +
                      "': " + ec.message());
-  if (auto err = ir::checkRegularFile(path))
+  // Symbolic links, of the file or of any folder on the way, may point
+  // anywhere: the resolved path must stay inside the resolved folder.
+  llvm::SmallString<256> folder, resolved;
+  if (std::error_code ec = llvm::sys::fs::real_path(baseDir_, folder))
+    return fileError(what + ": cannot resolve the model's folder '" +
+                     baseDir_ + "': " + ec.message());
+  if (std::error_code ec = llvm::sys::fs::real_path(path, resolved))
+    return fileError(what + ": cannot resolve external data file '" + path +
+                     "': " + ec.message());
+  if (!isInsideFolder(resolved, folder))
+    return fileError(what + ": external data location '" +
+                     ir::escapeForMessage(location) + "' resolves to '" +
+                     ir::escapeForMessage(resolved) +
+                     "', outside the model's folder '" +
+                     ir::escapeForMessage(folder) + "'");
+  if (auto err = ir::checkRegularFile(resolved))
     return fileError(what + ": external data: " +
                      errorToString(std::move(err)));
   if (!length)
@@ -864,7 +998,7 @@ Importer::readExternal(const onnx::TensorProto &tensor, const std::string &what,
                      " bytes, expected " + Twine(byteSize));
   if (byteSize == 0)
     return std::vector<uint8_t>();
-  auto buffer = llvm::MemoryBuffer::getFileSlice(path, *length, offset);
+  auto buffer = llvm::MemoryBuffer::getFileSlice(resolved, *length, offset);
   if (!buffer)
     return fileError(what + ": cannot read external data file '" + path +
                      "': " + buffer.getError().message());
@@ -1737,6 +1871,65 @@ const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
   return it == table.end() ? nullptr : &it->second;
 }
 
+// Note [Accepted attributes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A default-domain node may carry the attributes ONNX defines for its op at
+// the node's opset, and no other: a typo (Transpose 'prem') would otherwise
+// be ignored and the op run with its default. libonnx's schemas say which
+// up to opset 17; the table below adds what opsets 18-20 added to the op
+// types the converter table reads. Attributes an op's ONNX form has and
+// remat ignores (Cast's 'saturate' on floats, Dropout's 'seed' when a
+// training-mode input decides) are accepted, since exporters write them.
+// remat's own domain is written by remat and not checked here.
+Error Importer::checkAttributeNames(const FlatNode &flat) const {
+  const onnx::NodeProto &node = *flat.proto;
+  if (!isDefaultDomain(node.domain()) || node.attribute_size() == 0)
+    return Error::success();
+  static const llvm::StringMap<std::vector<StringRef>> kAddedAfterOpset17 = {
+      {"Split", {"num_outputs"}},         // opset 18
+      {"Cast", {"saturate"}},             // opset 19
+      {"CastLike", {"saturate"}},         // opset 19
+      {"Gelu", {"approximate"}},          // opset 20
+      {"Pad", {"mode"}},                  // opset 18 ('wrap')
+      {"ReduceMean", {"keepdims", "noop_with_empty_axes"}}, // opset 18
+      {"ReduceMax", {"keepdims", "noop_with_empty_axes"}},  // opset 18
+  };
+  const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
+      node.op_type(), int(std::min<int64_t>(flat.opset, INT_MAX)), "");
+  auto added = kAddedAfterOpset17.find(node.op_type());
+  if (!schema && added == kAddedAfterOpset17.end())
+    return Error::success();
+  auto accepts = [&](StringRef name) {
+    if (schema && schema->attributes().count(name.str()))
+      return true;
+    return added != kAddedAfterOpset17.end() &&
+           llvm::is_contained(added->second, name);
+  };
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    // A subgraph is refused with its own message (convertAttributes).
+    if (accepts(attr.name()) || attr.type() == onnx::AttributeProto::GRAPH ||
+        attr.type() == onnx::AttributeProto::GRAPHS)
+      continue;
+    std::vector<std::string> names;
+    if (schema)
+      for (const auto &entry : schema->attributes())
+        names.push_back(entry.first);
+    if (added != kAddedAfterOpset17.end())
+      for (StringRef name : added->second)
+        if (!llvm::is_contained(names, name.str()))
+          names.push_back(name.str());
+    llvm::sort(names);
+    std::string list;
+    for (const std::string &name : names)
+      list += (list.empty() ? "'" : ", '") + name + "'";
+    return nodeError(flat, "unknown attribute '" +
+                               escapeForMessage(attr.name()) + "' (" +
+                               node.op_type() + " takes " +
+                               (list.empty() ? "none" : list) + ")");
+  }
+  return Error::success();
+}
+
 Error Importer::checkOpsSupported() const {
   struct Unsupported {
     std::string opType;
@@ -1802,6 +1995,8 @@ Error Importer::convertNode(const FlatNode &flat) {
                      "' exists in the default domain from opset " +
                      Twine(converter->since));
 
+  if (auto err = checkAttributeNames(flat))
+    return err;
   auto attrs = convertAttributes(flat);
   if (!attrs)
     return attrs.takeError();
@@ -1877,6 +2072,8 @@ Error Importer::convertNode(const FlatNode &flat) {
 //===----------------------------------------------------------------------===//
 
 Expected<std::unique_ptr<Graph>> Importer::run() {
+  // The initializers and external data count towards one total.
+  LoadBudget budget;
   if (model_.ir_version() < kMinIrVersion ||
       model_.ir_version() > kMaxIrVersion)
     return fileError("unsupported ONNX IR version " +
@@ -1913,6 +2110,12 @@ Expected<std::unique_ptr<Graph>> Importer::run() {
   std::vector<const onnx::NodeProto *> nodes;
   for (const onnx::NodeProto &node : graphProto_.node())
     nodes.push_back(&node);
+  {
+    llvm::DenseMap<const LocalFunction *, uint64_t> sizes;
+    llvm::SmallPtrSet<const LocalFunction *, 8> path;
+    if (countInlined(nodes, defaultOpset_, sizes, path) > kMaxGraphNodes)
+      return fileError(tooManyNodesMessage());
+  }
   if (auto err = flatten(nodes, defaultOpset_, "", 0))
     return std::move(err);
   if (auto err = sortNodes())
@@ -2227,8 +2430,8 @@ importOnnxFile(StringRef path, const ImportOptions &options) {
   });
   if (!model)
     return model.takeError();
-  return importModel(**model, path, llvm::sys::path::parent_path(path),
-                     options);
+  StringRef folder = llvm::sys::path::parent_path(path);
+  return importModel(**model, path, folder.empty() ? "." : folder, options);
 }
 
 llvm::Expected<std::unique_ptr<ir::Graph>>

@@ -44,13 +44,15 @@ llvm::Error parseBindings(llvm::StringRef text,
                           llvm::StringMap<int64_t> &bindings);
 
 /// Imports the model in file \p path; external data files are resolved
-/// relative to its directory. Errors name the file and, where it applies,
-/// the node (name, op, domain, opset), value or dim.
+/// relative to its directory, and must stay inside it once every symbolic
+/// link is followed. Errors name the file and, where it applies, the node
+/// (name, op, domain, opset), value or dim.
 llvm::Expected<std::unique_ptr<ir::Graph>>
 importOnnxFile(llvm::StringRef path, const ImportOptions &options);
 
 /// Imports a serialized ModelProto held in \p bytes. \p sourceName is used
-/// in messages; \p baseDir resolves external data ("" = current directory).
+/// in messages; \p baseDir is the folder external data is read from, under
+/// the rule of importOnnxFile ("" = none: external data is an error).
 llvm::Expected<std::unique_ptr<ir::Graph>>
 importOnnxBytes(llvm::StringRef bytes, llvm::StringRef sourceName,
                 llvm::StringRef baseDir, const ImportOptions &options);

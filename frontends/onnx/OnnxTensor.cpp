@@ -69,9 +69,10 @@ tensorFromProto(const onnx::TensorProto &tensor, StringRef what,
   int64_t count = type.getNumElements();
   int64_t byteSize = type.getByteSize();
   // The shape is the file's claim; nothing is allocated before the data
-  // present is counted and the bytes fit the memory limit.
+  // present is counted and the bytes, with the rest of the load
+  // (ir::LoadBudget), fit the memory limit.
   auto checkMemory = [&]() -> Error {
-    if (auto err = checkAllocation(type, what))
+    if (auto err = chargeLoadAllocation(type, what))
       return fileError(errorToString(std::move(err)));
     return Error::success();
   };
@@ -85,6 +86,10 @@ tensorFromProto(const onnx::TensorProto &tensor, StringRef what,
   };
 
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    // Which would be the data? ONNX says external data has no raw_data.
+    if (tensor.has_raw_data())
+      return fileError(what + " has both external data and raw_data (ONNX "
+                              "allows one)");
     if (!readExternal)
       return fileError(what + " keeps its data in an external file, which "
                               "is not supported here");
@@ -101,6 +106,8 @@ tensorFromProto(const onnx::TensorProto &tensor, StringRef what,
       return fileError(what + " of type " + type.str() + " has " +
                        Twine(raw.size()) + " bytes of raw_data, expected " +
                        Twine(byteSize));
+    if (auto err = checkMemory())
+      return std::move(err);
     return finish(std::vector<uint8_t>(raw.begin(), raw.end()));
   }
 

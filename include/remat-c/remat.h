@@ -5,7 +5,10 @@
  * (destroying NULL does nothing). A function that can fail returns a
  * RematStatus: NULL on success, otherwise an error whose message is the one
  * the tools print after "error: "; the caller destroys it. No C++ exception
- * crosses this API.
+ * crosses this API. A NULL handle, buffer or out-pointer is an error status
+ * (rematBufferGetData/GetSize of NULL: "" and 0), never a crash. A model may
+ * be used from several threads: each call on it holds the model's lock, so
+ * the calls take turns.
  *
  *   RematModel *model = NULL;
  *   RematStatus *status = rematModelLoad("bert.onnx", "batch=8,seq=512",
@@ -60,10 +63,18 @@ REMAT_API void rematBufferDestroy(RematBuffer *buffer);
  * new model in \p *model. \p bind ("batch=8,seq=512") may be NULL. */
 REMAT_API RematStatus *rematModelLoad(const char *path, const char *bind,
                                       RematModel **model);
-/** Reads a serialized ONNX ModelProto of \p size bytes. */
+/** Reads a serialized ONNX ModelProto of \p size bytes. A tensor with
+ * external data is an error (there is no folder to read it from). */
 REMAT_API RematStatus *rematModelLoadOnnxBytes(const void *data, size_t size,
                                                const char *bind,
                                                RematModel **model);
+/** As rematModelLoadOnnxBytes, with external data read from \p baseDir as
+ * if the model were a file there: a location must stay inside \p baseDir
+ * once every symbolic link is followed. \p baseDir NULL or "": none. */
+REMAT_API RematStatus *
+rematModelLoadOnnxBytesWithBaseDir(const void *data, size_t size,
+                                   const char *baseDir, const char *bind,
+                                   RematModel **model);
 /** Parses one graph of .rir text. */
 REMAT_API RematStatus *rematModelLoadRir(const char *text, RematModel **model);
 REMAT_API void rematModelDestroy(RematModel *model);

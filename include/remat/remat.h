@@ -126,9 +126,16 @@ public:
   /// Reads \p path by its extension: .onnx, .rir, or a BERT config .json.
   static Result<Model> load(std::string_view path,
                             const LoadOptions &options = {});
-  /// Reads a serialized ONNX ModelProto (all data inline).
+  /// Reads a serialized ONNX ModelProto (all data inline: a tensor with
+  /// external data is an error, as there is no folder to read it from).
   static Result<Model> fromOnnxBytes(std::string_view bytes,
                                      const LoadOptions &options = {});
+  /// Reads a serialized ONNX ModelProto whose external data lies in
+  /// \p baseDir, as if the model were a file there: a location must stay
+  /// inside \p baseDir once every symbolic link is followed.
+  static Result<Model> fromOnnxBytes(std::string_view bytes,
+                                     std::string_view baseDir,
+                                     const LoadOptions &options);
   /// Parses one graph of .rir text; \p sourceName is used in messages.
   static Result<Model> fromRir(std::string_view text,
                                std::string_view sourceName = "<rir>");

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -50,8 +51,16 @@ Expected<Results> inferLayerNormalization(const Node &node) {
   auto axisAttr = intAttr(node, "axis", -1);
   if (!axisAttr)
     return axisAttr.takeError();
-  if (auto epsilon = floatAttr(node, "epsilon", 1e-5f); !epsilon)
+  auto epsilon = floatAttr(node, "epsilon", 1e-5f);
+  if (!epsilon)
     return epsilon.takeError();
+  // 1 / sqrt(var + epsilon) of a constant row is inf or NaN otherwise.
+  if (!(*epsilon > 0) || !std::isfinite(*epsilon)) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", double(*epsilon));
+    return nodeError(node, "attribute 'epsilon' is " + Twine(text) +
+                               ", expected a finite number above 0");
+  }
   auto stashType = intAttr(node, "stash_type", 1);
   if (!stashType)
     return stashType.takeError();

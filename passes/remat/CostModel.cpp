@@ -222,9 +222,11 @@ llvm::Expected<CostProfile> loadCostProfile(llvm::StringRef path) {
       if (!value)
         continue;
       llvm::Optional<double> number = value->getAsNumber();
-      if (!number || !(*number > 0) || !std::isfinite(*number))
+      // The model divides by the rates: a zero, denormal or tiny rate
+      // would turn predicted seconds (and the report) into inf or NaN.
+      if (!number || !(*number >= 1) || !std::isfinite(*number))
         return makeError("cost profile '" + path + "': rates." + key +
-                         " must be a positive number");
+                         " must be a finite number of at least 1 per second");
       *rate = *number;
     }
   }

@@ -117,6 +117,55 @@ def test_sweep_rows():
                for row in rows)
 
 
+def external_data_model(folder, location="w.bin"):
+    """A small MLP whose weight w (f32[4,4]) is in folder/w.bin, referenced
+    as \p location, as a ModelProto that has not loaded it."""
+    from onnx import TensorProto, helper
+
+    weight = np.arange(16, dtype=np.float32).reshape(4, 4) / 16
+    (folder / "w.bin").write_bytes(weight.tobytes())
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 4],
+                    data_location=TensorProto.EXTERNAL)
+    entry = w.external_data.add()
+    entry.key, entry.value = "location", location
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]),
+         helper.make_node("Relu", ["h"], ["a"]),
+         helper.make_node("ReduceSum", ["a"], ["s"], keepdims=0)],
+        "ext", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [])], [w])
+    return helper.make_model(graph, ir_version=8,
+                             opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_bytes_with_external_data_need_a_base_dir(tmp_path):
+    model = external_data_model(tmp_path)
+    for given in (model, model.SerializeToString()):
+        with pytest.raises(remat.Error, match="initializer 'w': external data "
+                           "location 'w.bin' cannot be read: the model was "
+                           "given as bytes with no base folder"):
+            remat.load(given)
+        loaded = remat.load(given, base_dir=tmp_path)
+        assert loaded.name == "ext"
+    plan = remat.plan(model, strategy="none", base_dir=str(tmp_path))
+    assert plan["peak_bytes"] > 0
+    step = remat.optimize(model, strategy="none", base_dir=tmp_path)
+    assert "w_grad" in [output.name for output in step.graph.output]
+
+
+def test_base_dir_does_not_let_a_link_leave_it(tmp_path):
+    inside, outside = tmp_path / "inside", tmp_path / "outside"
+    inside.mkdir()
+    outside.mkdir()
+    external_data_model(outside)
+    (inside / "link.bin").symlink_to(outside / "w.bin")
+    model = external_data_model(inside, location="link.bin")
+    with pytest.raises(remat.Error, match="external data location 'link.bin' "
+                       "resolves to '.*/outside/w.bin', outside the model's "
+                       "folder '.*/inside'"):
+        remat.load(model, base_dir=inside)
+
+
 def tool_error(*args):
     """The message remat-opt prints after "error: " for \\p args."""
     done = subprocess.run([REMAT_OPT, *args, "-o", "-"],

@@ -11,8 +11,12 @@
 #include "remat-c/remat.h"
 #include "remat/remat.h"
 
+#include <atomic>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -123,4 +127,129 @@ TEST_CASE("C: handles, buffers and statuses") {
   rematModelDestroy(nullptr);
   rematStatusDestroy(nullptr);
   rematBufferDestroy(nullptr);
+}
+
+TEST_CASE("C: ONNX bytes read external data only from a base folder given") {
+  const std::string folder = REMAT_API_TEST_INPUTS "/external";
+  std::ifstream file(folder + "/model.onnx", std::ios::binary);
+  REQUIRE(file);
+  std::string bytes((std::istreambuf_iterator<char>(file)),
+                    std::istreambuf_iterator<char>());
+
+  RematModel *model = reinterpret_cast<RematModel *>(1);
+  RematStatus *status =
+      rematModelLoadOnnxBytes(bytes.data(), bytes.size(), nullptr, &model);
+  REQUIRE(status != nullptr);
+  CHECK(model == nullptr);
+  CHECK(std::string(rematStatusGetMessage(status)) ==
+        "<onnx bytes>: initializer 'w': external data location 'w.bin' "
+        "cannot be read: the model was given as bytes with no base folder "
+        "(give one to allow external data)");
+  rematStatusDestroy(status);
+  status = rematModelLoadOnnxBytesWithBaseDir(bytes.data(), bytes.size(),
+                                              nullptr, nullptr, &model);
+  REQUIRE(status != nullptr);
+  rematStatusDestroy(status);
+
+  status = rematModelLoadOnnxBytesWithBaseDir(
+      bytes.data(), bytes.size(), folder.c_str(), nullptr, &model);
+  REQUIRE_MESSAGE(status == nullptr, rematStatusGetMessage(status));
+  REQUIRE(rematModelOptimize(model, nullptr, "none") == nullptr);
+  rematModelDestroy(model);
+
+  // The C++ API's overload.
+  remat::Result<remat::Model> cpp =
+      remat::Model::fromOnnxBytes(bytes, folder, {});
+  REQUIRE_MESSAGE(cpp.ok(), cpp.status().message());
+  CHECK(cpp->getName() == "ext");
+}
+
+TEST_CASE("C: every entry point takes NULL handles and buffers") {
+  // Each call with NULL for every pointer is an error status (or, for the
+  // accessors and destroyers, a harmless default), never a crash.
+  auto expectError = [](RematStatus *status, const char *what) {
+    CHECK_MESSAGE(status != nullptr, what);
+    CHECK(std::strlen(rematStatusGetMessage(status)) > 0);
+    rematStatusDestroy(status);
+  };
+  CHECK(std::string(rematStatusGetMessage(nullptr)).empty());
+  CHECK(std::string(rematBufferGetData(nullptr)).empty());
+  CHECK(rematBufferGetSize(nullptr) == 0);
+  expectError(rematModelLoad(nullptr, nullptr, nullptr), "Load");
+  RematModel *model = nullptr;
+  expectError(rematModelLoad(nullptr, nullptr, &model), "Load(path NULL)");
+  CHECK(model == nullptr);
+  expectError(rematModelLoadOnnxBytes(nullptr, 0, nullptr, nullptr),
+              "LoadOnnxBytes");
+  expectError(rematModelLoadOnnxBytes(nullptr, 100, nullptr, &model),
+              "LoadOnnxBytes(data NULL, size 100)");
+  CHECK(model == nullptr);
+  expectError(rematModelLoadOnnxBytes(nullptr, 0, nullptr, &model),
+              "LoadOnnxBytes(data NULL, size 0)");
+  expectError(rematModelLoadOnnxBytesWithBaseDir(nullptr, 0, nullptr, nullptr,
+                                                 nullptr),
+              "LoadOnnxBytesWithBaseDir");
+  expectError(rematModelLoadOnnxBytesWithBaseDir(nullptr, 100, ".", nullptr,
+                                                 &model),
+              "LoadOnnxBytesWithBaseDir(data NULL, size 100)");
+  CHECK(model == nullptr);
+  expectError(rematModelLoadRir(nullptr, nullptr), "LoadRir");
+  expectError(rematModelLoadRir(nullptr, &model), "LoadRir(text NULL)");
+  expectError(rematModelRunPipeline(nullptr, nullptr), "RunPipeline");
+  expectError(rematModelOptimize(nullptr, nullptr, nullptr), "Optimize");
+  RematBuffer *buffer = nullptr;
+  expectError(rematModelGetMemoryReport(nullptr, &buffer), "GetMemoryReport");
+  expectError(rematModelGetPlan(nullptr, &buffer), "GetPlan");
+  expectError(rematModelToOnnx(nullptr, &buffer), "ToOnnx");
+  expectError(rematModelWriteOnnx(nullptr, nullptr), "WriteOnnx");
+  CHECK(buffer == nullptr);
+
+  // A real model with NULL out-pointers and strings.
+  REQUIRE(rematModelLoadRir(kMlp, &model) == nullptr);
+  expectError(rematModelGetMemoryReport(model, nullptr), "GetMemoryReport(model)");
+  expectError(rematModelGetPlan(model, nullptr), "GetPlan(model)");
+  expectError(rematModelToOnnx(model, nullptr), "ToOnnx(model)");
+  expectError(rematModelWriteOnnx(model, nullptr), "WriteOnnx(model, NULL)");
+  RematStatus *status = rematModelRunPipeline(model, nullptr);
+  rematStatusDestroy(status);
+  rematModelDestroy(model);
+}
+
+TEST_CASE("C: two threads using one model take turns") {
+  // Each thread plans, reads the report and exports the same model over
+  // and over; the model's mutex makes the calls take turns (run under the
+  // sanitizer phase, a data race or a freed graph would show).
+  RematModel *model = nullptr;
+  REQUIRE(rematModelLoadRir(kMlp, &model) == nullptr);
+  std::atomic<int> failures{0};
+  auto hammer = [&](const char *strategy) {
+    for (int i = 0; i < 20; ++i) {
+      if (RematStatus *status =
+              rematModelRunPipeline(model, "canonicalize,dce")) {
+        ++failures;
+        rematStatusDestroy(status);
+      }
+      if (i == 0)
+        rematStatusDestroy(rematModelOptimize(model, nullptr, strategy));
+      RematBuffer *report = nullptr;
+      if (RematStatus *status = rematModelGetMemoryReport(model, &report)) {
+        ++failures;
+        rematStatusDestroy(status);
+      } else if (!std::strstr(rematBufferGetData(report), "peak_bytes")) {
+        ++failures;
+      }
+      rematBufferDestroy(report);
+      RematBuffer *onnx = nullptr;
+      if (RematStatus *status = rematModelToOnnx(model, &onnx)) {
+        ++failures;
+        rematStatusDestroy(status);
+      }
+      rematBufferDestroy(onnx);
+    }
+  };
+  std::thread first(hammer, "none"), second(hammer, "none");
+  first.join();
+  second.join();
+  CHECK(failures.load() == 0);
+  rematModelDestroy(model);
 }

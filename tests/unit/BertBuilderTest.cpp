@@ -289,6 +289,10 @@ TEST_CASE("bert config: invalid values") {
             configJson({{"position_embedding_type", "\"relative_key\""}})) ==
         "t.json: key 'position_embedding_type' is \"relative_key\", only "
         "\"absolute\" is supported");
+  // Another family's config is refused, not built as BERT.
+  CHECK(parseError(configJson({{"model_type", "\"gpt2\""}})) ==
+        "t.json: key 'model_type' is \"gpt2\", only \"bert\" is supported");
+  CHECK(parseOk(configJson({{"model_type", "\"bert\""}})).hiddenSize > 0);
   CHECK(parseError(configJson({{"vocab_size", "1125899906842624"},
                                {"hidden_size", "4096"},
                                {"num_attention_heads", "1"}})) ==

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/onnx/OnnxImporter.h"
 
+#include "ir/Limits.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/ShapeInference.h"
@@ -38,6 +39,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -946,6 +948,186 @@ TEST_CASE("local functions are inlined") {
         "other domain than ai.onnx and remat)");
 }
 
+namespace {
+
+/// Adds local function \p name of \p domain to \p m, importing opset 17 of
+/// the default domain, with input X and output Y; \returns it.
+onnx::FunctionProto *addFunction(ModelBuilder &m, const std::string &name,
+                                 const std::string &domain) {
+  onnx::FunctionProto *function = m.model.add_functions();
+  function->set_name(name);
+  function->set_domain(domain);
+  function->add_input("X");
+  function->add_output("Y");
+  onnx::OperatorSetIdProto *opset = function->add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  return function;
+}
+
+/// Adds node \p op (domain \p domain) from \p input to \p output to \p f.
+void addBodyNode(onnx::FunctionProto *f, const std::string &op,
+                 const std::string &input, const std::string &output,
+                 const std::string &domain = "") {
+  onnx::NodeProto *node = f->add_node();
+  node->set_op_type(op);
+  node->set_domain(domain);
+  node->add_input(input);
+  node->add_output(output);
+}
+
+void importDomain(ModelBuilder &m, const std::string &domain) {
+  onnx::OperatorSetIdProto *id = m.model.add_opset_import();
+  id->set_domain(domain);
+  id->set_version(1);
+}
+
+} // namespace
+
+TEST_CASE("nested local functions are bounded by the node limit") {
+  // F0 calls F1 four times, ..., F15 calls F16 four times: 4^16 nodes once
+  // inlined from a file of a few kilobytes. The import stops at
+  // kMaxGraphNodes instead of running for hours.
+  ModelBuilder m;
+  importDomain(m, "d");
+  constexpr int kLevels = 16;
+  for (int level = 0; level < kLevels; ++level) {
+    onnx::FunctionProto *f = addFunction(m, "F" + std::to_string(level), "d");
+    std::string callee = "F" + std::to_string(level + 1);
+    addBodyNode(f, callee, "X", "T1", "d");
+    addBodyNode(f, callee, "T1", "T2", "d");
+    addBodyNode(f, callee, "T2", "T3", "d");
+    addBodyNode(f, callee, "T3", "Y", "d");
+  }
+  addBodyNode(addFunction(m, "F" + std::to_string(kLevels), "d"), "Relu", "X",
+              "Y");
+  m.input("x", kFloat, {2});
+  m.node("F0", {"x"}, {"y"}, "call", "d");
+  m.output("y");
+  CHECK(importError(m.bytes()) ==
+        "model.onnx: the model has more than 1000000 nodes once its local "
+        "functions are inlined (remat imports at most that many)");
+}
+
+TEST_CASE("many calls of one function by nodes of one name import") {
+  // Every call is named "call": the names made for the bodies' values
+  // (call/T, call/T.1, ...) are distinct, and found in linear time.
+  ModelBuilder m;
+  importDomain(m, "d");
+  onnx::FunctionProto *f = addFunction(m, "F", "d");
+  addBodyNode(f, "Relu", "X", "T");
+  addBodyNode(f, "Neg", "T", "Y");
+  m.input("x", kFloat, {2});
+  constexpr int kCalls = 2000;
+  std::string previous = "x";
+  for (int i = 0; i < kCalls; ++i) {
+    std::string next = "v" + std::to_string(i);
+    m.node("F", {previous}, {next}, "call", "d");
+    previous = next;
+  }
+  m.output(previous);
+  auto graph = importOk(m.bytes());
+  REQUIRE(graph);
+  CHECK(graph->getNodes().size() == 2 * kCalls);
+  CHECK(graph->lookup("call/T"));
+  CHECK(graph->lookup("call/T.1"));
+  CHECK(graph->lookup("call/T.1999"));
+}
+
+TEST_CASE("a call matches a local function's domain and name") {
+  // onnx's checker accepts a default-domain function named like an
+  // operator; onnxruntime and the reference evaluator run the operator
+  // (Relu of [-1, 2, -3] is [0, 2, 0], not the function's Neg). So does
+  // remat.
+  ModelBuilder m;
+  importDomain(m, "custom");
+  addBodyNode(addFunction(m, "Relu", ""), "Neg", "X", "Y");
+  addBodyNode(addFunction(m, "Relu", "custom"), "Sigmoid", "X", "Y");
+  addBodyNode(addFunction(m, "Mine", ""), "Tanh", "X", "Y");
+  m.input("x", kFloat, {3});
+  m.node("Relu", {"x"}, {"a"}, "builtin");
+  m.node("Relu", {"a"}, {"b"}, "custom_call", "custom");
+  m.node("Mine", {"b"}, {"c"}, "mine", "ai.onnx");
+  m.output("c");
+  auto graph = importOk(m.bytes());
+  REQUIRE(graph);
+  CHECK(opsOf(*graph) == "Relu Sigmoid Tanh");
+  CHECK(definingNode(*graph, "a")->getOp() == OpKind::Relu);
+
+  // Another domain's node of the function's name is not a call of it.
+  m.graph->mutable_node(1)->set_domain("other");
+  CHECK_CONTAINS(importError(m.bytes()), "unsupported op 'Relu'");
+}
+
+TEST_CASE("initializers count towards one total against the memory limit") {
+  // Each of three 32-byte initializers fits a 64-byte limit; together
+  // they do not.
+  ModelBuilder m;
+  m.input("x", kFloat, {8});
+  m.floats("w0", {8}, std::vector<float>(8, 1.0f));
+  m.floats("w1", {8}, std::vector<float>(8, 2.0f));
+  m.floats("w2", {8}, std::vector<float>(8, 3.0f));
+  m.node("Add", {"x", "w0"}, {"a"});
+  m.node("Add", {"a", "w1"}, {"b"});
+  m.node("Add", {"b", "w2"}, {"c"});
+  m.output("c");
+  setMemoryLimitBytes(64);
+  std::string error = importError(m.bytes());
+  setMemoryLimitBytes(0);
+  CHECK(error == "model.onnx: initializer 'w2' of type f32[8] needs 32 bytes "
+                 "(32 B), which with the 64 B already loaded is more than "
+                 "--max-memory (64 B)");
+  CHECK(importError(m.bytes()) == "ok");
+}
+
+TEST_CASE("an attribute the op does not take is an error") {
+  ModelBuilder m;
+  m.input("x", kFloat, {2, 3});
+  onnx::NodeProto *t = m.node("Transpose", {"x"}, {"y"}, "t");
+  attrInts(t, "prem", {1, 0});
+  m.output("y");
+  CHECK(importError(m.bytes()) ==
+        "model.onnx: node 't' (Transpose): unknown attribute 'prem' "
+        "(Transpose takes 'perm')");
+  t->mutable_attribute(0)->set_name("perm");
+  CHECK(importError(m.bytes()) == "ok");
+
+  // Attributes of later opsets than libonnx's schemas know are accepted.
+  ModelBuilder gelu(20, 9);
+  gelu.input("x", kFloat, {2});
+  attrString(gelu.node("Gelu", {"x"}, {"y"}, "g"), "approximate", "tanh");
+  gelu.output("y");
+  CHECK(importError(gelu.bytes()) == "ok");
+  attrString(gelu.graph->mutable_node(0), "approx", "tanh");
+  CHECK(importError(gelu.bytes()) ==
+        "model.onnx: node 'g' (Gelu): unknown attribute 'approx' (Gelu "
+        "takes 'approximate')");
+}
+
+TEST_CASE("LayerNormalization needs a positive epsilon") {
+  for (float epsilon : {0.0f, -1e-5f, INFINITY}) {
+    ModelBuilder m;
+    m.input("x", kFloat, {2, 3});
+    m.floats("s", {3}, {1, 1, 1});
+    attrFloat(m.node("LayerNormalization", {"x", "s"}, {"y"}, "ln"),
+              "epsilon", epsilon);
+    m.output("y");
+    CHECK_CONTAINS(importError(m.bytes()), "attribute 'epsilon' is ");
+    CHECK_CONTAINS(importError(m.bytes()),
+                   ", expected a finite number above 0");
+  }
+}
+
+TEST_CASE("an op type with a newline stays on one line of the message") {
+  ModelBuilder m;
+  m.input("x", kFloat, {2});
+  m.node("Relu\nerror: forged", {"x"}, {"y"}, "n");
+  m.output("y");
+  std::string error = importError(m.bytes());
+  CHECK(error.find('\n') == std::string::npos);
+  CHECK_CONTAINS(error, "unsupported op 'Relu\\x0aerror: forged'");
+}
+
 //===----------------------------------------------------------------------===//
 // External data
 //===----------------------------------------------------------------------===//
@@ -972,8 +1154,10 @@ struct TempDir {
   }
 };
 
-/// A model whose weight 'w' (f32[3]) is at \p offset of weights.bin.
-std::string externalModel(int64_t offset, int64_t length = 12) {
+/// A model whose weight 'w' (f32[3]) is in \p location, at \p offset with
+/// \p length when they are given (not negative).
+std::string externalModelAt(const std::string &location, int64_t offset = -1,
+                            int64_t length = -1) {
   ModelBuilder m;
   m.input("x", kFloat, {3});
   onnx::TensorProto *w = m.graph->add_initializer();
@@ -986,12 +1170,19 @@ std::string externalModel(int64_t offset, int64_t length = 12) {
     e->set_key(key);
     e->set_value(value);
   };
-  entry("location", "weights.bin");
-  entry("offset", std::to_string(offset));
-  entry("length", std::to_string(length));
+  entry("location", location);
+  if (offset >= 0)
+    entry("offset", std::to_string(offset));
+  if (length >= 0)
+    entry("length", std::to_string(length));
   m.node("Add", {"x", "w"}, {"y"});
   m.output("y");
   return m.bytes();
+}
+
+/// A model whose weight 'w' (f32[3]) is at \p offset of weights.bin.
+std::string externalModel(int64_t offset, int64_t length = 12) {
+  return externalModelAt("weights.bin", offset, length);
 }
 
 } // namespace
@@ -1033,6 +1224,23 @@ TEST_CASE("external data is read relative to the model's directory") {
             ": initializer 'w': external data has 8 bytes, expected 12");
 }
 
+TEST_CASE("external data and raw_data both set is an error") {
+  TempDir dir;
+  dir.write("weights.bin", std::string(12, '\0'));
+  onnx::ModelProto model;
+  REQUIRE(model.ParseFromString(externalModel(0)));
+  model.mutable_graph()->mutable_initializer(0)->set_raw_data(
+      std::string(12, '\1'));
+  std::string bytes;
+  REQUIRE(model.SerializeToString(&bytes));
+  dir.write("model.onnx", bytes);
+  auto graph = importOnnxFile(dir.file("model.onnx"), defaults());
+  REQUIRE_FALSE(bool(graph));
+  CHECK_CONTAINS(errorToString(graph.takeError()),
+                 "initializer 'w' has both external data and raw_data (ONNX "
+                 "allows one)");
+}
+
 TEST_CASE("a missing external data file names the tensor and the path") {
   TempDir dir;
   dir.write("model.onnx", externalModel(0));
@@ -1043,6 +1251,60 @@ TEST_CASE("a missing external data file names the tensor and the path") {
                               ": initializer 'w': cannot open external data "
                               "file '" +
                               dir.file("weights.bin") + "': ");
+}
+
+TEST_CASE("external data through a symbolic link must stay in the folder") {
+  TempDir outside, dir;
+  outside.write("secret.bin", std::string(12, 'S'));
+  dir.write("weights.bin", std::string(12, '\0'));
+  REQUIRE_FALSE(llvm::sys::fs::create_directory(dir.file("sub")));
+  // A link to a file outside, a link to a folder outside, and links that
+  // stay inside (to a file, and a folder link back into the model's folder).
+  REQUIRE_FALSE(llvm::sys::fs::create_link(outside.file("secret.bin"),
+                                           dir.file("link.bin")));
+  REQUIRE_FALSE(
+      llvm::sys::fs::create_link(outside.path, dir.file("elsewhere")));
+  REQUIRE_FALSE(llvm::sys::fs::create_link(dir.file("weights.bin"),
+                                           dir.file("sub/inside.bin")));
+  REQUIRE_FALSE(llvm::sys::fs::create_link(dir.path, dir.file("sub/up")));
+  llvm::SmallString<256> outsideReal;
+  REQUIRE_FALSE(llvm::sys::fs::real_path(outside.path, outsideReal));
+  llvm::SmallString<256> dirReal;
+  REQUIRE_FALSE(llvm::sys::fs::real_path(dir.path, dirReal));
+
+  for (const char *location : {"link.bin", "elsewhere/secret.bin"}) {
+    CAPTURE(location);
+    dir.write("model.onnx", externalModelAt(location));
+    auto graph = importOnnxFile(dir.file("model.onnx"), defaults());
+    REQUIRE_FALSE(bool(graph));
+    CHECK(errorToString(graph.takeError()) ==
+          dir.file("model.onnx") + ": initializer 'w': external data location '" +
+              location + "' resolves to '" + std::string(outsideReal) +
+              "/secret.bin', outside the model's folder '" +
+              std::string(dirReal) + "'");
+  }
+  for (const char *location : {"sub/inside.bin", "sub/up/weights.bin"}) {
+    CAPTURE(location);
+    dir.write("model.onnx", externalModelAt(location));
+    auto graph = importOnnxFile(dir.file("model.onnx"), defaults());
+    REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
+  }
+}
+
+TEST_CASE("a model given as bytes reads external data only from a base "
+          "folder given") {
+  TempDir dir;
+  dir.write("weights.bin", std::string(12, '\0'));
+  std::string bytes = externalModelAt("weights.bin");
+  auto none = importOnnxBytes(bytes, "model.onnx", "", defaults());
+  REQUIRE_FALSE(bool(none));
+  CHECK(errorToString(none.takeError()) ==
+        "model.onnx: initializer 'w': external data location 'weights.bin' "
+        "cannot be read: the model was given as bytes with no base folder "
+        "(give one to allow external data)");
+  auto given = importOnnxBytes(bytes, "model.onnx", dir.path, defaults());
+  REQUIRE_MESSAGE(bool(given), errorToString(given.takeError()));
+  CHECK((*given)->lookup("w")->getData()->getDouble(0) == 0.0);
 }
 
 //===----------------------------------------------------------------------===//

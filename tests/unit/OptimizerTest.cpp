@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 
 using namespace remat;
@@ -195,4 +196,54 @@ TEST_CASE("optimizer: a model saved with its state adopts it again") {
   CHECK(stepCount->isGraphInput());
   CHECK(stepCount->getData()->getDouble(0) == 7);
   CHECK(graph.getNumNodes() == 0);
+}
+
+TEST_CASE("optimizer: resumed state must be whole and sane") {
+  // \returns the error of adamw over the Step graph with \p setUp's state,
+  // or "ok".
+  auto resume = [](auto setUp) {
+    Step step;
+    setUp(step.graph);
+    OptimizerPass pass;
+    auto changed = pass.run(step.graph);
+    return changed ? std::string("ok") : errorToString(changed.takeError());
+  };
+  auto addState = [](Graph &graph, const char *name, TensorType type,
+                     double value) {
+    auto data = std::make_shared<TensorData>(type);
+    for (int64_t i = 0; i < type.getNumElements(); ++i)
+      data->setDouble(i, value);
+    graph.addInput(name, type)->setData(data);
+  };
+  const TensorType scalar(DType::F32, {});
+  auto whole = [&](double step, double avg, double avgSq) {
+    return [=](Graph &graph) {
+      addState(graph, "optimizer.step", scalar, step);
+      addState(graph, "w.exp_avg", kVec, avg);
+      addState(graph, "w.exp_avg_sq", kVec, avgSq);
+    };
+  };
+  CHECK(resume(whole(3, 0.5, 0.25)) == "ok");
+  CHECK(resume([](Graph &) {}) == "ok");
+  CHECK(resume(whole(-1, 0.5, 0.25)) ==
+        "resumed optimizer state 'optimizer.step' holds -1 at element 0; it "
+        "must be finite and not negative (was the model saved by remat-run "
+        "--save-weights?)");
+  CHECK(resume(whole(std::nan(""), 0.5, 0.25)) ==
+        "resumed optimizer state 'optimizer.step' holds nan at element 0; it "
+        "must be finite and not negative (was the model saved by remat-run "
+        "--save-weights?)");
+  CHECK(resume(whole(3, 0.5, -0.25)) ==
+        "resumed optimizer state 'w.exp_avg_sq' holds -0.25 at element 0; it "
+        "must be finite and not negative (was the model saved by remat-run "
+        "--save-weights?)");
+  CHECK(resume(whole(3, INFINITY, 0.25)) ==
+        "resumed optimizer state 'w.exp_avg' holds inf at element 0; it must "
+        "be finite (was the model saved by remat-run --save-weights?)");
+  CHECK(resume([&](Graph &graph) {
+          addState(graph, "optimizer.step", scalar, 3);
+          addState(graph, "w.exp_avg", kVec, 0.5);
+        }) == "the model resumes optimizer state ('optimizer.step') but lacks "
+              "'w.exp_avg_sq': give all of the state remat-run "
+              "--save-weights wrote, or none of it");
 }

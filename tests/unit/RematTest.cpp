@@ -475,15 +475,20 @@ TEST_CASE("remat: a cost profile's rates reach the nodes it does not name") {
   for (const Bad &bad : {
            Bad{R"({"nodes": [], "rates": [1]})", "\"rates\" must be an object"},
            Bad{R"({"nodes": [], "rates": {"bytes_per_second": -1}})",
-               "rates.bytes_per_second must be a positive number"},
+               "rates.bytes_per_second must be a finite number of at least 1 per second"},
            Bad{R"({"nodes": [], "rates": {"bytes_per_second": 0}})",
-               "rates.bytes_per_second must be a positive number"},
+               "rates.bytes_per_second must be a finite number of at least 1 per second"},
            Bad{R"({"nodes": [], "rates": {"gemm_flops_per_second": 0}})",
-               "rates.gemm_flops_per_second must be a positive number"},
+               "rates.gemm_flops_per_second must be a finite number of at least 1 per second"},
            Bad{R"({"nodes": [], "rates": {"gemm_flops_per_second": "fast"}})",
-               "rates.gemm_flops_per_second must be a positive number"},
+               "rates.gemm_flops_per_second must be a finite number of at least 1 per second"},
            Bad{R"({"nodes": [], "rates": {"gemm_flops_per_second": 1e999}})",
-               "rates.gemm_flops_per_second must be a positive number"},
+               "rates.gemm_flops_per_second must be a finite number of at least 1 per second"},
+           // Positive but denormal: predicted seconds would overflow to inf.
+           Bad{R"({"nodes": [], "rates": {"bytes_per_second": 1e-310}})",
+               "rates.bytes_per_second must be a finite number of at least 1 per second"},
+           Bad{R"({"nodes": [], "rates": {"gemm_flops_per_second": 0.5}})",
+               "rates.gemm_flops_per_second must be a finite number of at least 1 per second"},
            Bad{R"({"nodes": [{"name": "m0", "seconds": 1e999}]})",
                "finite, non-negative \"seconds\""},
            Bad{R"({"nodes": [{"name": "m0", "seconds": -1}]})",
@@ -491,7 +496,7 @@ TEST_CASE("remat: a cost profile's rates reach the nodes it does not name") {
        }) {
     file.write(bad.json);
     auto loaded = recompute::loadCostProfile(file.path);
-    REQUIRE_MESSAGE(!loaded, bad.json);
+    REQUIRE_MESSAGE(!loaded, std::string(bad.json));
     std::string message = errorToString(loaded.takeError());
     CHECK_MESSAGE(llvm::StringRef(message).contains(bad.message),
                   bad.json << " gave: " << message);

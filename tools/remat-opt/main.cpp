@@ -6,12 +6,14 @@
 //===----------------------------------------------------------------------===//
 #include "driver/OptDriver.h"
 #include "tools/GemmOption.h"
+#include "tools/Stdout.h"
 
 #include "llvm/Support/InitLLVM.h"
 
 int main(int argc, char **argv) {
+  remat::tools::reserveClosedStdout();
   llvm::InitLLVM initLLVM(argc, argv);
   if (!remat::tools::applyGemmOption())
     return 1;
-  return remat::driver::optMain(argc, argv);
+  return remat::tools::finishStdout(remat::driver::optMain(argc, argv));
 }
