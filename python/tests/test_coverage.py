@@ -46,4 +46,20 @@ def test_one_architecture(tmp_path):
     table = subprocess.run([sys.executable, str(ROOT / "tests/fixtures/coverage.py"),
                             "--table", str(out)], capture_output=True, text=True, check=True)
     assert "| GPT2LMHeadModel | causal-lm | pass |" in table.stdout
-    assert "- ts17: 1 architectures, 1 exported, 1 pass" in table.stdout
+    # run, exported, imported, train and match, bitwise of those, all, dropout
+    assert "| ts17 | 1 | 1 | 1 | 1 (100%) | 1 of 1 | 1 | 1 |" in table.stdout
+    assert "- `coverage.json`: 1 cases, complete" in table.stdout
+
+    # --into rewrites only the generated section of the document
+    doc = tmp_path / "coverage.md"
+    begin = "<!-- coverage.py --table: begin (generated, do not edit by hand) -->"
+    end = "<!-- coverage.py --table: end -->"
+    doc.write_text(f"# head\n\n{begin}\nold table\n{end}\n\ntail\n")
+    subprocess.run([sys.executable, str(ROOT / "tests/fixtures/coverage.py"), "--table", str(out),
+                    "--into", str(doc)], capture_output=True, text=True, check=True)
+    assert doc.read_text() == f"# head\n\n{begin}\n{table.stdout}{end}\n\ntail\n"
+    doc.write_text("# no generated section\n")
+    bad = subprocess.run([sys.executable, str(ROOT / "tests/fixtures/coverage.py"), "--table",
+                          str(out), "--into", str(doc)], capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.startswith(f"error: {doc}: no ")
+    assert doc.read_text() == "# no generated section\n"
