@@ -48,11 +48,13 @@ if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, nanobind, scikit_buil
 fi
 
 # remat.torch (python/remat/torch.py, pip install .[torch]) and its tests in
-# python/tests: torch and transformers, pinned to the versions tested. Large
+# python/tests: torch and transformers, pinned to the versions tested; and
+# onnxscript (with the onnx-ir it was tested with), which torch's dynamo
+# exporter needs (tests/fixtures: make_fixtures.py, coverage.py). Large
 # (torch's wheel brings CUDA libraries); a failed install is a warning and
-# python/tests/test_torch.py is then skipped.
-torch_packages=(torch==2.15.0 transformers==5.23.0)
-if ! .venv/bin/python -c "import torch, transformers" 2>/dev/null; then
+# python/tests/test_torch.py and test_coverage.py are then skipped.
+torch_packages=(torch==2.15.0 transformers==5.23.0 onnxscript==0.7.2 onnx-ir==1.1.0)
+if ! .venv/bin/python -c "import torch, transformers, onnxscript" 2>/dev/null; then
   echo "setup: installing ${torch_packages[*]} into .venv"
   if ! .venv/bin/pip install -q --disable-pip-version-check "${torch_packages[@]}"; then
     echo "setup: warning: could not install ${torch_packages[*]}; remat.torch's tests will be skipped" >&2

@@ -1,0 +1,68 @@
+"""The coverage harness over Hugging Face's architectures (tests/fixtures/coverage.py,
+issue 40) on one small architecture: the case runs in its own process, passes every stage
+and lands in the results JSON, and --table renders it. The sweep itself is a benchmark run
+outside CI (docs/coverage.md).
+"""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch", reason="the harness exports with torch")
+pytest.importorskip("transformers", reason="the harness builds transformers' models")
+pytest.importorskip("onnx", reason="the harness reads the exports with onnx")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+REMAT_OPT = os.environ.get("REMAT_OPT")
+
+
+def test_one_architecture(tmp_path):
+    if not REMAT_OPT:
+        pytest.skip("REMAT_OPT is not set (ctest sets it to the build's remat-opt)")
+    remat_run = pathlib.Path(REMAT_OPT).parent / "remat-run"
+    if not remat_run.exists():
+        pytest.skip(f"no remat-run next to {REMAT_OPT}")
+    out = tmp_path / "coverage.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests/fixtures/coverage.py"), "--remat-opt", REMAT_OPT,
+         "--remat-run", str(remat_run), "--only", "^GPT2LMHeadModel/ts17$",
+         "--exporters", "ts17", "--timeout", "240", "--out", str(out),
+         "--work", str(tmp_path / "work")],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "[1/1 " in done.stderr and "GPT2LMHeadModel/ts17" in done.stderr
+    doc = json.loads(out.read_text())
+    assert not doc["partial"]
+    [res] = doc["results"]
+    assert (res["arch"], res["task"], res["exporter"], res["opset"]) == \
+        ("GPT2LMHeadModel", "causal-lm", "ts17", 17)
+    assert res["stages"] == {s: "ok" for s in
+                             ("config", "export", "import", "train", "remat", "dropout")}
+    assert res["smallest_peak_bytes"] > 0
+    table = subprocess.run([sys.executable, str(ROOT / "tests/fixtures/coverage.py"),
+                            "--table", str(out)], capture_output=True, text=True, check=True)
+    assert "| GPT2LMHeadModel | causal-lm | pass |" in table.stdout
+    # run, exported, imported, train and match, bitwise of those, all, dropout
+    assert "| ts17 | 1 | 1 | 1 | 1 (100%) | 1 of 1 | 1 | 1 |" in table.stdout
+    assert re.search(r"^- `coverage.json` \(written [^)]*\): 1 cases, complete", table.stdout, re.M)
+    assert re.search(r"^- 1 of the \d+ cases of the installed transformers have a result",
+                     table.stdout, re.M)
+
+    # --into rewrites only the generated section of the document
+    doc = tmp_path / "coverage.md"
+    begin = "<!-- coverage.py --table: begin (generated, do not edit by hand) -->"
+    end = "<!-- coverage.py --table: end -->"
+    doc.write_text(f"# head\n\n{begin}\nold table\n{end}\n\ntail\n")
+    subprocess.run([sys.executable, str(ROOT / "tests/fixtures/coverage.py"), "--table", str(out),
+                    "--into", str(doc)], capture_output=True, text=True, check=True)
+    assert doc.read_text() == f"# head\n\n{begin}\n{table.stdout}{end}\n\ntail\n"
+    doc.write_text("# no generated section\n")
+    bad = subprocess.run([sys.executable, str(ROOT / "tests/fixtures/coverage.py"), "--table",
+                          str(out), "--into", str(doc)], capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.startswith(f"error: {doc}: no ")
+    assert doc.read_text() == "# no generated section\n"
