@@ -139,6 +139,8 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
   case OpKind::Not:
   case OpKind::IsNaN:
   case OpKind::IsInf:
+  case OpKind::Ceil:
+  case OpKind::Clip:
     return selectElementwise(node, known);
   case OpKind::MatMul:
     return selectMatMul(node, options.allowTF32);
@@ -173,6 +175,7 @@ MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
   case OpKind::CumSum:
   case OpKind::GatherElements:
   case OpKind::Pad:
+  case OpKind::Tile:
     return selectIndexing(node, known);
   case OpKind::Conv:
   case OpKind::ConvTranspose:

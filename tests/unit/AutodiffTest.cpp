@@ -476,6 +476,30 @@ const RuleCase kCases[] = {
     %w = Constant() {value = dense<f64[2,2,3]: [0.5, -1.0, 0.25, 2.0, 1.5, -0.5, 1.0, 0.75, -2.0, 0.5, 1.25, -1.5]>} : f64[2,2,3]
     %y = Conv(%x, %w) {auto_pad = "SAME_UPPER", group = 2, strides = [2]} : f64[2,2,4]
     return %y })"},
+  // The ops of issue 40. Clip's gradient passes inside the bounds; Ceil's
+  // is zero (its result acts as a constant).
+  {"clip", R"(graph @g(%x: f64[3,4] weight) {
+    %lo = Constant() {value = dense<f64[]: -0.5>} : f64[]
+    %hi = Constant() {value = dense<f64[1]: [0.4]>} : f64[1]
+    %y = Clip(%x, %lo, %hi) : f64[3,4]
+    return %y })"},
+  {"clip min only", R"(graph @g(%x: f64[2,3] weight) {
+    %lo = Constant() {value = dense<f64[]: 0.1>} : f64[]
+    %y = Clip(%x, %lo) : f64[2,3]
+    return %y })"},
+  {"ceil", R"(graph @g(%x: f64[2,3] weight) {
+    %c = Ceil(%x) : f64[2,3]
+    %y = Mul(%c, %x) : f64[2,3]
+    return %y })", -3, 3},
+  {"tile", R"(graph @g(%x: f64[2,1,3] weight) {
+    %r = Constant() {value = dense<i64[3]: [2, 3, 1]>} : i64[3]
+    %y = Tile(%x, %r) : f64[4,3,3]
+    return %y })"},
+  {"tile once", R"(graph @g(%x: f64[2,3] weight) {
+    %r = Constant() {value = dense<i64[2]: [1, 1]>} : i64[2]
+    %t = Tile(%x, %r) : f64[2,3]
+    %y = Tanh(%t) : f64[2,3]
+    return %y })"},
 };
 // clang-format on
 
