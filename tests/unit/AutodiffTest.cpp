@@ -511,6 +511,26 @@ const RuleCase kCases[] = {
     %t = Tile(%x, %r) : f64[2,3]
     %y = Tanh(%t) : f64[2,3]
     return %y })"},
+  // Empty tensors (Phi-3 with rotary on the whole head): the part of x
+  // that gets no rotary embedding is a Slice of zero elements, concatenated
+  // back; its gradient is empty too.
+  {"empty slice concat", R"(graph @g(%x: f64[2,2,4] weight) {
+    %s0 = Constant() {value = dense<i64[1]: [0]>} : i64[1]
+    %s4 = Constant() {value = dense<i64[1]: [4]>} : i64[1]
+    %end = Constant() {value = dense<i64[1]: [9223372036854775807]>} : i64[1]
+    %ax = Constant() {value = dense<i64[1]: [-1]>} : i64[1]
+    %rot = Slice(%x, %s0, %s4, %ax) : f64[2,2,4]
+    %pass = Slice(%x, %s4, %end, %ax) : f64[2,2,0]
+    %t = Tanh(%rot) : f64[2,2,4]
+    %e = Exp(%pass) : f64[2,2,0]
+    %y = Concat(%t, %e) {axis = -1} : f64[2,2,4]
+    return %y })"},
+  {"empty tile", R"(graph @g(%x: f64[2,3] weight) {
+    %r = Constant() {value = dense<i64[2]: [0, 1]>} : i64[2]
+    %t = Tile(%x, %r) : f64[0,3]
+    %s = ReduceSum(%t) {keepdims = 0} : f64[]
+    %y = Add(%x, %s) : f64[2,3]
+    return %y })"},
 };
 // clang-format on
 
