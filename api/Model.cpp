@@ -47,6 +47,17 @@ Status toStatus(llvm::Error err) {
   return Status::error(message.empty() ? "unknown error" : message);
 }
 
+/// A loaded model's state: \p graph with the optimizer state it was saved
+/// with (remat-run --save-weights) adopted, and its bindings.
+std::unique_ptr<Model::Impl> adoptLoaded(std::unique_ptr<ir::Graph> graph,
+                                         const std::string &bind) {
+  passes::adoptOptimizerState(*graph);
+  auto impl = std::make_unique<Model::Impl>();
+  impl->graph = std::move(graph);
+  impl->bind = bind;
+  return impl;
+}
+
 std::string toJson(llvm::json::Value value) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -70,12 +81,7 @@ Result<Model> Model::load(std::string_view path, const LoadOptions &options) {
                                  loadOptions);
   if (!graph)
     return toStatus(graph.takeError());
-  // A model saved with its optimizer state (remat-run --save-weights).
-  passes::adoptOptimizerState(**graph);
-  auto impl = std::make_unique<Impl>();
-  impl->graph = std::move(*graph);
-  impl->bind = options.bind;
-  return Model(std::move(impl));
+  return Model(adoptLoaded(std::move(*graph), options.bind));
 }
 
 Result<Model> Model::fromOnnxBytes(std::string_view bytes,
@@ -91,11 +97,7 @@ Result<Model> Model::fromOnnxBytes(std::string_view bytes,
       /*baseDir=*/"", importOptions);
   if (!graph)
     return toStatus(graph.takeError());
-  passes::adoptOptimizerState(**graph);
-  auto impl = std::make_unique<Impl>();
-  impl->graph = std::move(*graph);
-  impl->bind = options.bind;
-  return Model(std::move(impl));
+  return Model(adoptLoaded(std::move(*graph), options.bind));
 }
 
 Result<Model> Model::fromRir(std::string_view text,

@@ -5,12 +5,10 @@
 // pass must not, and nothing may crash.
 //
 //===----------------------------------------------------------------------===//
-#include "fuzz/FuzzCommon.h"
+#include "fuzz/FuzzPasses.h"
 
 #include "ir/Parser.h"
-#include "passes/FoldingPolicy.h"
 #include "passes/PassManager.h"
-#include "runtime/cpu/Evaluator.h"
 
 using namespace remat;
 
@@ -36,11 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   passes::PassRegistry registry;
   passes::registerAllPasses(registry);
   passes::PassManager pm;
-  pm.setDiagnosticStream(&llvm::nulls());
-  passes::PassContext context;
-  context.evaluator =
-      passes::makeFoldingEvaluator(runtime::cpu::makeCpuEvaluator());
-  pm.setContext(std::move(context));
+  fuzz::setUpPassManager(pm);
   if (llvm::Error err = passes::parsePassPipeline(pipeline, registry, pm)) {
     llvm::consumeError(std::move(err));
     return 0;
@@ -50,12 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   auto graph = ir::parseGraph(kGraph, "mlp.rir");
   fuzz::fuzzCheck(bool(graph), "the fixed graph does not parse");
-  auto changed = pm.run(**graph);
-  if (!changed) {
-    std::string message = llvm::toString(changed.takeError());
-    // PassManager says "invalid IR after pass" when the verifier fails.
-    fuzz::fuzzCheck(message.rfind("invalid IR after pass", 0) != 0,
-                    "a pass left a graph that does not verify");
-  }
+  fuzz::runPassesVerified(pm, **graph,
+                          "a pass left a graph that does not verify");
   return 0;
 }

@@ -222,6 +222,42 @@ Expected<unsigned> normalizeAxis(const Node &node, const Twine &what,
   return static_cast<unsigned>(axis < 0 ? axis + rank : axis);
 }
 
+Expected<unsigned> normalizedAxisAttr(const Node &node, int64_t defaultAxis,
+                                      int64_t rank) {
+  auto axis = intAttr(node, "axis", defaultAxis);
+  if (!axis)
+    return axis.takeError();
+  return normalizeAxis(node, "attribute 'axis'", *axis, rank);
+}
+
+Expected<unsigned> gatherAxis(const Node &node) {
+  if (auto err = checkDType(node, 1, isIndexType, "dtype i32 or i64"))
+    return std::move(err);
+  return normalizedAxisAttr(node, 0, operandType(node, 0).getRank());
+}
+
+Error checkIndicesRank(const Node &node) {
+  const TensorType &data = operandType(node, 0);
+  const TensorType &indices = operandType(node, 1);
+  if (indices.getRank() != data.getRank())
+    return nodeError(node, operandName(node, 1) + " of type " + indices.str() +
+                               " must have the rank of " +
+                               operandName(node, 0) + " of type " + data.str());
+  return Error::success();
+}
+
+Error checkIndicesWithinData(const Node &node, unsigned axis) {
+  const TensorType &data = operandType(node, 0);
+  const TensorType &indices = operandType(node, 1);
+  for (unsigned d = 0; d < data.getRank(); ++d)
+    if (d != axis && indices.getDim(d) > data.getDim(d))
+      return nodeError(node, operandName(node, 1) + " of type " +
+                                 indices.str() + " exceeds " +
+                                 operandName(node, 0) + " of type " +
+                                 data.str() + " in dim " + Twine(d));
+  return Error::success();
+}
+
 Expected<SmallVector<unsigned, 4>> normalizeAxes(const Node &node,
                                                  const Twine &what,
                                                  ArrayRef<int64_t> axes,

@@ -105,6 +105,16 @@ REMAT_HOST_DEVICE inline float powerOfTwo(int32_t k) {
   return result;
 }
 
+/// The polynomial with coefficients \p c then \p rest (highest power first)
+/// at \p x by Horner's rule: p = c, then p = p * x + r for each r of \p rest
+/// in order; each step one rounded multiply and one rounded add.
+template <typename... Rest>
+REMAT_HOST_DEVICE inline float horner(float x, float c, Rest... rest) {
+  float p = c;
+  ((p = p * x + rest), ...);
+  return p;
+}
+
 } // namespace remat::runtime::mathf32
 
 namespace remat::runtime {
@@ -119,12 +129,7 @@ REMAT_HOST_DEVICE inline float expF32Steps(float x) {
   float n = (x * kLog2e + kExpRound) - kExpRound;
   float r = x - n * kLn2Hi;
   r = r - n * kLn2Lo;
-  float p = kExpP0;
-  p = p * r + kExpP1;
-  p = p * r + kExpP2;
-  p = p * r + kExpP3;
-  p = p * r + kExpP4;
-  p = p * r + kExpP5;
+  float p = horner(r, kExpP0, kExpP1, kExpP2, kExpP3, kExpP4, kExpP5);
   p = (p * (r * r) + r) + 1.0f;
   int32_t k = static_cast<int32_t>(n);
   int32_t half = k >> 1; // floor(k / 2): arithmetic shift
@@ -148,29 +153,12 @@ REMAT_HOST_DEVICE inline float erfF32(float x) {
     return x;
   float a = std::fabs(x);
   float t = a * a;
-  float p = kErfP7;
-  p = p * t + kErfP6;
-  p = p * t + kErfP5;
-  p = p * t + kErfP4;
-  p = p * t + kErfP3;
-  p = p * t + kErfP2;
-  p = p * t + kErfP1;
-  p = p * t + kErfP0;
+  float p =
+      horner(t, kErfP7, kErfP6, kErfP5, kErfP4, kErfP3, kErfP2, kErfP1, kErfP0);
   float small = x + x * p;
   float s = a - kErfCenter;
-  float q = kErfQ12;
-  q = q * s + kErfQ11;
-  q = q * s + kErfQ10;
-  q = q * s + kErfQ9;
-  q = q * s + kErfQ8;
-  q = q * s + kErfQ7;
-  q = q * s + kErfQ6;
-  q = q * s + kErfQ5;
-  q = q * s + kErfQ4;
-  q = q * s + kErfQ3;
-  q = q * s + kErfQ2;
-  q = q * s + kErfQ1;
-  q = q * s + kErfQ0;
+  float q = horner(s, kErfQ12, kErfQ11, kErfQ10, kErfQ9, kErfQ8, kErfQ7, kErfQ6,
+                   kErfQ5, kErfQ4, kErfQ3, kErfQ2, kErfQ1, kErfQ0);
   float large = 1.0f - expF32(-t) * q;
   large = a >= kErfCut ? 1.0f : large;
   large = x < 0.0f ? -large : large;

@@ -282,11 +282,7 @@ Expected<Results> inferSlice(const Node &node) {
 
 Expected<Results> inferSplit(const Node &node) {
   const TensorType &data = operandType(node, 0);
-  auto axisAttr = intAttr(node, "axis", 0);
-  if (!axisAttr)
-    return axisAttr.takeError();
-  auto axis =
-      normalizeAxis(node, "attribute 'axis'", *axisAttr, data.getRank());
+  auto axis = normalizedAxisAttr(node, 0, data.getRank());
   if (!axis)
     return axis.takeError();
   unsigned numResults = node.getNumResults();
@@ -350,15 +346,9 @@ Expected<Results> inferExpand(const Node &node) {
 }
 
 Expected<Results> inferGather(const Node &node) {
-  if (auto err = checkDType(node, 1, isIndexType, "dtype i32 or i64"))
-    return std::move(err);
   const TensorType &data = operandType(node, 0);
   const TensorType &indices = operandType(node, 1);
-  auto axisAttr = intAttr(node, "axis", 0);
-  if (!axisAttr)
-    return axisAttr.takeError();
-  auto axis =
-      normalizeAxis(node, "attribute 'axis'", *axisAttr, data.getRank());
+  auto axis = gatherAxis(node);
   if (!axis)
     return axis.takeError();
   Dims dims = toDims(data.getDims().take_front(*axis));
@@ -376,11 +366,7 @@ Expected<Results> inferScatterElements(const Node &node) {
   const TensorType &data = operandType(node, 0);
   const TensorType &indices = operandType(node, 1);
   const TensorType &updates = operandType(node, 2);
-  auto axisAttr = intAttr(node, "axis", 0);
-  if (!axisAttr)
-    return axisAttr.takeError();
-  auto axis =
-      normalizeAxis(node, "attribute 'axis'", *axisAttr, data.getRank());
+  auto axis = normalizedAxisAttr(node, 0, data.getRank());
   if (!axis)
     return axis.takeError();
   auto reduction = stringAttr(node, "reduction", "none");
@@ -389,22 +375,15 @@ Expected<Results> inferScatterElements(const Node &node) {
   if (*reduction != "none" && *reduction != "add" && *reduction != "mul")
     return nodeError(node, "attribute 'reduction' is \"" + *reduction +
                                "\", expected \"none\", \"add\" or \"mul\"");
-  if (indices.getRank() != data.getRank())
-    return nodeError(node, operandName(node, 1) + " of type " + indices.str() +
-                               " must have the rank of " +
-                               operandName(node, 0) + " of type " + data.str());
+  if (auto err = checkIndicesRank(node))
+    return std::move(err);
   if (updates.getDims() != indices.getDims())
     return nodeError(node, operandName(node, 2) + " of type " + updates.str() +
                                " must have the shape of " +
                                operandName(node, 1) + " of type " +
                                indices.str());
-  // Off the scatter axis, indices address data positionally.
-  for (unsigned d = 0; d < data.getRank(); ++d)
-    if (d != *axis && indices.getDim(d) > data.getDim(d))
-      return nodeError(node, operandName(node, 1) + " of type " +
-                                 indices.str() + " exceeds " +
-                                 operandName(node, 0) + " of type " +
-                                 data.str() + " in dim " + Twine(d));
+  if (auto err = checkIndicesWithinData(node, *axis))
+    return std::move(err);
   return Results{known(data)};
 }
 
@@ -602,11 +581,8 @@ Expected<Results> inferOneHot(const Node &node) {
     return nodeError(node, "values " + operandName(node, 2) + " of type " +
                                values.str() +
                                " must have shape [2] (off value, on value)");
-  auto axisAttr = intAttr(node, "axis", -1);
-  if (!axisAttr)
-    return axisAttr.takeError();
   int64_t outRank = indices.getRank() + 1;
-  auto axis = normalizeAxis(node, "attribute 'axis'", *axisAttr, outRank);
+  auto axis = normalizedAxisAttr(node, -1, outRank);
   if (!axis)
     return axis.takeError();
   auto depthValue = constantDoubles(node.getOperand(1));

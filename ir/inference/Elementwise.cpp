@@ -22,6 +22,14 @@ namespace remat::ir::inference {
 
 namespace {
 
+/// A result of \p dtype with operands 0 and 1 broadcast together.
+Expected<Results> broadcastResult(const Node &node, DType dtype) {
+  auto dims = broadcastOperands(node, {0, 1});
+  if (!dims)
+    return dims.takeError();
+  return Results{known(TensorType(dtype, *dims))};
+}
+
 /// Two operands of one dtype that satisfies \p accepts, numpy broadcasting;
 /// the result has that dtype.
 Expected<Results> inferBinary(const Node &node, bool (*accepts)(DType),
@@ -30,10 +38,7 @@ Expected<Results> inferBinary(const Node &node, bool (*accepts)(DType),
     return std::move(err);
   if (auto err = checkSameDType(node, 1, 0))
     return std::move(err);
-  auto dims = broadcastOperands(node, {0, 1});
-  if (!dims)
-    return dims.takeError();
-  return Results{known(TensorType(operandType(node, 0).getDType(), *dims))};
+  return broadcastResult(node, operandType(node, 0).getDType());
 }
 
 } // namespace
@@ -107,10 +112,7 @@ Expected<Results> inferWhere(const Node &node) {
 Expected<Results> inferEqual(const Node &node) {
   if (auto err = checkSameDType(node, 1, 0))
     return std::move(err);
-  auto dims = broadcastOperands(node, {0, 1});
-  if (!dims)
-    return dims.takeError();
-  return Results{known(TensorType(DType::Bool, *dims))};
+  return broadcastResult(node, DType::Bool);
 }
 
 /// GreaterOrEqual, Greater, Less, LessOrEqual.
@@ -119,10 +121,7 @@ Expected<Results> inferCompare(const Node &node) {
     return std::move(err);
   if (auto err = checkSameDType(node, 1, 0))
     return std::move(err);
-  auto dims = broadcastOperands(node, {0, 1});
-  if (!dims)
-    return dims.takeError();
-  return Results{known(TensorType(DType::Bool, *dims))};
+  return broadcastResult(node, DType::Bool);
 }
 
 /// And, Or.
@@ -130,10 +129,7 @@ Expected<Results> inferLogical(const Node &node) {
   for (unsigned i = 0; i < 2; ++i)
     if (auto err = checkDType(node, i, isBool, "dtype bool"))
       return std::move(err);
-  auto dims = broadcastOperands(node, {0, 1});
-  if (!dims)
-    return dims.takeError();
-  return Results{known(TensorType(DType::Bool, *dims))};
+  return broadcastResult(node, DType::Bool);
 }
 
 /// Max, Min: one or more operands of one numeric dtype, all broadcast

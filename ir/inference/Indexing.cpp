@@ -87,28 +87,15 @@ Expected<Results> inferCumSum(const Node &node) {
 }
 
 Expected<Results> inferGatherElements(const Node &node) {
-  if (auto err = checkDType(node, 1, isIndexType, "dtype i32 or i64"))
-    return std::move(err);
   const TensorType &data = operandType(node, 0);
   const TensorType &indices = operandType(node, 1);
-  auto axisAttr = intAttr(node, "axis", 0);
-  if (!axisAttr)
-    return axisAttr.takeError();
-  auto axis =
-      normalizeAxis(node, "attribute 'axis'", *axisAttr, data.getRank());
+  auto axis = gatherAxis(node);
   if (!axis)
     return axis.takeError();
-  if (indices.getRank() != data.getRank())
-    return nodeError(node, operandName(node, 1) + " of type " + indices.str() +
-                               " must have the rank of " +
-                               operandName(node, 0) + " of type " + data.str());
-  // Off the gather axis, indices address data positionally.
-  for (unsigned d = 0; d < data.getRank(); ++d)
-    if (d != *axis && indices.getDim(d) > data.getDim(d))
-      return nodeError(node, operandName(node, 1) + " of type " +
-                                 indices.str() + " exceeds " +
-                                 operandName(node, 0) + " of type " +
-                                 data.str() + " in dim " + Twine(d));
+  if (auto err = checkIndicesRank(node))
+    return std::move(err);
+  if (auto err = checkIndicesWithinData(node, *axis))
+    return std::move(err);
   if (data.getDim(*axis) == 0 && indices.getNumElements() > 0)
     return nodeError(node, operandName(node, 0) + " of type " + data.str() +
                                " has no entries along axis " + Twine(*axis) +

@@ -171,6 +171,23 @@ Expected<std::optional<std::vector<float>>> floatsAttr(const Node &node,
 Expected<unsigned> normalizeAxis(const Node &node, const Twine &what,
                                  int64_t axis, int64_t rank);
 
+/// The node's attribute 'axis' (\p defaultAxis when absent), normalized
+/// against \p rank.
+Expected<unsigned> normalizedAxisAttr(const Node &node, int64_t defaultAxis,
+                                      int64_t rank);
+
+/// Gather's and GatherElements' axis: operand 1 (indices) must be i32 or
+/// i64, attribute 'axis' (default 0) is normalized against operand 0 (data).
+Expected<unsigned> gatherAxis(const Node &node);
+
+/// Checks that operand 1 (indices) has the rank of operand 0 (data), as
+/// GatherElements and ScatterElements need.
+Error checkIndicesRank(const Node &node);
+
+/// Checks that, off \p axis, every dim of operand 1 (indices) is within
+/// operand 0's (data): there indices address data positionally.
+Error checkIndicesWithinData(const Node &node, unsigned axis);
+
 /// Normalizes every entry of \p axes against \p rank and rejects duplicates.
 Expected<SmallVector<unsigned, 4>> normalizeAxes(const Node &node,
                                                  const Twine &what,

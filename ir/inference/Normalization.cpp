@@ -185,11 +185,8 @@ Expected<Results> inferSoftmaxGrad(const Node &node) {
 Expected<Results> inferLayerNormalizationGrad(const Node &node) {
   if (auto err = checkDType(node, 1, isFloatType, "a float dtype"))
     return std::move(err);
-  auto axisAttr = intAttr(node, "axis", -1);
-  if (!axisAttr)
-    return axisAttr.takeError();
   const TensorType &x = operandType(node, 1);
-  auto axis = normalizeAxis(node, "attribute 'axis'", *axisAttr, x.getRank());
+  auto axis = normalizedAxisAttr(node, -1, x.getRank());
   if (!axis)
     return axis.takeError();
   Dims statsDims = toDims(x.getDims());

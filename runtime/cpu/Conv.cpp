@@ -19,16 +19,9 @@
 
 #include <algorithm>
 
-using llvm::ArrayRef;
-using llvm::Error;
-using llvm::Expected;
-
 namespace remat::runtime::cpu::detail {
 
 namespace {
-
-using ir::DType;
-using ir::OpKind;
 
 /// Everything a convolution kernel needs, from the node's types and
 /// geometry.

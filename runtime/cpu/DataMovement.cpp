@@ -22,11 +22,6 @@
 #include <limits>
 #include <memory>
 
-using llvm::ArrayRef;
-using llvm::Error;
-using llvm::Expected;
-using llvm::Twine;
-
 namespace remat::runtime::cpu::detail {
 
 //===----------------------------------------------------------------------===//
@@ -193,9 +188,6 @@ void runStridedCopy(const StridedCopyPlan &plan, const void *in, void *out,
 }
 
 namespace {
-
-using ir::DType;
-using ir::OpKind;
 
 Kernel copyKernel() {
   return [](const KernelContext &ctx) -> Error {

@@ -25,17 +25,9 @@
 #include <limits>
 #include <optional>
 
-using llvm::ArrayRef;
-using llvm::Error;
-using llvm::Expected;
-using llvm::Twine;
-
 namespace remat::runtime::cpu::detail {
 
 namespace {
-
-using ir::DType;
-using ir::OpKind;
 
 /// Whether Op has an f32 array form with apply's bits (runtime/cpu/
 /// VectorMath.h): the kernels call it on contiguous runs.
@@ -246,16 +238,23 @@ struct GreaterOrEqualOp {
 struct AndOp {
   static BoolByte apply(BoolByte a, BoolByte b) { return a != 0 && b != 0; }
 };
-/// Max propagates NaN (numpy's maximum).
-struct MaxOp {
+/// Max (numpy's maximum) or, with \p IsMin, Min (numpy's minimum): NaN
+/// propagates (the first NaN operand), otherwise the larger (smaller)
+/// operand, \p a on a tie.
+template <bool IsMin> struct ExtremumOp {
   template <typename T> static T apply(T a, T b) {
     if constexpr (std::is_floating_point_v<T>) {
       if (std::isnan(a) || std::isnan(b))
         return std::isnan(a) ? a : b;
     }
-    return a < b ? b : a;
+    if constexpr (IsMin)
+      return b < a ? b : a;
+    else
+      return a < b ? b : a;
   }
 };
+using MaxOp = ExtremumOp<false>;
+using MinOp = ExtremumOp<true>;
 
 /// out[i] = Op(a[i * sa], b[i * sb]) for i < n, with the contiguous and
 /// scalar cases written out so that they vectorize.
@@ -597,10 +596,13 @@ Expected<Kernel> selectBinary(const ir::Node &node) {
 }
 
 //===----------------------------------------------------------------------===//
-// Max
+// Max and Min
 //===----------------------------------------------------------------------===//
 
-Expected<Kernel> selectMax(const ir::Node &node) {
+namespace {
+
+/// Max or Min (\p Op) of one or more operands.
+template <typename Op> Expected<Kernel> selectFold(const ir::Node &node) {
   DType dtype = node.getOperand(0)->getType().getDType();
   if (!isComputeNumeric(dtype))
     return unsupportedDType(node, "operands", dtype,
@@ -613,7 +615,7 @@ Expected<Kernel> selectMax(const ir::Node &node) {
       return Error::success();
     });
   }
-  // Fold left to right: out = max(x0, x1), then out = max(out, xk).
+  // Fold left to right: out = op(x0, x1), then out = op(out, xk).
   std::vector<BroadcastPlan<2>> plans;
   plans.push_back(
       makeBroadcastPlan<2>(outDims, {node.getOperand(0)->getType().getDims(),
@@ -624,8 +626,8 @@ Expected<Kernel> selectMax(const ir::Node &node) {
   return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
     using T = decltype(tag);
     return [plans](const KernelContext &ctx) -> Error {
-      runBinary<MaxOp, T, T, T>(plans[0], ctx.inputs[0], ctx.inputs[1],
-                                ctx.outputs[0], ctx.parallel);
+      runBinary<Op, T, T, T>(plans[0], ctx.inputs[0], ctx.inputs[1],
+                             ctx.outputs[0], ctx.parallel);
       T *out = ctx.outputs[0].getData<T>();
       for (size_t k = 1; k < plans.size(); ++k) {
         const BroadcastPlan<2> &plan = plans[k];
@@ -636,14 +638,24 @@ Expected<Kernel> selectMax(const ir::Node &node) {
               forEachRun(plan, begin, end,
                          [&](int64_t o, const std::array<int64_t, 2> &off,
                              const std::array<int64_t, 2> &stride, int64_t n) {
-                           binaryRunInPlace<MaxOp>(out + o, b + off[1],
-                                                   stride[1], n);
+                           binaryRunInPlace<Op>(out + o, b + off[1], stride[1],
+                                                n);
                          });
             });
       }
       return Error::success();
     };
   });
+}
+
+} // namespace
+
+Expected<Kernel> selectMax(const ir::Node &node) {
+  return selectFold<MaxOp>(node);
+}
+
+Expected<Kernel> selectMin(const ir::Node &node) {
+  return selectFold<MinOp>(node);
 }
 
 //===----------------------------------------------------------------------===//

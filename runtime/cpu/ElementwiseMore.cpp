@@ -3,9 +3,10 @@
 // The elementwise ops added for the transformer families (issue 13), kept
 // apart from Elementwise.cpp: Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf,
 // Min, Less, LessOrEqual, Greater and Or; and Sign, Ceil and Clip, added
-// since. Each
-// element is computed on its own, so the work splits across threads freely
-// and the result does not depend on the thread count.
+// since. Min folds its operands as Max does and shares Max's kernel
+// (Elementwise.cpp's selectMin). Each element is computed on its own, so the
+// work splits across threads freely and the result does not depend on the
+// thread count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,15 +16,9 @@
 #include <cstdlib>
 #include <limits>
 
-using llvm::Error;
-using llvm::Expected;
-
 namespace remat::runtime::cpu::detail {
 
 namespace {
-
-using ir::DType;
-using ir::OpKind;
 
 struct SinOp {
   template <typename T> static T apply(T x) { return std::sin(x); }
@@ -162,17 +157,6 @@ template <typename T> Kernel makeClipKernel(bool hasMin, bool hasMax) {
   };
 }
 
-/// Min propagates NaN (numpy's minimum).
-struct MinOp {
-  template <typename T> static T apply(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (std::isnan(a) || std::isnan(b))
-        return std::isnan(a) ? a : b;
-    }
-    return b < a ? b : a;
-  }
-};
-
 } // namespace
 
 Expected<Kernel> selectElementwiseMore(const ir::Node &node) {
@@ -300,55 +284,10 @@ Expected<Kernel> selectElementwiseMore(const ir::Node &node) {
       return makeMapKernel<IsNaNOp, T, BoolByte>();
     });
   case OpKind::Min:
-    break;
+    return selectMin(node);
   default:
     llvm_unreachable("not an op of ElementwiseMore.cpp");
   }
-
-  // Min: fold left to right, out = min(x0, x1), then out = min(out, xk).
-  if (!isComputeNumeric(dtype))
-    return unsupportedDType(node, "operands", dtype,
-                            "f32, f64, i64, i32, i8, u8");
-  if (node.getNumOperands() == 1)
-    return Kernel([](const KernelContext &ctx) -> Error {
-      copyTensorBytes(ctx.inputs[0], ctx.outputs[0]);
-      return Error::success();
-    });
-  llvm::ArrayRef<int64_t> outDims = node.getResult(0)->getType().getDims();
-  std::vector<BroadcastPlan<2>> plans;
-  plans.push_back(
-      makeBroadcastPlan<2>(outDims, {node.getOperand(0)->getType().getDims(),
-                                     node.getOperand(1)->getType().getDims()}));
-  for (unsigned k = 2; k < node.getNumOperands(); ++k)
-    plans.push_back(makeBroadcastPlan<2>(
-        outDims, {outDims, node.getOperand(k)->getType().getDims()}));
-  return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
-    using T = decltype(tag);
-    return [plans](const KernelContext &ctx) -> Error {
-      T *out = ctx.outputs[0].getData<T>();
-      for (size_t k = 0; k < plans.size(); ++k) {
-        const BroadcastPlan<2> &plan = plans[k];
-        // Step 0 reads operand 0; later steps read the partial result.
-        const T *a = k == 0 ? ctx.inputs[0].getData<T>() : out;
-        const T *b = ctx.inputs[k + 1].getData<T>();
-        ctx.parallel.run(
-            plan.numElements, kElementwiseGrain,
-            [&](int64_t begin, int64_t end) {
-              forEachRun(plan, begin, end,
-                         [&](int64_t o, const std::array<int64_t, 2> &off,
-                             const std::array<int64_t, 2> &stride, int64_t n) {
-                           const T *as = a + off[0];
-                           const T *bs = b + off[1];
-                           T *os = out + o;
-                           for (int64_t i = 0; i < n; ++i)
-                             os[i] = MinOp::apply(as[i * stride[0]],
-                                                  bs[i * stride[1]]);
-                         });
-            });
-      }
-      return Error::success();
-    };
-  });
 }
 
 } // namespace remat::runtime::cpu::detail

@@ -17,17 +17,9 @@
 
 #include <algorithm>
 
-using llvm::ArrayRef;
-using llvm::Error;
-using llvm::Expected;
-using llvm::Twine;
-
 namespace remat::runtime::cpu::detail {
 
 namespace {
-
-using ir::DType;
-using ir::OpKind;
 
 //===----------------------------------------------------------------------===//
 // GatherElements

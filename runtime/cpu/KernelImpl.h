@@ -36,6 +36,14 @@
 
 namespace remat::runtime::cpu::detail {
 
+// The names every kernel file uses (they all live in this namespace).
+using ir::DType;
+using ir::OpKind;
+using llvm::ArrayRef;
+using llvm::Error;
+using llvm::Expected;
+using llvm::Twine;
+
 using Dims = llvm::SmallVector<int64_t, 6>;
 
 //===----------------------------------------------------------------------===//
@@ -314,6 +322,8 @@ llvm::Expected<Kernel> selectUnary(const ir::Node &node);
 llvm::Expected<Kernel> selectBinary(const ir::Node &node);
 llvm::Expected<Kernel> selectWhere(const ir::Node &node);
 llvm::Expected<Kernel> selectMax(const ir::Node &node);
+/// Min of one or more operands, as selectMax (ElementwiseMore.cpp's Min).
+llvm::Expected<Kernel> selectMin(const ir::Node &node);
 llvm::Expected<Kernel> selectCast(const ir::Node &node);
 llvm::Expected<Kernel> selectDropout(const ir::Node &node);
 

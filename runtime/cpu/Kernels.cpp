@@ -87,11 +87,6 @@
 
 #include <cmath>
 
-using llvm::ArrayRef;
-using llvm::Error;
-using llvm::Expected;
-using llvm::Twine;
-
 namespace remat::runtime::cpu {
 
 namespace detail {

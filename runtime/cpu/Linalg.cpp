@@ -68,16 +68,9 @@
 #include <optional>
 #include <string>
 
-using llvm::ArrayRef;
-using llvm::Error;
-using llvm::Expected;
-using llvm::Twine;
-
 namespace remat::runtime::cpu::detail {
 
 namespace {
-
-using ir::DType;
 
 /// A product's tile, in output rows x columns.
 struct Tile {

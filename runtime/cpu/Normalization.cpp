@@ -37,16 +37,9 @@
 #include <limits>
 #include <optional>
 
-using llvm::ArrayRef;
-using llvm::Error;
-using llvm::Expected;
-using llvm::Twine;
-
 namespace remat::runtime::cpu::detail {
 
 namespace {
-
-using ir::DType;
 
 /// Rows of this many elements or more are worth a thread chunk each.
 constexpr int64_t kRowGrainElements = 16 * 1024;

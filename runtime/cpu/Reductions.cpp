@@ -26,17 +26,9 @@
 #include <cmath>
 #include <memory>
 
-using llvm::ArrayRef;
-using llvm::Error;
-using llvm::Expected;
-using llvm::Twine;
-
 namespace remat::runtime::cpu::detail {
 
 namespace {
-
-using ir::DType;
-using ir::OpKind;
 
 enum class ReduceKind { Sum, Mean, Max };
 

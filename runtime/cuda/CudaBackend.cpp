@@ -95,96 +95,96 @@ Error checkCudaDevice() {
 }
 
 namespace {
-/// The device runner for \p node, or nothing: its op family decides
-/// (RunnerImpl.h lists the families).
+
+/// A cuda op family's runner selection, with the arguments of them all.
+using DeviceSelector = MaybeRunner (*)(const ir::Node &, const KnownValues &,
+                                       const CompileOptions &, uint64_t &);
+
+MaybeRunner selectNone(const ir::Node &, const KnownValues &,
+                       const CompileOptions &, uint64_t &) {
+  return std::nullopt;
+}
+MaybeRunner selectElementwiseOf(const ir::Node &node, const KnownValues &known,
+                                const CompileOptions &, uint64_t &) {
+  return selectElementwise(node, known);
+}
+MaybeRunner selectMatMulOf(const ir::Node &node, const KnownValues &,
+                           const CompileOptions &options, uint64_t &) {
+  return selectMatMul(node, options.allowTF32);
+}
+MaybeRunner selectGemmOf(const ir::Node &node, const KnownValues &,
+                         const CompileOptions &options, uint64_t &) {
+  return selectGemm(node, options.allowTF32);
+}
+MaybeRunner selectNormalizationOf(const ir::Node &node, const KnownValues &,
+                                  const CompileOptions &,
+                                  uint64_t &scratchBytes) {
+  return selectNormalization(node, scratchBytes);
+}
+MaybeRunner selectReduceOf(const ir::Node &node, const KnownValues &known,
+                           const CompileOptions &, uint64_t &) {
+  return selectReduce(node, known);
+}
+MaybeRunner selectDataMovementOf(const ir::Node &node, const KnownValues &known,
+                                 const CompileOptions &,
+                                 uint64_t &scratchBytes) {
+  return selectDataMovement(node, known, scratchBytes);
+}
+MaybeRunner selectIndexingOf(const ir::Node &node, const KnownValues &known,
+                             const CompileOptions &, uint64_t &) {
+  return selectIndexing(node, known);
+}
+MaybeRunner selectConvOf(const ir::Node &node, const KnownValues &,
+                         const CompileOptions &, uint64_t &) {
+  return selectConv(node);
+}
+
+/// The cuda family of each CPU kernel family (Ops.def's Kernel column):
+/// the cuda backend's families are the CPU's, some merged (RunnerImpl.h
+/// lists them). A family's selector gives nothing for an op it does not run
+/// on the device (Mod, Shape, Range, OneHot, ...).
+namespace family {
+constexpr DeviceSelector Unary = &selectElementwiseOf;
+constexpr DeviceSelector Binary = &selectElementwiseOf;
+constexpr DeviceSelector ElementwiseMore = &selectElementwiseOf;
+constexpr DeviceSelector Max = &selectElementwiseOf;
+constexpr DeviceSelector Where = &selectElementwiseOf;
+constexpr DeviceSelector Cast = &selectElementwiseOf;
+constexpr DeviceSelector Dropout = &selectElementwiseOf;
+constexpr DeviceSelector DropoutGrad = &selectElementwiseOf;
+constexpr DeviceSelector MatMul = &selectMatMulOf;
+constexpr DeviceSelector Gemm = &selectGemmOf;
+constexpr DeviceSelector PermutedMatMul = &selectNone;
+constexpr DeviceSelector Softmax = &selectNormalizationOf;
+constexpr DeviceSelector SoftmaxGrad = &selectNormalizationOf;
+constexpr DeviceSelector LayerNormalization = &selectNormalizationOf;
+constexpr DeviceSelector LayerNormalizationGrad = &selectNormalizationOf;
+constexpr DeviceSelector SoftmaxCrossEntropyLoss = &selectNormalizationOf;
+constexpr DeviceSelector SoftmaxCrossEntropyGrad = &selectNormalizationOf;
+constexpr DeviceSelector Reduce = &selectReduceOf;
+constexpr DeviceSelector DataMovement = &selectDataMovementOf;
+constexpr DeviceSelector Indexing = &selectIndexingOf;
+constexpr DeviceSelector Conv = &selectConvOf;
+constexpr DeviceSelector Extern = &selectNone;
+} // namespace family
+
+/// The device selector of every op, by its Ops.def row, indexed by OpKind.
+constexpr DeviceSelector kDeviceSelectors[] = {
+#define OP(NAME, DOMAIN, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS, \
+           TRAITS, COST, INFER, KERNEL, ...)                                   \
+  family::KERNEL,
+#include "ir/Ops.def"
+};
+
+/// The device runner for \p node, or nothing: its op family decides.
 MaybeRunner selectDeviceRunner(const ir::Node &node, const KnownValues &known,
                                const CompileOptions &options,
                                uint64_t &scratchBytes) {
-  using ir::OpKind;
   if (!fitsRank(node))
     return std::nullopt;
-  switch (node.getOp()) {
-  case OpKind::Sqrt:
-  case OpKind::Erf:
-  case OpKind::Tanh:
-  case OpKind::Relu:
-  case OpKind::Sigmoid:
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Neg:
-  case OpKind::Gelu:
-  case OpKind::Sin:
-  case OpKind::Cos:
-  case OpKind::Abs:
-  case OpKind::Reciprocal:
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Pow:
-  case OpKind::Max:
-  case OpKind::Equal:
-  case OpKind::GreaterOrEqual:
-  case OpKind::And:
-  case OpKind::Min:
-  case OpKind::Less:
-  case OpKind::LessOrEqual:
-  case OpKind::Greater:
-  case OpKind::Or:
-  case OpKind::GeluGrad:
-  case OpKind::Where:
-  case OpKind::Cast:
-  case OpKind::Dropout:
-  case OpKind::DropoutGrad:
-  case OpKind::Not:
-  case OpKind::IsNaN:
-  case OpKind::IsInf:
-  case OpKind::Ceil:
-  case OpKind::Clip:
-    return selectElementwise(node, known);
-  case OpKind::MatMul:
-    return selectMatMul(node, options.allowTF32);
-  case OpKind::Gemm:
-    return selectGemm(node, options.allowTF32);
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax:
-  case OpKind::SoftmaxGrad:
-  case OpKind::LayerNormalizationGrad:
-  case OpKind::LayerNormalization:
-  case OpKind::SoftmaxCrossEntropyLoss:
-  case OpKind::SoftmaxCrossEntropyGrad:
-    return selectNormalization(node, scratchBytes);
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMean:
-  case OpKind::ReduceMax:
-    return selectReduce(node, known);
-  case OpKind::Identity:
-  case OpKind::Reshape:
-  case OpKind::Squeeze:
-  case OpKind::Unsqueeze:
-  case OpKind::Transpose:
-  case OpKind::Expand:
-  case OpKind::Concat:
-  case OpKind::Split:
-  case OpKind::Slice:
-  case OpKind::Gather:
-  case OpKind::ScatterElements:
-  case OpKind::ConstantOfShape:
-    return selectDataMovement(node, known, scratchBytes);
-  case OpKind::Trilu:
-  case OpKind::CumSum:
-  case OpKind::GatherElements:
-  case OpKind::Pad:
-  case OpKind::Tile:
-    return selectIndexing(node, known);
-  case OpKind::Conv:
-  case OpKind::ConvTranspose:
-    return selectConv(node);
-  default:
-    return std::nullopt;
-  }
+  return kDeviceSelectors[size_t(node.getOp())](node, known, options,
+                                                scratchBytes);
 }
-
 
 /// Copies the host value \p data into the node's result.
 Runner constantRunner(ir::TensorDataPtr data) {

@@ -44,6 +44,8 @@ std::optional<body::UnaryOp> unaryOpOf(const ir::Node &node) {
     return body::UnaryOp::Abs;
   case OpKind::Reciprocal:
     return body::UnaryOp::Reciprocal;
+  case OpKind::Sign:
+    return body::UnaryOp::Sign;
   case OpKind::Ceil:
     return body::UnaryOp::Ceil;
   default:
@@ -104,8 +106,11 @@ MaybeRunner selectElementwise(const ir::Node &node,
 
   if (auto op = unaryOpOf(node)) {
     ir::DType dtype = outType.getDType();
-    bool intOk = (*op == body::UnaryOp::Neg || *op == body::UnaryOp::Relu) &&
-                 (dtype == ir::DType::I64 || dtype == ir::DType::I32);
+    bool intOk = ((*op == body::UnaryOp::Neg || *op == body::UnaryOp::Relu) &&
+                  (dtype == ir::DType::I64 || dtype == ir::DType::I32)) ||
+                 (*op == body::UnaryOp::Sign &&
+                  (dtype == ir::DType::I64 || dtype == ir::DType::I32 ||
+                   dtype == ir::DType::I8 || dtype == ir::DType::U8));
     if (!isFloatType(dtype) && !intOk)
       return std::nullopt;
     ElemType type = *elemType(dtype);
@@ -119,42 +124,11 @@ MaybeRunner selectElementwise(const ir::Node &node,
     });
   }
 
-  switch (node.getOp()) {
-  case OpKind::Clip: {
-    auto type = elemType(outType.getDType());
-    if (!type)
-      return std::nullopt;
-    bool hasMin = node.getNumOperands() > 1, hasMax = node.getNumOperands() > 2;
-    return Runner([&node, type = *type, hasMin, hasMax](
-                      const RunContext &ctx, ArrayRef<Tensor> in,
-                      ArrayRef<Tensor> out) -> Error {
-      return launched(
-          launchClip(ctx.device.getStream(), type, in[0].getData(),
-                     hasMin ? in[1].getData() : nullptr,
-                     hasMax ? in[2].getData() : nullptr, out[0].getData(),
-                     out[0].getNumElements()),
-          node);
-    });
-  }
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Pow:
-  case OpKind::Max:
-  case OpKind::Equal:
-  case OpKind::GreaterOrEqual:
-  case OpKind::And:
-  case OpKind::Min:
-  case OpKind::Less:
-  case OpKind::LessOrEqual:
-  case OpKind::Greater:
-  case OpKind::Or:
-  case OpKind::GeluGrad: {
+  if (auto bop = binaryOpOf(node)) {
     if (node.getNumOperands() != 2)
       return std::nullopt; // Max/Min of one or of three or more
     ir::DType dtype = node.getOperand(0)->getType().getDType();
-    body::BinaryOp op = *binaryOpOf(node);
+    body::BinaryOp op = *bop;
     bool floatOnly = op == body::BinaryOp::Div || op == body::BinaryOp::Pow ||
                      op == body::BinaryOp::GeluGradErf ||
                      op == body::BinaryOp::GeluGradTanh;
@@ -182,6 +156,24 @@ MaybeRunner selectElementwise(const ir::Node &node,
                                    in[0].getData(), in[1].getData(),
                                    out[0].getData(), space, la, lb),
                       node);
+    });
+  }
+
+  switch (node.getOp()) {
+  case OpKind::Clip: {
+    auto type = elemType(outType.getDType());
+    if (!type)
+      return std::nullopt;
+    bool hasMin = node.getNumOperands() > 1, hasMax = node.getNumOperands() > 2;
+    return Runner([&node, type = *type, hasMin, hasMax](
+                      const RunContext &ctx, ArrayRef<Tensor> in,
+                      ArrayRef<Tensor> out) -> Error {
+      return launched(
+          launchClip(ctx.device.getStream(), type, in[0].getData(),
+                     hasMin ? in[1].getData() : nullptr,
+                     hasMax ? in[2].getData() : nullptr, out[0].getData(),
+                     out[0].getNumElements()),
+          node);
     });
   }
   case OpKind::Where: {

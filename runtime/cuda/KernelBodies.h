@@ -71,6 +71,8 @@ enum class UnaryOp : uint8_t {
   Sqrt, Erf, Tanh, Relu, Sigmoid, Exp, Log, Neg, GeluErf, GeluTanh,
   // Issue 13 (float operands only): runtime/cpu/ElementwiseMore.cpp.
   Sin, Cos, Abs, Reciprocal,
+  // Float and integer operands: runtime/cpu/ElementwiseMore.cpp's SignOp.
+  Sign,
   // Issue 40 (float operands only): runtime/cpu/ElementwiseMore.cpp.
   Ceil
 };
@@ -78,10 +80,19 @@ enum class UnaryOp : uint8_t {
 /// One element of a unary op: runtime/cpu/Elementwise.cpp's formulas.
 template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
   if constexpr (std::is_integral_v<T>) {
-    // Only Neg and Relu are integer ops on the cuda backend; Neg wraps.
+    // Only Neg, Relu and Sign are integer ops on the cuda backend; Neg
+    // wraps.
     using U = std::make_unsigned_t<T>;
     if (op == UnaryOp::Neg)
       return static_cast<T>(U(0) - static_cast<U>(x));
+    if (op == UnaryOp::Sign) {
+      if (x > T(0))
+        return T(1);
+      if constexpr (std::is_signed_v<T>)
+        if (x < T(0))
+          return T(-1);
+      return T(0);
+    }
     if constexpr (std::is_signed_v<T>)
       return x < T(0) ? T(0) : x;
     return x;
@@ -121,6 +132,13 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
       return std::fabs(x);
     case UnaryOp::Reciprocal:
       return T(1) / x;
+    case UnaryOp::Sign:
+      // -0 gives 0; NaN stays NaN.
+      if (x > T(0))
+        return T(1);
+      if (x < T(0))
+        return T(-1);
+      return x == T(0) ? T(0) : x;
     case UnaryOp::Ceil:
       return std::ceil(x);
     }

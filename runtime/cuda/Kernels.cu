@@ -6,72 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/Kernels.h"
+#include "runtime/cuda/LaunchSupport.cuh"
 
 #include <cuda_runtime.h>
 
 namespace remat::runtime::cuda {
 
+using namespace launch;
+
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocksFor(int64_t count) {
-  int64_t blocks = (count + kThreads - 1) / kThreads;
-  if (blocks < 1)
-    blocks = 1;
-  return static_cast<unsigned>(blocks > 65535 * 16 ? 65535 * 16 : blocks);
-}
-
-cudaStream_t asStream(StreamHandle stream) {
-  return static_cast<cudaStream_t>(stream);
-}
-
-int lastError() { return static_cast<int>(cudaGetLastError()); }
-
-#define REMAT_GRID_LOOP(i, count)                                              \
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;             \
-       i < (count); i += int64_t(blockDim.x) * gridDim.x)
-
-/// Calls fn(T()) for a compute type.
-template <typename Fn> int dispatchType(ElemType type, Fn &&fn) {
-  switch (type) {
-  case ElemType::F32:
-    return fn(float());
-  case ElemType::F64:
-    return fn(double());
-  case ElemType::I64:
-    return fn(int64_t());
-  case ElemType::I32:
-    return fn(int32_t());
-  case ElemType::I8:
-    return fn(int8_t());
-  case ElemType::U8:
-    return fn(uint8_t());
-  }
-  return static_cast<int>(cudaErrorInvalidValue);
-}
-
-template <typename Fn> int dispatchFloat(ElemType type, Fn &&fn) {
-  if (type == ElemType::F32)
-    return fn(float());
-  if (type == ElemType::F64)
-    return fn(double());
-  return static_cast<int>(cudaErrorInvalidValue);
-}
-
-template <typename Fn> int dispatchSize(unsigned size, Fn &&fn) {
-  switch (size) {
-  case 1:
-    return fn(uint8_t());
-  case 2:
-    return fn(uint16_t());
-  case 4:
-    return fn(uint32_t());
-  case 8:
-    return fn(uint64_t());
-  }
-  return static_cast<int>(cudaErrorInvalidValue);
-}
 
 //===----------------------------------------------------------------------===//
 // Elementwise
@@ -268,13 +211,6 @@ __global__ void crossEntropyGradKernel(const T *logProb, const L *labels,
     out[i] = body::crossEntropyGrad(
         logProb[i], static_cast<int64_t>(labels[row]) == c, scale[row]);
   }
-}
-
-int64_t product(const body::Dims &space) {
-  int64_t count = 1;
-  for (int d = 0; d < space.rank; ++d)
-    count *= space.dims[d];
-  return count;
 }
 
 } // namespace

@@ -3,10 +3,11 @@
 // Internal to runtime/cuda: the device, the runner type, cuBLAS's entry
 // points, the layout helpers of the kernels' plans, and the per-family
 // selection functions that selectDeviceRunner() (CudaBackend.cpp) hands a
-// node to, one file per op family as in runtime/cpu:
+// node to by its CPU kernel family (Ops.def's Kernel column), one file per
+// op family as in runtime/cpu:
 //
 //   Elementwise.cpp    unary and binary arithmetic, comparisons, Where, Cast,
-//                      Dropout, remat.DropoutGrad, Not, IsNaN, IsInf
+//                      Dropout, remat.DropoutGrad, Not, IsNaN, IsInf, Sign
 //   Linalg.cpp         MatMul, Gemm (cuBLAS)
 //   Normalization.cpp  Softmax, LogSoftmax, LayerNormalization,
 //                      SoftmaxCrossEntropyLoss, remat.SoftmaxGrad,

@@ -9,26 +9,16 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/Kernels.h"
+#include "runtime/cuda/LaunchSupport.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 
 namespace remat::runtime::cuda {
 
+using namespace launch;
+
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocksFor(int64_t count) {
-  int64_t blocks = (count + kThreads - 1) / kThreads;
-  if (blocks < 1)
-    blocks = 1;
-  return static_cast<unsigned>(blocks > 65535 * 16 ? 65535 * 16 : blocks);
-}
-
-#define REMAT_GRID_LOOP(i, count)                                              \
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;             \
-       i < (count); i += int64_t(blockDim.x) * gridDim.x)
 
 uint64_t alignUp(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -90,13 +80,6 @@ __global__ void scatterNoneKernel(const I *indices, const T *updates, T *out,
   }
 }
 
-int64_t product(const body::Dims &space) {
-  int64_t count = 1;
-  for (int d = 0; d < space.rank; ++d)
-    count *= space.dims[d];
-  return count;
-}
-
 } // namespace
 
 uint64_t scatterWorkspaceBytes(int64_t count) {
@@ -111,7 +94,7 @@ int launchScatter(StreamHandle streamHandle, ElemType type,
                   void *out, int64_t dataCount, const body::Dims &updateSpace,
                   const int64_t *dataStrides, int axis, int64_t axisSize,
                   void *workspace, int *errorFlag) {
-  cudaStream_t stream = static_cast<cudaStream_t>(streamHandle);
+  cudaStream_t stream = asStream(streamHandle);
   int64_t count = product(updateSpace);
   body::Strides strides;
   for (int d = 0; d < updateSpace.rank; ++d)
@@ -137,18 +120,9 @@ int launchScatter(StreamHandle streamHandle, ElemType type,
             static_cast<const int32_t *>(indices),
             static_cast<const T *>(updates), static_cast<T *>(out),
             updateSpace, strides, axis, axisSize, count, errorFlag);
-      return static_cast<int>(cudaGetLastError());
+      return lastError();
     };
-    switch (elementSize) {
-    case 1:
-      return run(uint8_t());
-    case 2:
-      return run(uint16_t());
-    case 4:
-      return run(uint32_t());
-    default:
-      return run(uint64_t());
-    }
+    return dispatchSize(elementSize, run);
   }
 
   // add / mul
@@ -185,7 +159,7 @@ int launchScatter(StreamHandle streamHandle, ElemType type,
         static_cast<const T *>(data), static_cast<const T *>(updates),
         static_cast<T *>(out), sortedTargets, sortedPositions, count,
         dataCount, multiply);
-    return static_cast<int>(cudaGetLastError());
+    return lastError();
   };
   switch (type) {
   case ElemType::F32:

@@ -173,6 +173,46 @@ TEST_CASE("cuda bodies: unary ops give the CPU kernels' bits") {
   }
 }
 
+TEST_CASE("cuda bodies: Sign gives the CPU kernel's bits and numpy's sign") {
+  // An independent reference: NaN stays NaN, either zero gives +0, else
+  // +-1 with x's sign bit.
+  auto reference = [](float x) {
+    if (std::isnan(x))
+      return x;
+    return x == 0.0f ? 0.0f : std::copysign(1.0f, x);
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  std::vector<float> values = {-3.5f, -1e-30f, -0.0f, 0.0f, 1e-30f,
+                               2.0f,  -inf,    inf,   nan,  -tiny};
+  auto x = std::make_shared<TensorData>(
+      TensorType(DType::F32, {static_cast<int64_t>(values.size())}));
+  std::memcpy(x->getMutableBytes(), values.data(),
+              values.size() * sizeof(float));
+  auto y = runCpu(OpKind::Sign, {x}, 1);
+  for (size_t i = 0; i < values.size(); ++i) {
+    float got = body::unary(body::UnaryOp::Sign, values[i]);
+    CHECK(sameBits(got, reference(values[i])));
+    CHECK(sameBits(got, elems<float>(y[0])[i]));
+  }
+  // Integers: signed ones give -1, 0 or 1; unsigned ones 0 or 1.
+  auto si = ints(DType::I32, {5}, {INT32_MIN, -7, 0, 1, INT32_MAX});
+  auto sy = runCpu(OpKind::Sign, {si}, 1);
+  std::vector<int32_t> want = {-1, -1, 0, 1, 1};
+  for (int i = 0; i < 5; ++i) {
+    CHECK(body::unary(body::UnaryOp::Sign, elems<int32_t>(si)[i]) == want[i]);
+    CHECK(elems<int32_t>(sy[0])[i] == want[i]);
+  }
+  auto ui = ints(DType::U8, {3}, {0, 1, 255});
+  auto uy = runCpu(OpKind::Sign, {ui}, 1);
+  std::vector<uint8_t> uwant = {0, 1, 1};
+  for (int i = 0; i < 3; ++i) {
+    CHECK(body::unary(body::UnaryOp::Sign, elems<uint8_t>(ui)[i]) == uwant[i]);
+    CHECK(elems<uint8_t>(uy[0])[i] == uwant[i]);
+  }
+}
+
 TEST_CASE("cuda bodies: broadcast binary ops give the CPU kernels' bits") {
   Dims aDims = {3, 1, 4}, bDims = {2, 1}, outDims = {3, 2, 4};
   auto a = randomFloats(aDims, 3, 0.5, 2);
