@@ -156,7 +156,12 @@ Value *Differentiator::zeros(const TensorType &type) {
 Value *Differentiator::reshape(Value *value, llvm::ArrayRef<int64_t> dims) {
   if (!value || value->getType().getDims() == dims)
     return value;
-  return emit(OpKind::Reshape, {value, ints(dims)});
+  // A 0 in the shape copies the operand's dim unless allowzero is set; an
+  // empty tensor's gradient reshapes to dims that are 0 themselves.
+  AttrList attrs;
+  if (llvm::is_contained(dims, 0))
+    attrs.set("allowzero", int64_t(1));
+  return emit(OpKind::Reshape, {value, ints(dims)}, attrs);
 }
 
 Value *Differentiator::castTo(Value *value, DType dtype) {

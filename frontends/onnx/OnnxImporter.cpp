@@ -61,6 +61,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <new>
 #include <queue>
 #include <string>
@@ -1118,6 +1119,21 @@ Expected<Value *> Importer::defaultOperand(const FlatNode &flat, OpKind op,
         TensorData::fromDoubles(
             TensorType(operandsSoFar[0]->getType().getDType(), {}), {0}),
         base + ".constant_value");
+  // Clip(x, min = no bound, max): the dtype's lowest value (-inf for the
+  // float dtypes) bounds nothing.
+  if (op == OpKind::Clip && index == 1) {
+    DType dtype = operandsSoFar[0]->getType().getDType();
+    TensorType type(dtype, {});
+    if (isFloat(dtype))
+      return emitConstant(TensorData::fromDoubles(
+                              type, {-std::numeric_limits<double>::infinity()}),
+                          base + ".min");
+    int64_t lowest = dtype == DType::I64   ? std::numeric_limits<int64_t>::min()
+                     : dtype == DType::I32 ? std::numeric_limits<int32_t>::min()
+                     : dtype == DType::I8  ? std::numeric_limits<int8_t>::min()
+                                           : 0;
+    return emitConstant(TensorData::fromInts(type, {lowest}), base + ".min");
+  }
   return nodeError(flat, "optional input " + Twine(index) +
                              " is omitted but a later input is given, and "
                              "remat knows no default for it");

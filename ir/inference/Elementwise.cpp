@@ -1,7 +1,7 @@
 //===- ir/inference/Elementwise.cpp - Elementwise inference rules ---------===//
 //
 // Arithmetic, unary, comparison and logical ops, Where, Max/Min, Mod, Pow,
-// Cast, IsNaN, IsInf, Dropout and remat.Gelu, remat.GeluGrad,
+// Cast, IsNaN, IsInf, Dropout, Clip and remat.Gelu, remat.GeluGrad,
 // remat.DropoutGrad: numpy broadcasting, the result of the operands' shape.
 //
 // The rules are infer<Infer> for the Infer column of ir/Ops.def
@@ -237,6 +237,24 @@ Expected<Results> inferIsInf(const Node &node) {
   if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
     return std::move(err);
   return Results{known(operandType(node, 0).withDType(DType::Bool))};
+}
+
+/// Clip: x of a numeric dtype; min and max (operands 1 and 2, either absent
+/// from the end) each one element of x's dtype, a 0-D tensor or a 1-D one
+/// of one element as exporters also write.
+Expected<Results> inferClip(const Node &node) {
+  if (auto err = checkDType(node, 0, isNumeric, "a numeric dtype"))
+    return std::move(err);
+  for (unsigned i = 1; i < node.getNumOperands(); ++i) {
+    if (auto err = checkSameDType(node, i, 0))
+      return std::move(err);
+    const TensorType &bound = operandType(node, i);
+    if (bound.getRank() > 1 || bound.getNumElements() != 1)
+      return nodeError(node, operandName(node, i) +
+                                 " must be a scalar (one element), got " +
+                                 bound.str());
+  }
+  return Results{known(operandType(node, 0))};
 }
 
 namespace {

@@ -1,6 +1,6 @@
 //===- ir/inference/Indexing.cpp - Indexing inference rules ---------------===//
 //
-// GatherElements, Trilu, CumSum and Pad.
+// GatherElements, Trilu, CumSum, Pad and Tile.
 //
 // The rules are infer<Infer> for the Infer column of ir/Ops.def
 // (Note [The op table]).
@@ -180,6 +180,34 @@ Expected<Results> inferPad(const Node &node) {
                                  " of type " + data.str() +
                                  " with a negative size");
     dims[axis] = padded;
+  }
+  return Results{known(data.withDims(dims))};
+}
+
+/// Tile: repeats is an i64 vector with one entry >= 0 per dim of the data,
+/// a constant for a static shape; dim d of the result is dims[d] *
+/// repeats[d] (0 when either is).
+Expected<Results> inferTile(const Node &node) {
+  if (auto err = checkI64Vector(node, 1))
+    return std::move(err);
+  const TensorType &data = operandType(node, 0);
+  const TensorType &repeats = operandType(node, 1);
+  if (repeats.getDim(0) != int64_t(data.getRank()))
+    return nodeError(node, operandName(node, 1) + " of type " + repeats.str() +
+                               " must have one entry per dim of " + data.str());
+  auto values = constantInts(node.getOperand(1));
+  if (!values)
+    return Results{unknownShape(data.getDType())};
+  Dims dims;
+  for (size_t d = 0; d < values->size(); ++d) {
+    int64_t times = (*values)[d], dim = data.getDim(d);
+    if (times < 0)
+      return nodeError(node, "repeats " + formatDims(*values) +
+                                 " has negative entry " + Twine(times));
+    if (times > 0 && dim > std::numeric_limits<int64_t>::max() / times)
+      return nodeError(node, "repeats " + formatDims(*values) + " of " +
+                                 data.str() + " has too many elements");
+    dims.push_back(dim * times);
   }
   return Results{known(data.withDims(dims))};
 }

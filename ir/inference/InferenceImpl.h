@@ -4,7 +4,7 @@
 // kernels do:
 //
 //   Elementwise.cpp    arithmetic, unary, comparison and logical ops, Where,
-//                      Max/Min, Mod, Pow, Cast, IsNaN, IsInf, Dropout,
+//                      Max/Min, Mod, Pow, Cast, IsNaN, IsInf, Dropout, Clip,
 //                      remat.Gelu, remat.GeluGrad, remat.DropoutGrad
 //   Linalg.cpp         MatMul, Gemm, Conv, ConvTranspose,
 //                      remat.PermutedMatMul
@@ -14,7 +14,7 @@
 //   DataMovement.cpp   shape ops, Concat, Slice, Split, Expand, Gather,
 //                      ScatterElements, Shape, Constant, ConstantOfShape,
 //                      Range, OneHot, remat.Extern (types as declared)
-//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad
+//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile
 //
 // Each rule is infer<Infer> for an Infer of ir/Ops.def (Note [The op
 // table]); ops that type alike share one (Arithmetic, UnaryFloat,

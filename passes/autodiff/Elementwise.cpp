@@ -1,6 +1,6 @@
 //===- passes/autodiff/Elementwise.cpp - Elementwise gradient rules -------===//
 //
-// Arithmetic, unary ops, Cast, Where, Max/Min, Gelu and Dropout.
+// Arithmetic, unary ops, Cast, Where, Max/Min, Gelu, Dropout and Clip.
 //
 // Note [Autodiff] (passes/Autodiff.cpp) says what each rule differentiates.
 //
@@ -305,6 +305,24 @@ Error grad<OpKind::Reciprocal>(Differentiator &d, const GradArgs &args) {
 /// As Max: the first operand equal to the minimum takes the gradient.
 template <> Error grad<OpKind::Min>(Differentiator &d, const GradArgs &args) {
   return grad<OpKind::Max>(d, args);
+}
+
+/// The gradient passes where min <= x <= max (the bounds present), zero
+/// elsewhere and at NaN, as torch's clamp; the bounds get none.
+template <> Error grad<OpKind::Clip>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  Value *x = args.in(0);
+  Value *inside = nullptr;
+  if (node.getNumOperands() > 1)
+    inside = d.emit(OpKind::GreaterOrEqual, {x, d.reshape(args.in(1), {})});
+  if (node.getNumOperands() > 2) {
+    Value *below = d.emit(OpKind::LessOrEqual, {x, d.reshape(args.in(2), {})});
+    inside = inside ? d.emit(OpKind::And, {inside, below}) : below;
+  }
+  d.contribute(
+      x, inside ? d.emit(OpKind::Where, {inside, args.g, d.scalar(args.dt, 0)})
+                : args.g);
+  return Error::success();
 }
 
 } // namespace remat::passes::autodiff

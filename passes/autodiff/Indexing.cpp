@@ -1,6 +1,6 @@
 //===- passes/autodiff/Indexing.cpp - Indexing gradient rules -------------===//
 //
-// Trilu, CumSum, GatherElements and Pad.
+// Trilu, CumSum, GatherElements, Pad and Tile.
 //
 // Note [Autodiff] (passes/Autodiff.cpp) says what each rule differentiates.
 //
@@ -106,6 +106,38 @@ template <> Error grad<OpKind::Pad>(Differentiator &d, const GradArgs &args) {
                         d.reshape(taken, {m}), d.reshape(args.g, {m})},
                        scatter);
   d.contribute(args.in(0), d.reshape(flat, tx.getDims()));
+  return Error::success();
+}
+
+/// The sum over the repeats: the gradient viewed as [r0, d0, r1, d1, ...]
+/// (a dim repeated once keeps just d) summed over the r axes. Empty data
+/// or an empty result gets a zero gradient.
+template <> Error grad<OpKind::Tile>(Differentiator &d, const GradArgs &args) {
+  const TensorType &tx = args.typeOf(0);
+  llvm::ArrayRef<int64_t> outDims = args.y->getType().getDims();
+  if (tx.getNumElements() == 0 || args.y->getType().getNumElements() == 0) {
+    d.contribute(args.in(0), d.zeros(tx));
+    return Error::success();
+  }
+  llvm::SmallVector<int64_t, 8> viewDims;
+  std::vector<int64_t> axes;
+  for (unsigned i = 0; i < tx.getRank(); ++i) {
+    int64_t times = outDims[i] / tx.getDim(i);
+    if (times > 1) {
+      axes.push_back(int64_t(viewDims.size()));
+      viewDims.push_back(times);
+    }
+    viewDims.push_back(tx.getDim(i));
+  }
+  if (axes.empty()) {
+    d.contribute(args.in(0), args.g);
+    return Error::success();
+  }
+  AttrList keep;
+  keep.set("keepdims", int64_t(0));
+  d.contribute(args.in(0),
+               d.emit(OpKind::ReduceSum,
+                      {d.reshape(args.g, viewDims), d.ints(axes)}, keep));
   return Error::success();
 }
 

@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -94,9 +95,11 @@ template <> Error grad<OpKind::Gemm>(Differentiator &d, const GradArgs &args) {
 }
 
 /// X: ConvTranspose of the gradient by W, with output_padding making up the
-/// input positions no window reached. W (group 1): a Conv of X by the
-/// gradient with batch and channels swapped, strides and dilations swapped,
-/// cut to the kernel. B: the gradient summed over all but the channels.
+/// input positions no window reached. W: a Conv of X by the gradient with
+/// batch and channels swapped, strides and dilations swapped, cut to the
+/// kernel; for group > 1 (depthwise included) a grouped Conv of the same
+/// kind, each group's channels by its part of the gradient. B: the
+/// gradient summed over all but the channels.
 template <> Error grad<OpKind::Conv>(Differentiator &d, const GradArgs &args) {
   Node &node = args.node;
   auto geometry = getConvGeometry(node);
@@ -130,23 +133,54 @@ template <> Error grad<OpKind::Conv>(Differentiator &d, const GradArgs &args) {
                  d.emit(OpKind::ConvTranspose, {args.g, args.in(1)}, attrs));
   }
   if (d.wants(node, 1)) {
-    if (geometry->group != 1)
-      return makeError(node.describe() +
-                       ": autodiff differentiates Conv by its weights only "
-                       "for group 1, got group " +
-                       llvm::Twine(geometry->group));
+    int64_t group = geometry->group;
     std::vector<int64_t> swap(tx.getRank());
     std::iota(swap.begin(), swap.end(), 0);
     std::swap(swap[0], swap[1]);
     AttrList perm;
     perm.set("perm", swap);
-    Value *xt = d.emit(OpKind::Transpose, {args.in(0)}, perm);
-    Value *gt = d.emit(OpKind::Transpose, {args.g}, perm);
     AttrList attrs;
     attrs.set("strides", dilations);
     attrs.set("dilations", strides);
     attrs.set("pads", pads);
-    Value *full = d.emit(OpKind::Conv, {xt, gt}, attrs); // [C, M, >= k...]
+    Value *xt, *gt;
+    if (group == 1) {
+      xt = d.emit(OpKind::Transpose, {args.in(0)}, perm);
+      gt = d.emit(OpKind::Transpose, {args.g}, perm);
+    } else {
+      // Per group, the same Conv of the group's channels of X by its part
+      // of the gradient, all at once as a grouped Conv: X [N, G*Cg, d...]
+      // becomes [Cg, G*N, d...] (batch Cg, group-major channels) and the
+      // gradient [N, G*Mg, o...] the weights [G*Mg, N, o...], so output
+      // channel m of group m / Mg sums over that group's N channels.
+      int64_t n = tx.getDim(0), cg = tx.getDim(1) / group;
+      const TensorType &ty = args.y->getType();
+      int64_t mg = ty.getDim(1) / group;
+      auto dimsOf = [&](llvm::ArrayRef<int64_t> head, const TensorType &type) {
+        std::vector<int64_t> dims(head.begin(), head.end());
+        dims.insert(dims.end(), type.getDims().begin() + 2,
+                    type.getDims().end());
+        return dims;
+      };
+      std::vector<int64_t> order(tx.getRank() + 1);
+      std::iota(order.begin(), order.end(), 0);
+      AttrList xPerm, gPerm;
+      std::swap(order[0], order[2]); // [N, G, Cg, ...] -> [Cg, G, N, ...]
+      xPerm.set("perm", order);
+      std::iota(order.begin(), order.end(), 0);
+      std::rotate(order.begin(), order.begin() + 1, order.begin() + 3);
+      gPerm.set("perm", order); // [N, G, Mg, ...] -> [G, Mg, N, ...]
+      xt = d.reshape(d.emit(OpKind::Transpose,
+                            {d.reshape(args.in(0), dimsOf({n, group, cg}, tx))},
+                            xPerm),
+                     dimsOf({cg, group * n}, tx));
+      gt = d.reshape(d.emit(OpKind::Transpose,
+                            {d.reshape(args.g, dimsOf({n, group, mg}, ty))},
+                            gPerm),
+                     dimsOf({group * mg, n}, ty));
+      attrs.set("group", group);
+    }
+    Value *full = d.emit(OpKind::Conv, {xt, gt}, attrs); // [C/G, M, >= k...]
     std::vector<int64_t> starts(spatial, 0), ends, axes;
     for (size_t i = 0; i < spatial; ++i) {
       ends.push_back(geometry->kernel[i]);

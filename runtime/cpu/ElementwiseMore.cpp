@@ -2,10 +2,11 @@
 //
 // The elementwise ops added for the transformer families (issue 13), kept
 // apart from Elementwise.cpp: Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf,
-// Min, Less, LessOrEqual, Greater and Or; and Sign, added since. Min folds
-// its operands as Max does and shares Max's kernel (Elementwise.cpp's
-// selectMin). Each element is computed on its own, so the work splits across
-// threads freely and the result does not depend on the thread count.
+// Min, Less, LessOrEqual, Greater and Or; and Sign, Ceil and Clip, added
+// since. Min folds its operands as Max does and shares Max's kernel
+// (Elementwise.cpp's selectMin). Each element is computed on its own, so the
+// work splits across threads freely and the result does not depend on the
+// thread count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +50,10 @@ struct SignOp {
         return T(-1);
     return x == T(0) ? T(0) : x;
   }
+};
+
+struct CeilOp {
+  template <typename T> static T apply(T x) { return std::ceil(x); }
 };
 
 template <typename Op, typename In, typename Out> Kernel makeMapKernel() {
@@ -124,6 +129,30 @@ Kernel makeBroadcastKernel(BroadcastPlan<2> plan) {
                        }
                      });
         });
+    return Error::success();
+  };
+}
+
+/// Clip: min(max(x, lo), hi) with the bounds that are present (operands 1
+/// and 2), as numpy's clip: NaN stays NaN, and hi wins when lo > hi. The
+/// bounds are read before any element is written.
+template <typename T> Kernel makeClipKernel(bool hasMin, bool hasMax) {
+  return [hasMin, hasMax](const KernelContext &ctx) -> Error {
+    const T *x = ctx.inputs[0].getData<T>();
+    T lo = hasMin ? *ctx.inputs[1].getData<T>() : T(0);
+    T hi = hasMax ? *ctx.inputs[2].getData<T>() : T(0);
+    T *out = ctx.outputs[0].getData<T>();
+    ctx.parallel.run(ctx.outputs[0].getNumElements(), kElementwiseGrain,
+                     [&](int64_t begin, int64_t end) {
+                       for (int64_t i = begin; i < end; ++i) {
+                         T v = x[i];
+                         if (hasMin && v < lo)
+                           v = lo;
+                         if (hasMax && hi < v)
+                           v = hi;
+                         out[i] = v;
+                       }
+                     });
     return Error::success();
   };
 }
@@ -211,6 +240,26 @@ Expected<Kernel> selectElementwiseMore(const ir::Node &node) {
         return makeMapKernel<SinOp, T, T>();
       return makeMapKernel<CosOp, T, T>();
     });
+  case OpKind::Ceil:
+    if (!isF32OrF64(dtype))
+      return unsupportedDType(node, "operand", dtype, "f32, f64");
+    return dispatchFloat(dtype, [](auto tag) -> Kernel {
+      using T = decltype(tag);
+      return makeMapKernel<CeilOp, T, T>();
+    });
+  case OpKind::Clip: {
+    if (!isComputeNumeric(dtype))
+      return unsupportedDType(node, "operands", dtype,
+                              "f32, f64, i64, i32, i8, u8");
+    // An operand of an empty name is absent: the importer gives a missing
+    // min the dtype's lowest value, so only a trailing bound is absent here.
+    bool hasMin = node.getNumOperands() > 1;
+    bool hasMax = node.getNumOperands() > 2;
+    return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
+      using T = decltype(tag);
+      return makeClipKernel<T>(hasMin, hasMax);
+    });
+  }
   case OpKind::Abs:
   case OpKind::Sign:
     if (!isComputeNumeric(dtype))

@@ -1,11 +1,12 @@
-//===- runtime/cpu/Indexing.cpp - GatherElements, Trilu, CumSum, Pad ------===//
+//===- runtime/cpu/Indexing.cpp - Index-driven ops ------------------------===//
 //
 // The index-driven ops added for the transformer families (issue 13), kept
-// apart from DataMovement.cpp. GatherElements, Trilu and Pad only move
-// elements and work on every dtype; CumSum adds in the element type,
-// sequentially along the axis, one line per task, so its result does not
-// depend on the thread count. Operand values that the kernels read at run
-// time (Trilu's k, CumSum's axis, Pad's pads and axes) are checked there.
+// apart from DataMovement.cpp, and Tile, added since (issue 40).
+// GatherElements, Trilu, Pad and Tile only move elements and work on every
+// dtype; CumSum adds in the element type, sequentially along the axis, one line
+// per task, so its result does not depend on the thread count. Operand values
+// that the kernels read at run time (Trilu's k, CumSum's axis, Pad's pads and
+// axes, Tile's repeats) are checked there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -197,6 +198,31 @@ Expected<Kernel> selectCumSum(const ir::Node &node) {
   });
 }
 
+/// Calls \p body(row, coords) for each row (the last dim) of a result of
+/// \p outDims (rank >= 1), split across threads; \p coords are the row's
+/// coordinates in the other dims, outermost first. Pad and Tile fill a
+/// result row from the one input row those coordinates select.
+template <typename Body>
+void forEachRow(const KernelContext &ctx, const Dims &outDims, Body body) {
+  size_t outer = outDims.size() - 1;
+  int64_t cols = outDims[outer];
+  int64_t numRows = cols ? product(outDims) / cols : 0;
+  ctx.parallel.run(
+      numRows,
+      std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(cols, 1)),
+      [&](int64_t rowBegin, int64_t rowEnd) {
+        Dims coords(outer);
+        for (int64_t row = rowBegin; row < rowEnd; ++row) {
+          int64_t rest = row;
+          for (size_t d = outer; d > 0; --d) {
+            coords[d - 1] = rest % outDims[d - 1];
+            rest /= outDims[d - 1];
+          }
+          body(row, ArrayRef<int64_t>(coords));
+        }
+      });
+}
+
 //===----------------------------------------------------------------------===//
 // Pad
 //===----------------------------------------------------------------------===//
@@ -241,44 +267,32 @@ Kernel makePadKernel(PadMode mode, Dims inDims, Dims outDims) {
       std::memcpy(&fill, ctx.inputs[2].getData(), sizeof(T));
     const T *in = static_cast<const T *>(ctx.inputs[0].getData());
     T *out = static_cast<T *>(ctx.outputs[0].getData());
-    Dims inStrides = rowMajorStrides(inDims);
-    int64_t cols = rank ? outDims[rank - 1] : 1;
-    int64_t numRows = cols ? product(outDims) / cols : 0;
     if (rank == 0) {
       out[0] = in[0];
       return Error::success();
     }
-    ctx.parallel.run(
-        numRows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(
-                                                              cols, 1)),
-        [&](int64_t rowBegin, int64_t rowEnd) {
-          for (int64_t row = rowBegin; row < rowEnd; ++row) {
-            // The input offset of this row's outer dims, or -1 when the row
-            // lies in constant padding.
-            int64_t offset = 0, rest = row;
-            for (size_t d = rank - 1; d > 0; --d) {
-              int64_t o = rest % outDims[d - 1];
-              rest /= outDims[d - 1];
-              int64_t src = padSource(o - begin[d - 1], inDims[d - 1], mode);
-              if (src < 0 || offset < 0)
-                offset = -1;
-              else
-                offset += src * inStrides[d - 1];
-            }
-            T *dst = out + row * cols;
-            if (offset < 0) {
-              for (int64_t j = 0; j < cols; ++j)
-                dst[j] = fill;
-              continue;
-            }
-            const T *src = in + offset;
-            int64_t size = inDims[rank - 1], shift = begin[rank - 1];
-            for (int64_t j = 0; j < cols; ++j) {
-              int64_t s = padSource(j - shift, size, mode);
-              dst[j] = s < 0 ? fill : src[s];
-            }
-          }
-        });
+    Dims inStrides = rowMajorStrides(inDims);
+    int64_t cols = outDims[rank - 1];
+    forEachRow(ctx, outDims, [&](int64_t row, ArrayRef<int64_t> coords) {
+      // The input offset of this row's outer dims, or -1 when the row lies
+      // in constant padding.
+      int64_t offset = 0;
+      for (size_t d = 0; d < coords.size() && offset >= 0; ++d) {
+        int64_t src = padSource(coords[d] - begin[d], inDims[d], mode);
+        offset = src < 0 ? -1 : offset + src * inStrides[d];
+      }
+      T *dst = out + row * cols;
+      if (offset < 0) {
+        std::fill(dst, dst + cols, fill);
+        return;
+      }
+      const T *src = in + offset;
+      int64_t size = inDims[rank - 1], shift = begin[rank - 1];
+      for (int64_t j = 0; j < cols; ++j) {
+        int64_t s = padSource(j - shift, size, mode);
+        dst[j] = s < 0 ? fill : src[s];
+      }
+    });
     return Error::success();
   };
 }
@@ -300,6 +314,52 @@ Expected<Kernel> selectPad(const ir::Node &node) {
   });
 }
 
+/// Tile: result row r (all dims but the last) copies the input row at each
+/// outer coordinate modulo the input's dim, repeated along the last dim.
+template <typename T> Kernel makeTileKernel(Dims inDims, Dims outDims) {
+  return [=](const KernelContext &ctx) -> Error {
+    size_t rank = inDims.size();
+    std::vector<int64_t> repeats = readInts(ctx.inputs[1]);
+    if (repeats.size() != rank)
+      return nodeError(ctx.node, "repeats has " + Twine(repeats.size()) +
+                                     " entries, expected " + Twine(rank));
+    Dims computed(inDims);
+    for (size_t d = 0; d < rank; ++d)
+      computed[d] *= repeats[d];
+    if (auto err = checkRuntimeDims(ctx.node, "the repeats operand", computed,
+                                    outDims))
+      return err;
+    const T *in = static_cast<const T *>(ctx.inputs[0].getData());
+    T *out = static_cast<T *>(ctx.outputs[0].getData());
+    if (rank == 0) {
+      out[0] = in[0];
+      return Error::success();
+    }
+    int64_t cols = outDims[rank - 1], inCols = inDims[rank - 1];
+    Dims inStrides = rowMajorStrides(inDims);
+    forEachRow(ctx, outDims, [&](int64_t row, ArrayRef<int64_t> coords) {
+      int64_t offset = 0;
+      for (size_t d = 0; d < coords.size(); ++d)
+        offset += coords[d] % inDims[d] * inStrides[d];
+      T *dst = out + row * cols;
+      for (int64_t j = 0; j < cols; j += inCols)
+        std::copy(in + offset, in + offset + inCols, dst + j);
+    });
+    return Error::success();
+  };
+}
+
+Expected<Kernel> selectTile(const ir::Node &node) {
+  const ir::TensorType &type = node.getOperand(0)->getType();
+  Dims inDims(type.getDims().begin(), type.getDims().end());
+  llvm::ArrayRef<int64_t> out = node.getResult(0)->getType().getDims();
+  Dims outDims(out.begin(), out.end());
+  return dispatchBySize(ir::dtypeSize(type.getDType()), [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    return makeTileKernel<T>(inDims, outDims);
+  });
+}
+
 } // namespace
 
 Expected<Kernel> selectIndexing(const ir::Node &node) {
@@ -312,6 +372,8 @@ Expected<Kernel> selectIndexing(const ir::Node &node) {
     return selectCumSum(node);
   case OpKind::Pad:
     return selectPad(node);
+  case OpKind::Tile:
+    return selectTile(node);
   default:
     llvm_unreachable("not an op of Indexing.cpp");
   }

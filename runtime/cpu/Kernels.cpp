@@ -18,8 +18,8 @@
 //                      Expand, Gather, ScatterElements, Shape, Constant,
 //                      ConstantOfShape, Range, OneHot, Identity
 //   ElementwiseMore.cpp Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf, Min,
-//                      Less, LessOrEqual, Greater, Or
-//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad
+//                      Less, LessOrEqual, Greater, Or, Sign, Ceil, Clip
+//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile
 //   Conv.cpp           Conv, ConvTranspose
 //
 // Note [CPU dtypes]

@@ -1,7 +1,7 @@
 //===- runtime/cuda/Elementwise.cpp - Elementwise runners -----------------===//
 //
 // Unary and binary arithmetic and comparisons (broadcast through strides),
-// Where, Cast, Dropout and its gradient, Not, IsNaN and IsInf.
+// Where, Cast, Dropout and its gradient, Not, IsNaN, IsInf and Clip.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/RunnerImpl.h"
@@ -46,6 +46,8 @@ std::optional<body::UnaryOp> unaryOpOf(const ir::Node &node) {
     return body::UnaryOp::Reciprocal;
   case OpKind::Sign:
     return body::UnaryOp::Sign;
+  case OpKind::Ceil:
+    return body::UnaryOp::Ceil;
   default:
     return std::nullopt;
   }
@@ -158,6 +160,22 @@ MaybeRunner selectElementwise(const ir::Node &node,
   }
 
   switch (node.getOp()) {
+  case OpKind::Clip: {
+    auto type = elemType(outType.getDType());
+    if (!type)
+      return std::nullopt;
+    bool hasMin = node.getNumOperands() > 1, hasMax = node.getNumOperands() > 2;
+    return Runner([&node, type = *type, hasMin, hasMax](
+                      const RunContext &ctx, ArrayRef<Tensor> in,
+                      ArrayRef<Tensor> out) -> Error {
+      return launched(
+          launchClip(ctx.device.getStream(), type, in[0].getData(),
+                     hasMin ? in[1].getData() : nullptr,
+                     hasMax ? in[2].getData() : nullptr, out[0].getData(),
+                     out[0].getNumElements()),
+          node);
+    });
+  }
   case OpKind::Where: {
     body::Dims space = toDims(outDims);
     body::Strides lc =

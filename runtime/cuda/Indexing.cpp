@@ -1,6 +1,6 @@
-//===- runtime/cuda/Indexing.cpp - GatherElements, Trilu, CumSum, Pad -----===//
+//===- runtime/cuda/Indexing.cpp - Index-driven kernels -------------------===//
 //
-// Index-driven kernels: GatherElements, Trilu, CumSum and Pad.
+// Index-driven kernels: GatherElements, Trilu, CumSum, Pad and Tile.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/RunnerImpl.h"
@@ -120,6 +120,29 @@ MaybeRunner selectIndexing(const ir::Node &node,
                                 in[0].getData(), out[0].getData(), outSpace,
                                 inSpace, begin, mode,
                                 hasValue ? in[2].getData() : nullptr),
+                      node);
+    });
+  }
+  case OpKind::Tile: {
+    // Repeats known at compile time and matching the result's type; else
+    // the host kernel runs (and checks them).
+    const ir::TensorData *repeatsData = knownOf(known, node.getOperand(1));
+    if (!repeatsData)
+      return std::nullopt;
+    ArrayRef<int64_t> inDims = node.getOperand(0)->getType().getDims();
+    std::vector<int64_t> repeats = repeatsData->getInts();
+    if (repeats.size() != inDims.size())
+      return std::nullopt;
+    for (size_t d = 0; d < inDims.size(); ++d)
+      if (inDims[d] * repeats[d] != outDims[d])
+        return std::nullopt;
+    body::Dims outSpace = toDims(outDims), inSpace = toDims(inDims);
+    return Runner([&node, elementSize, outSpace, inSpace](
+                      const RunContext &ctx, ArrayRef<Tensor> in,
+                      ArrayRef<Tensor> out) {
+      return launched(launchTile(ctx.device.getStream(), elementSize,
+                                 in[0].getData(), out[0].getData(), outSpace,
+                                 inSpace),
                       node);
     });
   }

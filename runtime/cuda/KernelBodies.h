@@ -72,7 +72,9 @@ enum class UnaryOp : uint8_t {
   // Issue 13 (float operands only): runtime/cpu/ElementwiseMore.cpp.
   Sin, Cos, Abs, Reciprocal,
   // Float and integer operands: runtime/cpu/ElementwiseMore.cpp's SignOp.
-  Sign
+  Sign,
+  // Issue 40 (float operands only): runtime/cpu/ElementwiseMore.cpp.
+  Ceil
 };
 
 /// One element of a unary op: runtime/cpu/Elementwise.cpp's formulas.
@@ -137,6 +139,8 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
       if (x < T(0))
         return T(-1);
       return x == T(0) ? T(0) : x;
+    case UnaryOp::Ceil:
+      return std::ceil(x);
     }
     return x;
   }
@@ -699,6 +703,36 @@ REMAT_HOST_DEVICE inline int64_t padOffset(const Dims &outSpace,
     if (source < 0)
       return -1;
     offset += source * scale;
+    scale *= inSpace.dims[d];
+  }
+  return offset;
+}
+
+//===----------------------------------------------------------------------===//
+// Clip, Tile (issue 40; runtime/cpu/ElementwiseMore.cpp, Indexing.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Clip of one element by the bounds present, as the CPU kernel: NaN stays
+/// NaN, and hi wins when lo > hi.
+template <typename T>
+REMAT_HOST_DEVICE inline T clipElement(T x, const T *lo, const T *hi) {
+  if (lo && x < *lo)
+    x = *lo;
+  if (hi && *hi < x)
+    x = *hi;
+  return x;
+}
+
+/// The input offset that result element \p o of Tile copies: each
+/// coordinate modulo the input's dim (row-major \p inSpace, result
+/// \p outSpace of the same rank, no dim of either 0).
+REMAT_HOST_DEVICE inline int64_t tileOffset(const Dims &outSpace,
+                                            const Dims &inSpace, int64_t o) {
+  int64_t offset = 0, scale = 1;
+  for (int d = outSpace.rank - 1; d >= 0; --d) {
+    int64_t coord = o % outSpace.dims[d];
+    o /= outSpace.dims[d];
+    offset += coord % inSpace.dims[d] * scale;
     scale *= inSpace.dims[d];
   }
   return offset;

@@ -675,6 +675,54 @@ int launchPad(StreamHandle stream, unsigned elementSize, const void *in,
   });
 }
 
+//===----------------------------------------------------------------------===//
+// Issue 40: Clip, Tile
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <typename T>
+__global__ void clipKernel(const T *in, const T *lo, const T *hi, T *out,
+                           int64_t count) {
+  REMAT_GRID_LOOP(i, count) out[i] = body::clipElement(in[i], lo, hi);
+}
+
+template <typename T>
+__global__ void tileKernel(const T *in, T *out, body::Dims outSpace,
+                           body::Dims inSpace, int64_t count) {
+  REMAT_GRID_LOOP(o, count) out[o] = in[body::tileOffset(outSpace, inSpace, o)];
+}
+
+} // namespace
+
+int launchClip(StreamHandle stream, ElemType type, const void *in,
+               const void *lo, const void *hi, void *out, int64_t count) {
+  if (count == 0)
+    return 0;
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    clipKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(in), static_cast<const T *>(lo),
+        static_cast<const T *>(hi), static_cast<T *>(out), count);
+    return lastError();
+  });
+}
+
+int launchTile(StreamHandle stream, unsigned elementSize, const void *in,
+               void *out, const body::Dims &outSpace,
+               const body::Dims &inSpace) {
+  int64_t count = product(outSpace);
+  if (count == 0)
+    return 0;
+  return dispatchSize(elementSize, [&](auto tag) {
+    using T = decltype(tag);
+    tileKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(in), static_cast<T *>(out), outSpace, inSpace,
+        count);
+    return lastError();
+  });
+}
+
 namespace {
 
 template <typename T>

@@ -182,6 +182,21 @@ int launchPad(StreamHandle stream, unsigned elementSize, const void *in,
               const body::Strides &begin, body::PadMode mode,
               const void *value);
 
+//===----------------------------------------------------------------------===//
+// Issue 40: Clip, Tile (Ceil is a unary op)
+//===----------------------------------------------------------------------===//
+
+/// Clip of \p count elements by the scalars at \p lo and \p hi on the
+/// device (null: no bound).
+int launchClip(StreamHandle stream, ElemType type, const void *in,
+               const void *lo, const void *hi, void *out, int64_t count);
+
+/// Tile of the row-major \p inSpace into \p outSpace (each dim a multiple
+/// of the input's).
+int launchTile(StreamHandle stream, unsigned elementSize, const void *in,
+               void *out, const body::Dims &outSpace,
+               const body::Dims &inSpace);
+
 /// Conv or ConvTranspose (\p shape.transpose) of f32/f64 \p x by \p w plus
 /// \p bias (or null) into \p count result elements.
 int launchConv(StreamHandle stream, ElemType type, const void *x,

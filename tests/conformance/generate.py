@@ -66,6 +66,7 @@ STATIC_OPERANDS = {
     "Slice": (1, 2, 3, 4),
     "Split": (1,),
     "Squeeze": (1,),
+    "Tile": (1,),
     "Unsqueeze": (1,),
 }
 

@@ -150,6 +150,7 @@ TEST_CASE("cuda bodies: unary ops give the CPU kernels' bits") {
       {OpKind::Cos, body::UnaryOp::Cos, nullptr},
       {OpKind::Abs, body::UnaryOp::Abs, nullptr},
       {OpKind::Reciprocal, body::UnaryOp::Reciprocal, nullptr},
+      {OpKind::Ceil, body::UnaryOp::Ceil, nullptr},
   };
   for (const Case &c : cases) {
     AttrList attrs;
@@ -641,6 +642,32 @@ TEST_CASE("cuda bodies: GatherElements, Trilu, CumSum and Pad give the CPU's "
       REQUIRE(sameBits(want, elems<float>(p[0])[o]));
     }
   }
+}
+
+TEST_CASE("cuda bodies: Clip and Tile give the CPU's bits") {
+  auto x = randomFloats({5, 7}, 25, -2, 2);
+  auto lo = randomFloats({}, 26, -1, 0);
+  auto hi = randomFloats({1}, 27, 0, 1);
+  auto both = runCpu(OpKind::Clip, {x, lo, hi}, 1);
+  auto minOnly = runCpu(OpKind::Clip, {x, lo}, 1);
+  for (int64_t i = 0; i < 35; ++i) {
+    float xi = elems<float>(x)[i];
+    REQUIRE(sameBits(elems<float>(both[0])[i],
+                     body::clipElement(xi, elems<float>(lo),
+                                       elems<float>(hi))));
+    REQUIRE(sameBits(elems<float>(minOnly[0])[i],
+                     body::clipElement(xi, elems<float>(lo),
+                                       static_cast<const float *>(nullptr))));
+  }
+  auto small = randomFloats({2, 1, 3}, 28);
+  auto t = runCpu(OpKind::Tile, {small, ints(DType::I64, {3}, {3, 2, 2})}, 1,
+                  {}, {false, true});
+  REQUIRE(t[0]->getNumElements() == 72);
+  for (int64_t o = 0; o < 72; ++o)
+    REQUIRE(sameBits(
+        elems<float>(small)[body::tileOffset(toDims({6, 2, 6}),
+                                             toDims({2, 1, 3}), o)],
+        elems<float>(t[0])[o]));
 }
 
 TEST_CASE("cuda bodies: Conv and ConvTranspose give the CPU's bits") {

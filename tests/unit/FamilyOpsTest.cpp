@@ -1,7 +1,7 @@
-//===- tests/unit/FamilyOpsTest.cpp - The ops of issue 13 -----------------===//
+//===- tests/unit/FamilyOpsTest.cpp - The ops of issues 13 and 40 ---------===//
 //
 // Sin, Cos, Abs, Not, IsNaN, Min, Trilu, CumSum, GatherElements, Pad, Conv
-// and ConvTranspose: shape inference and its errors, the CPU kernels against
+// and ConvTranspose, and Ceil, Clip and Tile (issue 40): shape inference and its errors, the CPU kernels against
 // examples from the ONNX operator docs and against references written here
 // (Conv in double, loop by loop from the definition; ConvTranspose as Conv's
 // adjoint), the same bits on one and four threads and through evaluateNode
@@ -786,4 +786,139 @@ TEST_CASE("the CPU backend refuses what it does not implement, naming it") {
     %y = Conv(%x, %w) : f16[1,1,2,2]
     return %y })") == "Conv '%y': the cpu backend has no Conv kernel "
                       "for operands of dtype f16 (supported: f32, f64)");
+}
+
+//===----------------------------------------------------------------------===//
+// Ceil, Clip, Tile (issue 40)
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("Ceil rounds up and keeps -0, inf and NaN") {
+  double inf = std::numeric_limits<double>::infinity();
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> xs = {-1.5, -0.5, -0.0, 0.2, 1, 2.5, -inf, nan};
+  auto y = runOnX("f64[8]", "%y = Ceil(%x) : f64[8]",
+                  doubles(TensorType(DType::F64, {8}), xs));
+  std::vector<double> got = valuesOf(*y);
+  std::vector<double> want = {-1, -0.0, -0.0, 1, 1, 3, -inf};
+  for (size_t i = 0; i < want.size(); ++i) {
+    CHECK(got[i] == want[i]);
+    CHECK(std::signbit(got[i]) == std::signbit(want[i]));
+  }
+  CHECK(std::isnan(got[7]));
+  auto f32 = runOnX("f32[2]", "%y = Ceil(%x) : f32[2]",
+                    doubles(TensorType(DType::F32, {2}), {0.5, -2.25}));
+  CHECK(valuesOf(*f32) == std::vector<double>{1, -2});
+}
+
+TEST_CASE("Clip bounds by the operands present, as numpy.clip") {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  Case both = parse(R"(graph @g(%x: f64[6]) {
+    %lo = Constant() {value = dense<f64[]: -1.0>} : f64[]
+    %hi = Constant() {value = dense<f64[1]: [2.0]>} : f64[1]
+    %y = Clip(%x, %lo, %hi) : f64[6]
+    return %y })");
+  auto y = runAll(both, {doubles(TensorType(DType::F64, {6}),
+                                 {-3, -1, 0.5, 2, 7, nan})});
+  std::vector<double> got = valuesOf(*y);
+  CHECK(std::vector<double>(got.begin(), got.begin() + 5) ==
+        std::vector<double>{-1, -1, 0.5, 2, 2});
+  CHECK(std::isnan(got[5]));
+  Case minOnly = parse(R"(graph @g(%x: i64[4]) {
+    %lo = Constant() {value = dense<i64[]: 0>} : i64[]
+    %y = Clip(%x, %lo) : i64[4]
+    return %y })");
+  CHECK(runAll(minOnly, {TensorData::fromInts(TensorType(DType::I64, {4}),
+                                              {-5, 0, 3, -1})})
+            ->getInts() == std::vector<int64_t>{0, 0, 3, 0});
+  Case none = parse(R"(graph @g(%x: i8[3]) {
+    %y = Clip(%x) : i8[3]
+    return %y })");
+  CHECK(runAll(none, {TensorData::fromInts(TensorType(DType::I8, {3}),
+                                           {-128, 0, 127})})
+            ->getInts() == std::vector<int64_t>{-128, 0, 127});
+  // min > max: every element becomes max (numpy, onnxruntime).
+  Case crossed = parse(R"(graph @g(%x: f32[3]) {
+    %lo = Constant() {value = dense<f32[]: 2.0>} : f32[]
+    %hi = Constant() {value = dense<f32[]: 1.0>} : f32[]
+    %y = Clip(%x, %lo, %hi) : f32[3]
+    return %y })");
+  CHECK(valuesOf(*runAll(crossed, {doubles(TensorType(DType::F32, {3}),
+                                           {0, 1.5, 3})})) ==
+        std::vector<double>{1, 1, 1});
+}
+
+TEST_CASE("Tile repeats every dim, any dtype, empty results too") {
+  std::vector<double> x = {1, 2, 3, 4, 5, 6};
+  Case c = parse(R"(graph @g(%x: f64[2,1,3]) {
+    %r = Constant() {value = dense<i64[3]: [2, 3, 1]>} : i64[3]
+    %y = Tile(%x, %r) : f64[4,3,3]
+    return %y })");
+  auto y = runAll(c, {doubles(TensorType(DType::F64, {2, 1, 3}), x)});
+  std::vector<double> got = valuesOf(*y);
+  REQUIRE(got.size() == 36);
+  // numpy.tile: y[i, j, k] = x[i % 2, 0, k].
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t k = 0; k < 3; ++k)
+        CHECK(got[(i * 3 + j) * 3 + k] == x[(i % 2) * 3 + k]);
+  Case last = parse(R"(graph @g(%x: bool[2,2]) {
+    %r = Constant() {value = dense<i64[2]: [1, 3]>} : i64[2]
+    %y = Tile(%x, %r) : bool[2,6]
+    return %y })");
+  CHECK(runAll(last, {TensorData::fromInts(TensorType(DType::Bool, {2, 2}),
+                                           {1, 0, 0, 1})})
+            ->getInts() ==
+        std::vector<int64_t>{1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1});
+  Case empty = parse(R"(graph @g(%x: i64[2,3]) {
+    %r = Constant() {value = dense<i64[2]: [1, 0]>} : i64[2]
+    %y = Tile(%x, %r) : i64[2,0]
+    return %y })");
+  CHECK(runAll(empty, {TensorData::fromInts(TensorType(DType::I64, {2, 3}),
+                                            {1, 2, 3, 4, 5, 6})})
+            ->getNumElements() == 0);
+  Case fromEmpty = parse(R"(graph @g(%x: f32[0,2]) {
+    %r = Constant() {value = dense<i64[2]: [3, 2]>} : i64[2]
+    %y = Tile(%x, %r) : f32[0,4]
+    return %y })");
+  CHECK(runAll(fromEmpty, {doubles(TensorType(DType::F32, {0, 2}), {})})
+            ->getNumElements() == 0);
+  Case scalar = parse(R"(graph @g(%x: f64[]) {
+    %r = Constant() {value = dense<i64[0]: []>} : i64[0]
+    %y = Tile(%x, %r) : f64[]
+    return %y })");
+  CHECK(valuesOf(*runAll(scalar, {doubles(TensorType(DType::F64, {}), {7})})) ==
+        std::vector<double>{7});
+  // Repeats that are not constants are checked against the result type
+  // when the kernel runs.
+  CHECK(runError(R"(graph @g(%x: f64[2,3], %r: i64[2]) {
+    %y = Tile(%x, %r) : f64[4,3]
+    return %y })",
+                 {doubles(TensorType(DType::F64, {2, 3}), x),
+                  TensorData::fromInts(TensorType(DType::I64, {2}), {1, 1})})
+            .find("the repeats operand") != std::string::npos);
+}
+
+TEST_CASE("Clip and Tile shape inference names what is wrong") {
+  CHECK(inferError(R"(graph @g(%x: f32[3], %lo: f32[2]) {
+    %y = Clip(%x, %lo) : f32[3]
+    return %y })") == "Clip '%y': operand 1 (%lo) must be a scalar (one "
+                      "element), got f32[2]");
+  CHECK(inferError(R"(graph @g(%x: f32[3], %lo: f64[]) {
+    %y = Clip(%x, %lo) : f32[3]
+    return %y })") == "Clip '%y': operand 1 (%lo) has type f64[], expected "
+                      "dtype f32 (the dtype of operand 0 (%x))");
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %r = Constant() {value = dense<i64[1]: [2]>} : i64[1]
+    %y = Tile(%x, %r) : f32[4,3]
+    return %y })") == "Tile '%y': operand 1 (%r) of type i64[1] must have "
+                      "one entry per dim of f32[2,3]");
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %r = Constant() {value = dense<i64[2]: [1, -2]>} : i64[2]
+    %y = Tile(%x, %r) : f32[2,3]
+    return %y })") == "Tile '%y': repeats [1,-2] has negative entry -2");
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %r = Constant() {value = dense<i64[2]: [2, 1]>} : i64[2]
+    %y = Tile(%x, %r) : f32[2,3]
+    return %y })")
+            .find("f32[4,3]") != std::string::npos);
 }

@@ -187,6 +187,13 @@ const Sample kSamples[] = {
   // reaches the loss only through Mul's second operand.
   {OpKind::Sign, "f64[2,3]", "%s = Sign(%w) : f64[2,3]\n"
    "    %y = Mul(%s, %w) : f64[2,3]"},
+  // Issue 40. Ceil's gradient is zero, as Sign's.
+  {OpKind::Ceil, "f64[2,3]", "%c = Ceil(%w) : f64[2,3]\n"
+   "    %y = Mul(%c, %w) : f64[2,3]"},
+  {OpKind::Clip, "f64[2,3]", R"(%lo = Constant() {value = dense<f64[]: -0.5>} : f64[]
+    %y = Clip(%w, %lo) : f64[2,3])"},
+  {OpKind::Tile, "f64[2,3]", R"(%r = Constant() {value = dense<i64[2]: [1, 2]>} : i64[2]
+    %y = Tile(%w, %r) : f64[2,6])"},
 };
 // clang-format on
 
@@ -240,7 +247,7 @@ TEST_CASE("op traits: in place and shape-only sets") {
   // (Exp, Sub and Mul were in place) for the loss. remat.SoftmaxGrad and
   // remat.LayerNormalizationGrad replaced in-place Mul and Sub chains for
   // Softmax and LayerNormalization, remat.DropoutGrad Dropout's Cast, Mul
-  // and Mul. Sign came later still (issue 36).
+  // and Mul. Sign came later still (issue 36), and Ceil (issue 40).
   std::set<OpKind> inPlace = {
       OpKind::Add,     OpKind::Sub,     OpKind::Mul,  OpKind::Div,
       OpKind::Sqrt,    OpKind::Erf,     OpKind::Tanh, OpKind::Relu,
@@ -249,7 +256,7 @@ TEST_CASE("op traits: in place and shape-only sets") {
       OpKind::Not,     OpKind::GeluGrad};
   inPlace.insert({OpKind::SoftmaxCrossEntropyGrad, OpKind::SoftmaxGrad,
                   OpKind::LayerNormalizationGrad, OpKind::DropoutGrad,
-                  OpKind::Sign});
+                  OpKind::Sign, OpKind::Ceil});
   CHECK(opsWith(kInPlace) == inPlace);
   // Overwriting operand element i with result element i is only safe when
   // nothing else reads operand element i: elementwise ops; the loss
