@@ -82,8 +82,19 @@ def step_function(args, model):
     # and free each saved tensor after its last use.
     from torch._dynamo.backends.debugging import boxed_nop as nop
 
+    # The loss from the logits here, not the model's labels= path:
+    # transformers' loss_function (GPT-2, Llama) is a graph break for
+    # dynamo, which would plan the model and its loss as two graphs, each
+    # under the whole budget, with the logits held between them. Every
+    # point computes the same loss this way (eager included).
+    causal = args.model != "bert"
+
     def loss(ids, labels):
-        return model(input_ids=ids, labels=labels).loss
+        logits = model(input_ids=ids).logits
+        if causal:
+            logits, labels = logits[:, :-1], labels[:, 1:]
+        return torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
     kind, _, value = args.point.partition("=")
     info = {}
