@@ -289,6 +289,13 @@ Error BertConfig::validate() const {
   if (!(layerNormEps > 0 && std::isfinite(layerNormEps)))
     return error("key 'layer_norm_eps' must be a positive number, got " +
                  formatNumber(layerNormEps));
+  // The model is f32: an epsilon that rounds to 0 or inf there would build
+  // a LayerNormalization that shape inference refuses.
+  float f32Eps = static_cast<float>(layerNormEps);
+  if (!(f32Eps > 0 && std::isfinite(f32Eps)))
+    return error("key 'layer_norm_eps' must be a positive number that f32 "
+                 "holds (between 1.4e-45 and 3.4e+38), got " +
+                 formatNumber(layerNormEps));
   for (auto [key, value] :
        {std::pair<StringRef, double>{"hidden_dropout_prob", hiddenDropout},
         {"attention_probs_dropout_prob", attentionDropout}})

@@ -279,6 +279,13 @@ TEST_CASE("bert config: invalid values") {
         "-0.1");
   CHECK(parseError(configJson({{"layer_norm_eps", "0"}})) ==
         "t.json: key 'layer_norm_eps' must be a positive number, got 0");
+  // Positive as a double but 0 (or inf) in f32, the model's type.
+  CHECK(parseError(configJson({{"layer_norm_eps", "1e-122"}})) ==
+        "t.json: key 'layer_norm_eps' must be a positive number that f32 "
+        "holds (between 1.4e-45 and 3.4e+38), got 1e-122");
+  CHECK(parseError(configJson({{"layer_norm_eps", "1e+300"}})) ==
+        "t.json: key 'layer_norm_eps' must be a positive number that f32 "
+        "holds (between 1.4e-45 and 3.4e+38), got 1e+300");
   CHECK(parseError(configJson({{"initializer_range", "-1"}})) ==
         "t.json: key 'initializer_range' must be a non-negative number, "
         "got -1");
