@@ -59,12 +59,28 @@ PendingFile::create(llvm::StringRef path) {
       return makeError("cannot write '" + path + "': " + ec.message());
     return std::unique_ptr<PendingFile>(new PendingFile(path, "", fd));
   }
+  // Ctrl-C or SIGTERM while it is written removes it. Its name is
+  // registered for that before the file is created: a signal between
+  // creating and registering it (delivered to any of the process's threads,
+  // so not one a mask here could hold) would leave it behind.
   llvm::SmallString<256> tempPath;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%", fd, tempPath))
-    return makeError("cannot write '" + path + "': " + ec.message());
-  // Ctrl-C or SIGTERM while it is written removes it.
-  llvm::sys::RemoveFileOnSignal(tempPath);
+  for (unsigned attempt = 1;; ++attempt) {
+    llvm::sys::fs::createUniquePath(path + ".tmp-%%%%%%", tempPath,
+                                    /*MakeAbsolute=*/false);
+    if (!llvm::sys::fs::exists(tempPath)) {
+      llvm::sys::RemoveFileOnSignal(tempPath);
+      std::error_code ec = llvm::sys::fs::openFileForWrite(
+          tempPath, fd, llvm::sys::fs::CD_CreateNew);
+      if (!ec)
+        break;
+      llvm::sys::DontRemoveFileOnSignal(tempPath);
+      if (ec != std::errc::file_exists)
+        return makeError("cannot write '" + path + "': " + ec.message());
+    }
+    if (attempt == 128)
+      return makeError("cannot write '" + path +
+                       "': no unused temporary name beside it");
+  }
   return std::unique_ptr<PendingFile>(new PendingFile(path, tempPath, fd));
 }
 
