@@ -3,12 +3,14 @@
 // remat-c/remat.h. Each entry point catches what the C++ side may throw
 // (std::bad_alloc, an exception from a third-party library) so that nothing
 // but a RematStatus reaches C. A null handle or out-pointer is an error
-// status. Each model has a mutex that every call on it holds: remat::Model
-// is not safe to share, so two threads using one model take turns.
+// status. Each model has a mutex that every call on it holds (RematModel,
+// api/CApiModel.h): remat::Model is not safe to share, so two threads using
+// one model take turns.
 //
 //===----------------------------------------------------------------------===//
 #include "remat-c/remat.h"
 
+#include "api/CApiModel.h"
 #include "remat/remat.h"
 
 #include <exception>
@@ -18,13 +20,6 @@
 
 struct RematStatus {
   std::string message;
-};
-
-struct RematModel {
-  remat::Model model;
-  /// Held by every call on the model (const ones too: they read the graph
-  /// a call on another thread may be rewriting).
-  mutable std::mutex mutex;
 };
 
 struct RematBuffer {

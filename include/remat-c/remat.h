@@ -8,7 +8,8 @@
  * crosses this API. A NULL handle, buffer or out-pointer is an error status
  * (rematBufferGetData/GetSize of NULL: "" and 0), never a crash. A model may
  * be used from several threads: each call on it holds the model's lock, so
- * the calls take turns.
+ * the calls take turns. rematModelDestroy takes no lock: destroy a model
+ * once no other thread is using it.
  *
  *   RematModel *model = NULL;
  *   RematStatus *status = rematModelLoad("bert.onnx", "batch=8,seq=512",
