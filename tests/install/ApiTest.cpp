@@ -155,9 +155,14 @@ TEST_CASE("C: ONNX bytes read external data only from a base folder given") {
 TEST_CASE("C: every entry point takes NULL handles and buffers") {
   // Each call with NULL for every pointer is an error status (or, for the
   // accessors and destroyers, a harmless default), never a crash.
-  auto expectError = [](RematStatus *status, const char *what) {
+  // \p message, when given, is the whole message: "any error" would also
+  // pass when the check of NULL is gone and a later step fails instead.
+  auto expectError = [](RematStatus *status, const char *what,
+                        const char *message = nullptr) {
     CHECK_MESSAGE(status != nullptr, what);
     CHECK(std::strlen(rematStatusGetMessage(status)) > 0);
+    if (message)
+      CHECK(std::string(rematStatusGetMessage(status)) == std::string(message));
     rematStatusDestroy(status);
   };
   CHECK(std::string(rematStatusGetMessage(nullptr)).empty());
@@ -170,16 +175,20 @@ TEST_CASE("C: every entry point takes NULL handles and buffers") {
   expectError(rematModelLoadOnnxBytes(nullptr, 0, nullptr, nullptr),
               "LoadOnnxBytes");
   expectError(rematModelLoadOnnxBytes(nullptr, 100, nullptr, &model),
-              "LoadOnnxBytes(data NULL, size 100)");
+              "LoadOnnxBytes(data NULL, size 100)",
+              "rematModelLoadOnnxBytes: the data pointer is null but the size "
+              "is 100");
   CHECK(model == nullptr);
   expectError(rematModelLoadOnnxBytes(nullptr, 0, nullptr, &model),
               "LoadOnnxBytes(data NULL, size 0)");
   expectError(rematModelLoadOnnxBytesWithBaseDir(nullptr, 0, nullptr, nullptr,
                                                  nullptr),
               "LoadOnnxBytesWithBaseDir");
-  expectError(rematModelLoadOnnxBytesWithBaseDir(nullptr, 100, ".", nullptr,
-                                                 &model),
-              "LoadOnnxBytesWithBaseDir(data NULL, size 100)");
+  expectError(
+      rematModelLoadOnnxBytesWithBaseDir(nullptr, 100, ".", nullptr, &model),
+      "LoadOnnxBytesWithBaseDir(data NULL, size 100)",
+      "rematModelLoadOnnxBytesWithBaseDir: the data pointer is null "
+      "but the size is 100");
   CHECK(model == nullptr);
   expectError(rematModelLoadRir(nullptr, nullptr), "LoadRir");
   expectError(rematModelLoadRir(nullptr, &model), "LoadRir(text NULL)");
