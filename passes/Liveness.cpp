@@ -26,12 +26,14 @@ llvm::StringRef memoryCategoryName(MemoryCategory category) {
 }
 
 Liveness::Liveness(const ir::Graph &graph) {
+  schedule_.reserve(graph.getNumNodes());
   for (const ir::Node &node : graph.getNodes())
     schedule_.push_back(&node);
   analyse(graph, graph.getMemoryPlan());
 }
 
 Liveness::Liveness(const ir::Graph &graph, const ir::MemoryPlan &plan) {
+  schedule_.reserve(graph.getNumNodes());
   for (const ir::Node &node : graph.getNodes())
     schedule_.push_back(&node);
   analyse(graph, &plan);
@@ -58,6 +60,10 @@ void Liveness::analyse(const ir::Graph &graph, const ir::MemoryPlan *plan) {
   position.reserve(n);
   for (size_t i = 0; i < n; ++i)
     position[schedule_[i]] = i;
+  // Most nodes have one result.
+  values_.reserve(n);
+  ranges_.reserve(n);
+  valueIndex_.reserve(n);
 
   for (size_t i = 0; i < n; ++i) {
     for (const ir::Value *result : schedule_[i]->getResults()) {

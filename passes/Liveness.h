@@ -78,6 +78,8 @@ public:
   llvm::ArrayRef<const ir::Node *> getSchedule() const { return schedule_; }
   /// Every arena value (node result), in schedule order.
   llvm::ArrayRef<const ir::Value *> getValues() const { return values_; }
+  /// The live range of each of getValues(), by index.
+  llvm::ArrayRef<LiveRange> getRanges() const { return ranges_; }
   /// \returns the live range of node result \p value.
   LiveRange getRange(const ir::Value *value) const;
   /// \returns the positions where \p value's bytes count: its live range,

@@ -93,15 +93,19 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
                                 std::vector<Buffer> &buffers,
                                 llvm::DenseMap<const ir::Value *, unsigned> &bufferOf) {
   llvm::ArrayRef<const ir::Value *> values = liveness.getValues();
+  llvm::ArrayRef<LiveRange> ranges = liveness.getRanges();
   const uint64_t align = ir::MemoryPlan::kAlignment;
-  for (const ir::Value *value : values) {
+  buffers.reserve(values.size());
+  bufferOf.reserve(values.size());
+  for (size_t v = 0; v < values.size(); ++v) {
+    const ir::Value *value = values[v];
     uint64_t bytes = Liveness::getBytes(value);
     if (bytes > kMaxArenaBytes)
       return makeError("cannot plan memory: %" + value->getName() + " (" +
                        value->getType().str() + ") needs " +
                        llvm::Twine(bytes) +
                        " bytes, more than the 2^62 bytes addressable");
-    LiveRange range = liveness.getRange(value);
+    LiveRange range = ranges[v];
     const ir::Node *node = value->getDefiningNode();
     // A shape-only op (Reshape, Squeeze, Unsqueeze, Identity) may take its
     // data operand's buffer as it is: the same bytes, so the kernel, seeing

@@ -11,9 +11,11 @@ namespace {
 
 class Rewriter {
 public:
+  /// With \p dryRun, changes nothing and only counts what it would clone.
   Rewriter(ir::Graph &graph, const RecomputePlan &plan,
-           const CostProfile &profile, RecomputeUndo *undo)
-      : graph_(graph), plan_(plan), profile_(profile), undo_(undo) {}
+           const CostProfile &profile, RecomputeUndo *undo, bool dryRun)
+      : graph_(graph), plan_(plan), profile_(profile), undo_(undo),
+        dryRun_(dryRun) {}
 
   RecomputeStats run() {
     // Collect the backward nodes first: cloning inserts nodes as we go.
@@ -26,6 +28,10 @@ public:
         ir::Value *operand = node->getOperand(i);
         if (!plan_.drop.count(operand) || plan_.keep.count(operand))
           continue;
+        if (dryRun_) {
+          materialize(operand, node);
+          continue;
+        }
         if (undo_)
           undo_->rewired.emplace_back(node, i, operand);
         node->setOperand(i, materialize(operand, node));
@@ -103,11 +109,23 @@ private:
   /// Clones \p def before \p before, its operands read through \p map.
   void cloneInto(llvm::DenseMap<const ir::Value *, ir::Value *> &map,
                  const ir::Node &def, ir::Node *before) {
+    countClone(def);
+    if (dryRun_) {
+      // The original stands for its clone: isHeld reads the graph, which
+      // the real rewrite changes only where it is not read again (a
+      // dropped value's backward uses), so the same nodes are cloned.
+      for (ir::Value *result : def.getResults())
+        map[result] = result;
+      return;
+    }
     ir::Node *clone =
         graph_.cloneNode(def, map, before, ir::Stage::Recompute,
                          ir::kRecomputeSuffix);
     if (undo_)
       undo_->clones.push_back(clone);
+  }
+
+  void countClone(const ir::Node &def) {
     ++stats_.clonedNodes;
     stats_.clonedNames.push_back(def.getResult(0)->getName().str());
     stats_.recomputeFlops += nodeFlops(def);
@@ -118,6 +136,7 @@ private:
   const RecomputePlan &plan_;
   const CostProfile &profile_;
   RecomputeUndo *undo_;
+  bool dryRun_;
   /// Original forward value -> its clone. Filled by Graph::cloneNode, which
   /// also reads it to rewire the clone's operands.
   llvm::DenseMap<const ir::Value *, ir::Value *> clones_;
@@ -131,7 +150,16 @@ private:
 RecomputeStats applyRecomputePlan(ir::Graph &graph, const RecomputePlan &plan,
                                   const CostProfile &profile,
                                   RecomputeUndo *undo) {
-  return Rewriter(graph, plan, profile, undo).run();
+  return Rewriter(graph, plan, profile, undo, /*dryRun=*/false).run();
+}
+
+RecomputeStats predictRecomputeStats(const ir::Graph &graph,
+                                     const RecomputePlan &plan,
+                                     const CostProfile &profile) {
+  // A dry run does not change the graph.
+  return Rewriter(const_cast<ir::Graph &>(graph), plan, profile, nullptr,
+                  /*dryRun=*/true)
+      .run();
 }
 
 void undoRecomputePlan(ir::Graph &graph, const RecomputeUndo &undo) {

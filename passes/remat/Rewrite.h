@@ -84,6 +84,12 @@ RecomputeStats applyRecomputePlan(ir::Graph &graph, const RecomputePlan &plan,
                                   const CostProfile &profile,
                                   RecomputeUndo *undo = nullptr);
 
+/// \returns what applyRecomputePlan(graph, plan, profile) would return (the
+/// same clones counted in the same order), without changing \p graph.
+RecomputeStats predictRecomputeStats(const ir::Graph &graph,
+                                     const RecomputePlan &plan,
+                                     const CostProfile &profile);
+
 /// Restores \p graph to what it was before the rewrite \p undo recorded
 /// (the same nodes, operands and names; the memory plan stays dropped).
 void undoRecomputePlan(ir::Graph &graph, const RecomputeUndo &undo);

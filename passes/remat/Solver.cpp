@@ -175,7 +175,8 @@ std::vector<SegmentChoice> Solver::fixedPlan(Strategy strategy) const {
 
 PlanResult Solver::evaluate(llvm::StringRef strategy,
                             std::vector<SegmentChoice> choices,
-                            const std::vector<std::string> *drop) {
+                            const std::vector<std::string> *drop,
+                            bool estimate) {
   PlanResult result;
   result.strategy = strategy.str();
   result.choices = std::move(choices);
@@ -215,17 +216,34 @@ PlanResult Solver::evaluate(llvm::StringRef strategy,
     if (!stash_.isStashed(graph_.lookup(name)))
       result.keptStashBytes += bytesOf(graph_.lookup(name));
 
+  if (estimate)
+    ensureEstimate(result);
+  else
+    result.stats = predictRecomputeStats(graph_, toRewrite(result), profile_);
+  return result;
+}
+
+void Solver::ensureEstimate(PlanResult &plan) {
+  if (plan.estimated)
+    return;
   // Measure on the graph itself, then put it back: cheaper than a copy.
   RecomputeUndo undo;
-  result.stats = applyRecomputePlan(graph_, toRewrite(result), profile_, &undo);
+  RecomputeStats stats =
+      applyRecomputePlan(graph_, toRewrite(plan), profile_, &undo);
   auto lowerBound = lowerBoundArenaBytes(graph_);
   undoRecomputePlan(graph_, undo);
+  assert((plan.stats.clonedNodes == 0 ||
+          (plan.stats.clonedNames == stats.clonedNames &&
+           plan.stats.recomputeSeconds == stats.recomputeSeconds)) &&
+         "predictRecomputeStats differs from the rewrite");
+  plan.stats = std::move(stats);
   // An arena past 2^62 bytes: rank it last; planning it reports the error.
-  result.estimatedPeakBytes =
+  plan.estimatedPeakBytes =
       persistentBytes_ +
-      (lowerBound ? *lowerBound
-                  : (llvm::consumeError(lowerBound.takeError()), UINT64_MAX / 2));
-  return result;
+      (lowerBound
+           ? *lowerBound
+           : (llvm::consumeError(lowerBound.takeError()), UINT64_MAX / 2));
+  plan.estimated = true;
 }
 
 RecomputePlan Solver::toRewrite(const PlanResult &plan) const {
@@ -256,8 +274,7 @@ llvm::Error Solver::planExactly(PlanResult &plan) {
   return llvm::Error::success();
 }
 
-std::optional<std::vector<SegmentChoice>>
-Solver::runDp(uint64_t arenaBudget, bool allowSelective, bool leastHeld) const {
+Solver::DpPlans Solver::runDp(uint64_t arenaBudget, bool allowSelective) const {
   size_t n = chain_.segments.size();
   uint64_t totalStash = 0;
   for (const Segment &segment : chain_.segments)
@@ -265,81 +282,102 @@ Solver::runDp(uint64_t arenaBudget, bool allowSelective, bool leastHeld) const {
   uint64_t baseArena = basePeakBytes_ - persistentBytes_;
   uint64_t temporaries = baseArena > totalStash ? baseArena - totalStash : 0;
   if (temporaries >= arenaBudget)
-    return std::nullopt;
+    return {};
   uint64_t quantum = std::max<uint64_t>(1, arenaBudget / kBuckets);
   auto buckets = [&](uint64_t bytes) {
     return size_t((bytes + quantum - 1) / quantum);
   };
   size_t limit = buckets(arenaBudget - temporaries); // kept bytes allowed
+  size_t width = limit + 1;
   size_t maxGroup = std::max<size_t>(
       16, chain_.period ? size_t(4) * chain_.period : size_t(16));
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  // best[s][b]: least seconds for segments < s holding b buckets.
-  std::vector<std::vector<double>> best(n + 1,
-                                        std::vector<double>(limit + 1, kInf));
+  // best[s * width + b]: least seconds for segments < s holding b buckets.
+  std::vector<double> best((n + 1) * width, kInf);
   struct Step {
     SegmentOption option = SegmentOption::Keep;
     uint32_t from = 0; // segment index the step started at
     uint32_t prevBucket = 0;
   };
-  std::vector<std::vector<Step>> how(n + 1, std::vector<Step>(limit + 1));
-  best[0][0] = 0;
+  std::vector<Step> how((n + 1) * width);
+  best[0] = 0;
   auto relax = [&](size_t to, size_t bucket, double seconds, Step step) {
-    if (bucket > limit || seconds >= best[to][bucket])
+    if (bucket > limit || seconds >= best[to * width + bucket])
       return;
-    best[to][bucket] = seconds;
-    how[to][bucket] = step;
+    best[to * width + bucket] = seconds;
+    how[to * width + bucket] = step;
   };
+  // Per group s..t: the bytes it rebuilds and its forward seconds, summed
+  // from s as the relaxation order reads them.
+  std::vector<uint64_t> groupRebuilt;
+  std::vector<double> groupSeconds;
   for (size_t s = 0; s < n; ++s) {
     const Segment &segment = chain_.segments[s];
+    uint64_t checkpoint = segment.input ? bytesOf(segment.input) : 0;
+    size_t keepBuckets = buckets(segment.stashedBytes);
+    size_t selectiveBuckets = buckets(selectiveKeptBytes_[s]);
+    size_t checkpointBuckets = buckets(checkpoint);
+    bool selectiveHelps =
+        allowSelective && selectiveKeptBytes_[s] < segment.stashedBytes;
+    groupRebuilt.clear();
+    groupSeconds.clear();
+    uint64_t rebuilt = 0;
+    double seconds = 0;
+    for (size_t t = s; t < n && t < s + maxGroup; ++t) {
+      rebuilt += chain_.segments[t].stashedBytes;
+      seconds += forwardSeconds_[t];
+      groupRebuilt.push_back(rebuilt);
+      groupSeconds.push_back(seconds);
+    }
     for (size_t b = 0; b <= limit; ++b) {
-      double seconds = best[s][b];
-      if (seconds == kInf)
+      double before = best[s * width + b];
+      if (before == kInf)
         continue;
       uint64_t held = uint64_t(b) * quantum;
       // Its own backward rebuilds (or holds) its whole stash.
       bool fitsOwn = held + segment.stashedBytes + temporaries <= arenaBudget;
       if (fitsOwn) {
-        relax(s + 1, b + buckets(segment.stashedBytes), seconds,
+        relax(s + 1, b + keepBuckets, before,
               {SegmentOption::Keep, uint32_t(s), uint32_t(b)});
-        if (allowSelective && selectiveKeptBytes_[s] < segment.stashedBytes)
-          relax(s + 1, b + buckets(selectiveKeptBytes_[s]),
-                seconds + selectiveSeconds_[s],
+        if (selectiveHelps)
+          relax(s + 1, b + selectiveBuckets, before + selectiveSeconds_[s],
                 {SegmentOption::Selective, uint32_t(s), uint32_t(b)});
       }
-      uint64_t checkpoint = segment.input ? bytesOf(segment.input) : 0;
-      uint64_t rebuilt = 0;
-      double groupSeconds = 0;
-      for (size_t t = s; t < n && t < s + maxGroup; ++t) {
-        rebuilt += chain_.segments[t].stashedBytes;
-        groupSeconds += forwardSeconds_[t];
-        if (held + checkpoint + rebuilt + temporaries > arenaBudget)
+      for (size_t g = 0; g < groupRebuilt.size(); ++g) {
+        if (held + checkpoint + groupRebuilt[g] + temporaries > arenaBudget)
           break;
-        relax(t + 1, b + buckets(checkpoint), seconds + groupSeconds,
+        relax(s + 1 + g, b + checkpointBuckets, before + groupSeconds[g],
               {SegmentOption::Recompute, uint32_t(s), uint32_t(b)});
       }
     }
   }
-  size_t bestBucket = limit + 1;
-  for (size_t b = 0; b <= limit; ++b)
-    if (best[n][b] != kInf &&
-        (bestBucket > limit || best[n][b] < best[n][bestBucket])) {
-      bestBucket = b;
-      if (leastHeld)
-        break;
-    }
-  if (bestBucket > limit)
-    return std::nullopt;
-  std::vector<SegmentChoice> choices(n);
-  size_t at = n, bucket = bestBucket;
-  while (at > 0) {
-    Step step = how[at][bucket];
-    for (size_t s = step.from; s < at; ++s)
-      choices[s] = {step.option, step.from};
-    at = step.from;
-    bucket = step.prevBucket;
+  // The least seconds at the end, and the fewest buckets held (least
+  // seconds among those: the first finite entry).
+  const double *last = &best[n * width];
+  size_t leastTime = width, leastHeld = width;
+  for (size_t b = 0; b <= limit; ++b) {
+    if (last[b] == kInf)
+      continue;
+    if (leastHeld == width)
+      leastHeld = b;
+    if (leastTime == width || last[b] < last[leastTime])
+      leastTime = b;
   }
-  return choices;
+  auto trace = [&](size_t bucket) -> std::optional<std::vector<SegmentChoice>> {
+    if (bucket == width)
+      return std::nullopt;
+    std::vector<SegmentChoice> choices(n);
+    size_t at = n;
+    while (at > 0) {
+      Step step = how[at * width + bucket];
+      for (size_t s = step.from; s < at; ++s)
+        choices[s] = {step.option, step.from};
+      at = step.from;
+      bucket = step.prevBucket;
+    }
+    return choices;
+  };
+  return {trace(leastTime), trace(leastHeld)};
 }
 
 std::vector<PlanResult> &Solver::getPool() {
@@ -406,6 +444,7 @@ std::vector<PlanResult> &Solver::getPool() {
   // still takes its retry, so every variant runs as it would alone and the
   // pool holds at least what the least-time runs give by themselves.
   std::map<std::vector<std::pair<unsigned, unsigned>>, uint64_t> estimates;
+  std::map<std::pair<uint64_t, bool>, DpPlans> dpRuns;
   for (uint64_t level : levels) {
     if (level <= persistentBytes_)
       continue;
@@ -414,7 +453,12 @@ std::vector<PlanResult> &Solver::getPool() {
           std::pair{true, false}, std::pair{true, true}}) {
       uint64_t arena = level - persistentBytes_;
       for (unsigned attempt = 0; attempt < 2; ++attempt) {
-        auto choices = runDp(arena, selective, leastHeld);
+        // Both variants come from one table: run it once per level.
+        auto [cached, isNewRun] = dpRuns.try_emplace({arena, selective});
+        if (isNewRun)
+          cached->second = runDp(arena, selective);
+        const auto &choices =
+            leastHeld ? cached->second.leastHeld : cached->second.leastTime;
         if (!choices)
           break;
         std::vector<std::pair<unsigned, unsigned>> key;
@@ -423,8 +467,7 @@ std::vector<PlanResult> &Solver::getPool() {
         auto [known, isNew] = estimates.try_emplace(std::move(key), 0);
         if (isNew) {
           PlanResult plan =
-              evaluate(selective ? "chain-dp+selective" : "chain-dp",
-                       std::move(*choices));
+              evaluate(selective ? "chain-dp+selective" : "chain-dp", *choices);
           known->second = plan.estimatedPeakBytes;
           add(std::move(plan));
         }
@@ -440,13 +483,24 @@ std::vector<PlanResult> &Solver::getPool() {
   std::vector<std::pair<std::string, std::vector<SegmentChoice>>> flat;
   for (const PlanResult &plan : pool_)
     flat.push_back({plan.strategy, plan.choices});
+  // No decision above reads their estimates: they are made when the order
+  // or a budget first reads them (ensureEstimate), and the recompute time
+  // that orders the pool comes from a dry run of the rewrite.
   for (auto &[name, choices] : nestedPlans(flat))
-    add(evaluate(name, std::move(choices)));
+    add(evaluate(name, std::move(choices), nullptr, /*estimate=*/false));
 
   // Note [Monotone budgets]: one fixed order, independent of the budget:
-  // least recompute time, then least estimated peak, then pool order.
+  // least recompute time, then least estimated peak, then pool order. The
+  // estimate breaks ties only: members of equal time are estimated first.
   for (size_t i = 0; i < pool_.size(); ++i)
     pool_[i].poolIndex = unsigned(i);
+  std::map<double, std::vector<size_t>> byTime;
+  for (size_t i = 0; i < pool_.size(); ++i)
+    byTime[pool_[i].stats.recomputeSeconds].push_back(i);
+  for (const auto &[seconds, members] : byTime)
+    if (members.size() > 1)
+      for (size_t i : members)
+        ensureEstimate(pool_[i]);
   llvm::stable_sort(pool_, [](const PlanResult &a, const PlanResult &b) {
     if (a.stats.recomputeSeconds != b.stats.recomputeSeconds)
       return a.stats.recomputeSeconds < b.stats.recomputeSeconds;
@@ -482,7 +536,10 @@ Solver::solve(Strategy strategy, std::optional<uint64_t> budgetBytes) {
   // same in-place sharing), so members over the budget by it are skipped
   // without planning them.
   for (PlanResult &plan : getPool()) {
-    if (!belongsTo(strategy, plan) || plan.estimatedPeakBytes > *budgetBytes)
+    if (!belongsTo(strategy, plan))
+      continue;
+    ensureEstimate(plan);
+    if (plan.estimatedPeakBytes > *budgetBytes)
       continue;
     if (auto err = planExactly(plan))
       return std::move(err);
@@ -564,8 +621,10 @@ llvm::Expected<PlanResult> Solver::smallestMember(
   // strategy that reads them reaches it.
   std::vector<PlanResult *> byEstimate;
   for (PlanResult &plan : getPool())
-    if (isMember(plan))
+    if (isMember(plan)) {
+      ensureEstimate(plan);
       byEstimate.push_back(&plan);
+    }
   llvm::stable_sort(byEstimate, [](const PlanResult *a, const PlanResult *b) {
     return a->estimatedPeakBytes < b->estimatedPeakBytes;
   });

@@ -118,6 +118,9 @@ struct PlanResult {
   /// persistent + peak live bytes with plan-memory's in-place sharing: a
   /// lower bound of the planned peak that the search ranks by.
   uint64_t estimatedPeakBytes = 0;
+  /// Whether estimatedPeakBytes is filled: pool members whose estimate no
+  /// decision has read yet leave it for later (Solver::ensureEstimate).
+  bool estimated = false;
   /// Position in the order the pool was built.
   unsigned poolIndex = 0;
   /// Stashed bytes held through backward.
@@ -179,7 +182,10 @@ private:
   /// estimates its peak.
   PlanResult evaluate(llvm::StringRef strategy,
                       std::vector<SegmentChoice> choices,
-                      const std::vector<std::string> *drop = nullptr);
+                      const std::vector<std::string> *drop = nullptr,
+                      bool estimate = true);
+  /// Fills \p plan's estimated peak (and its stats) if evaluate left it.
+  void ensureEstimate(PlanResult &plan);
   /// \returns \p plan's values in the graph.
   RecomputePlan toRewrite(const PlanResult &plan) const;
   /// Fills \p plan's planned peak: plan-memory on the graph rewritten under
@@ -202,11 +208,13 @@ private:
   nestedPlans(const std::vector<std::pair<std::string,
                                           std::vector<SegmentChoice>>> &plans)
       const;
-  /// The chain DP's plan under \p arenaBudget: of least predicted time, or
-  /// with \p leastHeld the one holding the fewest bytes at the end of
-  /// forward, counted in buckets (least time among those).
-  std::optional<std::vector<SegmentChoice>>
-  runDp(uint64_t arenaBudget, bool allowSelective, bool leastHeld) const;
+  /// The chain DP's plans under an arena budget: of least predicted time,
+  /// and the one holding the fewest bytes at the end of forward, counted in
+  /// buckets (least time among those). One table gives both.
+  struct DpPlans {
+    std::optional<std::vector<SegmentChoice>> leastTime, leastHeld;
+  };
+  DpPlans runDp(uint64_t arenaBudget, bool allowSelective) const;
   /// Seconds to rebuild \p value from what is held if it alone is dropped.
   double chainSeconds(const ir::Value *value) const;
   bool isCheap(const ir::Value *value) const;

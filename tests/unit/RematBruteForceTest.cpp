@@ -239,6 +239,66 @@ TEST_CASE("remat: auto is the fastest fitting plan and its smallest peak the "
   CHECK(measured.graphs >= 20);
 }
 
+TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
+          "rewrite makes, with and without inner boundaries") {
+  // The solver prices nested plans by predictRecomputeStats before it
+  // rewrites them (Solver::ensureEstimate): every held set of the brute
+  // force's graphs, and the same with each segment input not held made an
+  // inner boundary (Note [Nested recompute]).
+  CostProfile profile;
+  unsigned plans = 0, nestedDiffer = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    std::unique_ptr<ir::Graph> step =
+        trainingStep(remat::testing::randomTrainingGraph(seed, kRows));
+    StashInfo stash = analyseStash(*step);
+    auto chain = findSegments(*step, stash, {});
+    REQUIRE(bool(chain));
+    std::vector<ir::Value *> candidates = stash.stashed;
+    for (const Segment &segment : chain->segments)
+      if (segment.input && !llvm::is_contained(candidates, segment.input))
+        candidates.push_back(segment.input);
+    if (candidates.size() > kMaxCandidates)
+      continue;
+    for (uint32_t held = 0; held < (1u << candidates.size()); ++held) {
+      RecomputePlan plan;
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        bool isHeld = held >> i & 1;
+        if (stash.isStashed(candidates[i]) && !isHeld)
+          plan.drop.insert(candidates[i]);
+        if (!stash.isStashed(candidates[i]) && isHeld)
+          plan.keep.insert(candidates[i]);
+      }
+      RecomputePlan nested = plan;
+      for (const Segment &segment : chain->segments)
+        if (segment.input && !plan.keep.count(segment.input))
+          nested.innerBoundaries.insert(segment.input);
+      for (const RecomputePlan *rewrite : {&plan, &nested}) {
+        INFO("seed " << seed << " held set " << held
+                     << (rewrite == &nested ? " nested" : ""));
+        RecomputeStats predicted =
+            predictRecomputeStats(*step, *rewrite, profile);
+        RecomputeUndo undo;
+        RecomputeStats stats =
+            applyRecomputePlan(*step, *rewrite, profile, &undo);
+        undoRecomputePlan(*step, undo);
+        CHECK(predicted.clonedNodes == stats.clonedNodes);
+        CHECK(predicted.clonedNames == stats.clonedNames);
+        CHECK(predicted.recomputeFlops == stats.recomputeFlops);
+        CHECK(predicted.recomputeSeconds == stats.recomputeSeconds);
+        ++plans;
+        if (rewrite == &nested)
+          nestedDiffer +=
+              stats.clonedNames !=
+              predictRecomputeStats(*step, plan, profile).clonedNames;
+      }
+    }
+  }
+  MESSAGE(plans << " rewrites predicted, " << nestedDiffer
+                << " nested ones differ from their flat plan");
+  // The inner boundaries' path is exercised.
+  CHECK(nestedDiffer > 0);
+}
+
 // Not a check: with REMAT_WRITE_RANDOM_GRAPHS=DIR, writes the 200 random
 // graphs of the remat tests (random_<seed>.rir) and the activation-heavy
 // ones of this file (random256_<seed>.rir) for tools/bench/remat_oracle.py.
