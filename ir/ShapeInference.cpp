@@ -174,6 +174,16 @@ Expected<int64_t> intAttr(const Node &node, StringRef name,
   return value->value_or(defaultValue);
 }
 
+Expected<bool> flagAttr(const Node &node, StringRef name, bool defaultValue) {
+  auto value = intAttr(node, name, defaultValue ? 1 : 0);
+  if (!value)
+    return value.takeError();
+  if (*value != 0 && *value != 1)
+    return nodeError(node, "attribute '" + name + "' is " + Twine(*value) +
+                               ", expected 0 or 1");
+  return *value == 1;
+}
+
 Expected<float> floatAttr(const Node &node, StringRef name,
                           float defaultValue) {
   auto value = readAttr<float>(node, name, "a float");

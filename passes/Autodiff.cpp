@@ -28,14 +28,15 @@
 // decomposes it, and the other remat-domain gradients, into standard ops),
 // Sin Cos Abs Min Trilu CumSum
 // GatherElements (data) Pad (data, constant_value), Reciprocal and Conv (X
-// through ConvTranspose; W for group 1; B). ConvTranspose has no rule (autodiff
+// through ConvTranspose; W for group 1; B), Softplus (sigmoid(x) dy), TopK
+// (values into zeros at the indices). ConvTranspose has no rule (autodiff
 // emits it for Conv; it does not differentiate through one).
 //
 // Only float values carry gradients. Not differentiated through:
 // - Shape, Constant, ConstantOfShape (no operand, or an integer one) and
 //   Equal, GreaterOrEqual, And, Not, IsNaN, IsInf, Less, LessOrEqual,
-//   Greater, Or (boolean results): no rule is needed, since
-//   their results never depend on a weight's value.
+//   Greater, Or (boolean results), ArgMax, ArgMin (i64 results): no rule
+//   is needed, since their results never carry a gradient.
 // - Cast to or from a non-float dtype; any integer or bool value.
 // - Index-like operands: Gather/ScatterElements indices, the shape operand of
 //   Reshape/Expand, the axes of ReduceSum/Squeeze/Unsqueeze, the starts,
@@ -45,8 +46,9 @@
 //   the operands that do carry one.
 // - Ops whose gradient is zero wherever it is defined (piecewise constant):
 //   Ops.def gives them kDifferentiable and no GradOperands, so their result
-//   is a constant to autodiff. It emits no backward nodes for them, and a
-//   weight that reaches the loss only through one gets no gradient.
+//   is a constant to autodiff (Sign, Ceil, Floor). It emits no backward
+//   nodes for them, and a weight that reaches the loss only through one
+//   gets no gradient.
 // Any other op without a rule (ScatterElements, Mod, Range, OneHot) whose
 // float result depends on a weight and is on a path to the loss is an error
 // that names the node, rather than a silent zero gradient.

@@ -11,7 +11,8 @@
 //     other initializers.
 //  3. Convert node by node to remat's opset-17 forms (ReduceMean axes input ->
 //     attribute, Split num_outputs -> split operand, Gelu -> remat.Gelu,
-//     Flatten -> Reshape, GatherND with constant indices -> Reshape + Gather,
+//     Flatten -> Reshape, GatherND -> Reshape + Gather (its flat indices
+//     computed by nodes when the indices are not constant),
 //     CastLike -> Cast, ScatterND with constant indices -> Reshape +
 //     ScatterElements, SplitToSequence -> Split (SequenceAt at a constant
 //     position picks a piece),
@@ -329,6 +330,11 @@ private:
   Results convertCast(const FlatNode &flat, NodeArgs &args);
   Results convertFlatten(const FlatNode &flat, NodeArgs &args);
   Results convertGatherND(const FlatNode &flat, NodeArgs &args);
+  /// GatherND's flat Gather indices computed by nodes from \p indices that
+  /// are not constant.
+  Expected<Value *> gatherNDIndices(const FlatNode &flat, Value *indices,
+                                    const TensorType &dataType,
+                                    int64_t batchDims, const std::string &name);
   Results convertCastLike(const FlatNode &flat, NodeArgs &args);
   Results convertScatterND(const FlatNode &flat, NodeArgs &args);
   /// SequenceAt at a constant position.
@@ -1575,18 +1581,15 @@ Importer::Results Importer::convertGatherND(const FlatNode &flat,
   ArrayRef<Value *> operands = args.operands;
   const AttrList &attrs = args.attrs;
   const std::string &name = args.names[0];
-  // With constant indices, GatherND is a Gather on the data reshaped so that
-  // the indexed dims are one: data [B..., D1..Dk, R...] -> [B*D1*..*Dk, R...],
-  // flat index = b * D1*..*Dk + sum(i_j * stride_j).
+  // GatherND is a Gather on the data reshaped so that the indexed dims are
+  // one: data [B..., D1..Dk, R...] -> [B*D1*..*Dk, R...], flat index = b *
+  // D1*..*Dk + sum(i_j * stride_j), computed here for constant indices and
+  // by nodes otherwise (gatherNDIndices).
   if (operands.size() != 2)
     return nodeError(flat, "expects 2 inputs, got " + Twine(operands.size()));
   const TensorData *indices = getConstantValue(operands[1]);
-  if (!indices)
-    return nodeError(flat, "indices '" + operands[1]->getName() +
-                               "' must be a constant: remat imports GatherND "
-                               "as Reshape + Gather with computed indices");
   const TensorType &dataType = operands[0]->getType();
-  const TensorType &indexType = indices->getType();
+  const TensorType &indexType = operands[1]->getType();
   if (indexType.getDType() != DType::I64 || indexType.getRank() < 1)
     return nodeError(flat, "indices must be an i64 tensor of rank >= 1, got " +
                                indexType.str());
@@ -1613,7 +1616,29 @@ Importer::Results Importer::convertGatherND(const FlatNode &flat,
   int64_t perBatch = 1;
   for (int64_t i = batchDims; i < indexRank - 1; ++i)
     perBatch *= indexType.getDim(i);
+  SmallVector<int64_t, 4> flatShape = {batch * block};
+  for (int64_t i = batchDims + k; i < rank; ++i)
+    flatShape.push_back(dataType.getDim(i));
+  ArrayRef<int64_t> gatherShape = indexType.getDims().drop_back();
+  Value *shape = emitConstant(
+      TensorData::fromInts(
+          TensorType(DType::I64, {static_cast<int64_t>(flatShape.size())}),
+          flatShape),
+      name + ".shape");
+  auto reshaped = emit(flat, OpKind::Reshape, {operands[0], shape}, {},
+                       {freshName(name + ".flat")});
+  if (!reshaped)
+    return reshaped.takeError();
+  AttrList gatherAttrs;
+  gatherAttrs.set("axis", int64_t{0});
 
+  if (!indices) {
+    auto index = gatherNDIndices(flat, operands[1], dataType, batchDims, name);
+    if (!index)
+      return index.takeError();
+    return emit(flat, OpKind::Gather, {(*reshaped)[0], *index},
+                std::move(gatherAttrs), {name});
+  }
   std::vector<int64_t> raw = indices->getInts();
   std::vector<int64_t> flatIndices;
   flatIndices.reserve(batch * perBatch);
@@ -1637,27 +1662,115 @@ Importer::Results Importer::convertGatherND(const FlatNode &flat,
       flatIndices.push_back(b * block + offset);
     }
   }
-  SmallVector<int64_t, 4> flatShape = {batch * block};
-  for (int64_t i = batchDims + k; i < rank; ++i)
-    flatShape.push_back(dataType.getDim(i));
-  ArrayRef<int64_t> gatherShape = indexType.getDims().drop_back();
-
-  Value *shape = emitConstant(
-      TensorData::fromInts(
-          TensorType(DType::I64, {static_cast<int64_t>(flatShape.size())}),
-          flatShape),
-      name + ".shape");
-  auto reshaped = emit(flat, OpKind::Reshape, {operands[0], shape}, {},
-                       {freshName(name + ".flat")});
-  if (!reshaped)
-    return reshaped.takeError();
   Value *index = emitConstant(
       TensorData::fromInts(TensorType(DType::I64, gatherShape), flatIndices),
       name + ".indices");
-  AttrList gatherAttrs;
-  gatherAttrs.set("axis", int64_t{0});
   return emit(flat, OpKind::Gather, {(*reshaped)[0], index},
               std::move(gatherAttrs), {name});
+}
+
+Expected<Value *> Importer::gatherNDIndices(const FlatNode &flat,
+                                            Value *indices,
+                                            const TensorType &dataType,
+                                            int64_t batchDims,
+                                            const std::string &name) {
+  // indices [B..., M..., k] -> flat index [B..., M...]: negative entries
+  // wrapped by their dim, dotted with the row-major strides of D1..Dk, plus
+  // b * D1*..*Dk. A tuple with an entry outside its dim gets the flat index
+  // B*D1*..*Dk, outside the reshaped data, so that Gather's range check
+  // reports it when the step runs.
+  const TensorType &indexType = indices->getType();
+  int64_t indexRank = indexType.getRank();
+  int64_t k = indexType.getDim(indexRank - 1);
+  std::vector<int64_t> dims, strides(k, 1);
+  for (int64_t j = 0; j < k; ++j)
+    dims.push_back(dataType.getDim(batchDims + j));
+  for (int64_t j = k - 1; j > 0; --j)
+    strides[j - 1] = strides[j] * dims[j];
+  int64_t block = k ? strides[0] * dims[0] : 1, batch = 1;
+  for (int64_t i = 0; i < batchDims; ++i)
+    batch *= dataType.getDim(i);
+  TensorType vector(DType::I64, {k});
+  Value *dimsValue =
+      emitConstant(TensorData::fromInts(vector, dims), name + ".dims");
+  Value *stridesValue =
+      emitConstant(TensorData::fromInts(vector, strides), name + ".strides");
+  Value *zero = emitConstant(
+      TensorData::fromInts(TensorType(DType::I64, {}), {0}), name + ".zero");
+  Value *lastAxis = emitConstant(
+      TensorData::fromInts(TensorType(DType::I64, {1}), {-1}), name + ".axis");
+  // One node: its single result, named from name + suffix.
+  auto node = [&](OpKind op, ArrayRef<Value *> operands, StringRef suffix,
+                  AttrList attrs = {}) -> Expected<Value *> {
+    auto results = emit(flat, op, operands, std::move(attrs),
+                        {freshName((name + suffix).str())});
+    if (!results)
+      return results.takeError();
+    return (*results)[0];
+  };
+  auto negative = node(OpKind::Less, {indices, zero}, ".negative");
+  if (!negative)
+    return negative.takeError();
+  auto shifted = node(OpKind::Add, {indices, dimsValue}, ".shifted");
+  if (!shifted)
+    return shifted.takeError();
+  auto wrapped =
+      node(OpKind::Where, {*negative, *shifted, indices}, ".wrapped");
+  if (!wrapped)
+    return wrapped.takeError();
+  // Out of range: wrapped < 0 or wrapped >= dim, counted per tuple.
+  auto below = node(OpKind::Less, {*wrapped, zero}, ".below");
+  if (!below)
+    return below.takeError();
+  auto above = node(OpKind::GreaterOrEqual, {*wrapped, dimsValue}, ".above");
+  if (!above)
+    return above.takeError();
+  auto outside = node(OpKind::Or, {*below, *above}, ".outside");
+  if (!outside)
+    return outside.takeError();
+  AttrList toI64;
+  toI64.set("to", int64_t{onnx::TensorProto::INT64});
+  auto outsideCount = node(OpKind::Cast, {*outside}, ".outside_i64", toI64);
+  if (!outsideCount)
+    return outsideCount.takeError();
+  AttrList dropAxis;
+  dropAxis.set("keepdims", int64_t{0});
+  auto bad =
+      node(OpKind::ReduceSum, {*outsideCount, lastAxis}, ".bad", dropAxis);
+  if (!bad)
+    return bad.takeError();
+  auto scaled = node(OpKind::Mul, {*wrapped, stridesValue}, ".scaled");
+  if (!scaled)
+    return scaled.takeError();
+  auto offset =
+      node(OpKind::ReduceSum, {*scaled, lastAxis}, ".offset", dropAxis);
+  if (!offset)
+    return offset.takeError();
+  Value *index = *offset;
+  if (batchDims > 0) {
+    // b * block for each batch entry, broadcast over the M dims.
+    SmallVector<int64_t, 4> baseDims(indexType.getDims().begin(),
+                                     indexType.getDims().drop_back().end());
+    for (int64_t i = batchDims; i < indexRank - 1; ++i)
+      baseDims[i] = 1;
+    std::vector<int64_t> bases;
+    for (int64_t b = 0; b < batch; ++b)
+      bases.push_back(b * block);
+    Value *base = emitConstant(
+        TensorData::fromInts(TensorType(DType::I64, baseDims), bases),
+        name + ".batch_base");
+    auto added = node(OpKind::Add, {index, base}, ".batched");
+    if (!added)
+      return added.takeError();
+    index = *added;
+  }
+  auto isBad = node(OpKind::Greater, {*bad, zero}, ".is_bad");
+  if (!isBad)
+    return isBad.takeError();
+  Value *past = emitConstant(
+      TensorData::fromInts(TensorType(DType::I64, {}), {batch * block}),
+      name + ".past_end");
+  return node(OpKind::Where, {*isBad, past, index}, ".indices");
 }
 
 Value *Importer::tryFold(Node *node) {

@@ -157,14 +157,11 @@ Expected<Results> inferMod(const Node &node) {
     return std::move(err);
   if (auto err = checkSameDType(node, 1, 0))
     return std::move(err);
-  auto fmod = intAttr(node, "fmod", 0);
+  auto fmod = flagAttr(node, "fmod", false);
   if (!fmod)
     return fmod.takeError();
-  if (*fmod != 0 && *fmod != 1)
-    return nodeError(node, "attribute 'fmod' is " + Twine(*fmod) +
-                               ", expected 0 or 1");
   DType dtype = operandType(node, 0).getDType();
-  if (isFloat(dtype) && *fmod != 1)
+  if (isFloat(dtype) && !*fmod)
     return nodeError(node, "attribute 'fmod' must be 1 for " +
                                operandName(node, 0) + " of float type " +
                                operandType(node, 0).str());
@@ -227,12 +224,9 @@ Expected<Results> inferIsNaN(const Node &node) {
 
 Expected<Results> inferIsInf(const Node &node) {
   for (StringRef name : {"detect_negative", "detect_positive"}) {
-    auto value = intAttr(node, name, 1);
+    auto value = flagAttr(node, name, true);
     if (!value)
       return value.takeError();
-    if (*value != 0 && *value != 1)
-      return nodeError(node, "attribute '" + name + "' is " + Twine(*value) +
-                                 ", expected 0 or 1");
   }
   if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
     return std::move(err);

@@ -1,6 +1,6 @@
 //===- ir/inference/Indexing.cpp - Indexing inference rules ---------------===//
 //
-// GatherElements, Trilu, CumSum, Pad and Tile.
+// GatherElements, Trilu, CumSum, Pad, Tile and TopK.
 //
 // The rules are infer<Infer> for the Infer column of ir/Ops.def
 // (Note [The op table]).
@@ -43,12 +43,9 @@ Expected<Results> inferTrilu(const Node &node) {
   if (node.getNumOperands() == 2)
     if (auto err = checkScalarOperand(node, 1, isI64, "dtype i64"))
       return std::move(err);
-  auto upper = intAttr(node, "upper", 1);
+  auto upper = flagAttr(node, "upper", true);
   if (!upper)
     return upper.takeError();
-  if (*upper != 0 && *upper != 1)
-    return nodeError(node, "attribute 'upper' is " + Twine(*upper) +
-                               ", expected 0 or 1");
   return Results{known(operandType(node, 0))};
 }
 
@@ -69,12 +66,9 @@ Expected<Results> inferCumSum(const Node &node) {
   if (auto err = checkScalarOperand(node, 1, isIndexType, "dtype i32 or i64"))
     return std::move(err);
   for (StringRef name : {"exclusive", "reverse"}) {
-    auto value = intAttr(node, name, 0);
+    auto value = flagAttr(node, name, false);
     if (!value)
       return value.takeError();
-    if (*value != 0 && *value != 1)
-      return nodeError(node, "attribute '" + name + "' is " + Twine(*value) +
-                                 ", expected 0 or 1");
   }
   const TensorType &data = operandType(node, 0);
   if (auto axis = constantInts(node.getOperand(1))) {
@@ -210,6 +204,40 @@ Expected<Results> inferTile(const Node &node) {
     dims.push_back(dim * times);
   }
   return Results{known(data.withDims(dims))};
+}
+
+/// TopK: a numeric operand of rank >= 1 and K, an i64 tensor of one
+/// element (ONNX's is 1-D) in [0, dim of 'axis'], a constant for a static
+/// shape; values of the operand's dtype and i64 indices, the axis K long.
+/// 'largest' and 'sorted' are 0 or 1.
+Expected<Results> inferTopK(const Node &node) {
+  if (auto err = checkDType(node, 0, isNumeric, "a numeric dtype"))
+    return std::move(err);
+  if (auto err = checkMinRank(node, 0, 1))
+    return std::move(err);
+  if (auto err = checkScalarOperand(node, 1, isI64, "dtype i64"))
+    return std::move(err);
+  const TensorType &data = operandType(node, 0);
+  auto axis = normalizedAxisAttr(node, -1, data.getRank());
+  if (!axis)
+    return axis.takeError();
+  for (StringRef name : {"largest", "sorted"}) {
+    auto value = flagAttr(node, name, true);
+    if (!value)
+      return value.takeError();
+  }
+  auto k = constantInts(node.getOperand(1));
+  if (!k)
+    return Results{unknownShape(data.getDType()), unknownShape(DType::I64)};
+  int64_t dim = data.getDim(*axis);
+  if ((*k)[0] < 0 || (*k)[0] > dim)
+    return nodeError(node, "K " + Twine((*k)[0]) + " is outside [0, " +
+                               Twine(dim) + "], the dim of axis " +
+                               Twine(*axis) + " of " + data.str());
+  Dims dims(data.getDims().begin(), data.getDims().end());
+  dims[*axis] = (*k)[0];
+  return Results{known(data.withDims(dims)),
+                 known(TensorType(DType::I64, dims))};
 }
 
 } // namespace remat::ir::inference

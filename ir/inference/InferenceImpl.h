@@ -10,11 +10,11 @@
 //                      remat.PermutedMatMul
 //   Normalization.cpp  Softmax, LogSoftmax, LayerNormalization,
 //                      SoftmaxCrossEntropyLoss and their remat gradients
-//   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax
+//   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax, ArgMax, ArgMin
 //   DataMovement.cpp   shape ops, Concat, Slice, Split, Expand, Gather,
 //                      ScatterElements, Shape, Constant, ConstantOfShape,
 //                      Range, OneHot, remat.Extern (types as declared)
-//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile
+//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK
 //
 // Each rule is infer<Infer> for an Infer of ir/Ops.def (Note [The op
 // table]); ops that type alike share one (Arithmetic, UnaryFloat,
@@ -152,6 +152,11 @@ Expected<float> floatAttr(const Node &node, StringRef name,
                           float defaultValue);
 Expected<std::string> stringAttr(const Node &node, StringRef name,
                                  StringRef defaultValue);
+
+/// \returns int attribute \p name as a flag: 0 or 1 (\p defaultValue if
+/// absent), any other value an error "attribute 'NAME' is V, expected 0 or
+/// 1".
+Expected<bool> flagAttr(const Node &node, StringRef name, bool defaultValue);
 
 /// \returns ints attribute \p name, std::nullopt if absent.
 Expected<std::optional<std::vector<int64_t>>> intsAttr(const Node &node,

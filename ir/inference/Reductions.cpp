@@ -1,7 +1,7 @@
 //===- ir/inference/Reductions.cpp - Reduction inference rules ------------===//
 //
 // ReduceSum (axes as an operand) and ReduceMean, ReduceMax (axes as an
-// attribute, opset 17).
+// attribute, opset 17); ArgMax and ArgMin (issue 40).
 //
 // The rules are infer<Infer> for the Infer column of ir/Ops.def
 // (Note [The op table]).
@@ -77,6 +77,30 @@ Expected<Results> inferReduceSum(const Node &node) {
   std::string what = node.getNumOperands() == 2 ? "axes " + operandName(node, 1)
                                                 : std::string("axes");
   return reduceOver(node, axes, *keepDims != 0, what);
+}
+
+/// ArgMax and ArgMin: one axis (attribute 'axis', default 0) of a numeric
+/// operand of rank >= 1; i64 indices, the axis kept as 1 or dropped by
+/// 'keepdims'. 'select_last_index' is 0 or 1.
+Expected<Results> inferArgReduce(const Node &node) {
+  if (auto err = checkDType(node, 0, isNumeric, "a numeric dtype"))
+    return std::move(err);
+  if (auto err = checkMinRank(node, 0, 1))
+    return std::move(err);
+  const TensorType &data = operandType(node, 0);
+  auto axis = normalizedAxisAttr(node, 0, data.getRank());
+  if (!axis)
+    return axis.takeError();
+  auto keepDims = intAttr(node, "keepdims", 1);
+  if (!keepDims)
+    return keepDims.takeError();
+  auto last = flagAttr(node, "select_last_index", false);
+  if (!last)
+    return last.takeError();
+  SmallVector<bool, 8> reduced(data.getRank(), false);
+  reduced[*axis] = true;
+  return Results{known(TensorType(
+      DType::I64, reduceDims(data.getDims(), reduced, *keepDims != 0)))};
 }
 
 } // namespace remat::ir::inference

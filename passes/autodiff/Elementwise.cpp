@@ -1,6 +1,7 @@
 //===- passes/autodiff/Elementwise.cpp - Elementwise gradient rules -------===//
 //
-// Arithmetic, unary ops, Cast, Where, Max/Min, Gelu, Dropout and Clip.
+// Arithmetic, unary ops, Cast, Where, Max/Min, Gelu, Dropout, Clip and
+// Softplus.
 //
 // Note [Autodiff] (passes/Autodiff.cpp) says what each rule differentiates.
 //
@@ -305,6 +306,15 @@ Error grad<OpKind::Reciprocal>(Differentiator &d, const GradArgs &args) {
 /// As Max: the first operand equal to the minimum takes the gradient.
 template <> Error grad<OpKind::Min>(Differentiator &d, const GradArgs &args) {
   return grad<OpKind::Max>(d, args);
+}
+
+/// dy/dx = sigmoid(x), as torch's softplus_backward below its threshold
+/// (above, torch passes the gradient through; sigmoid(x) rounds to 1 there).
+template <>
+Error grad<OpKind::Softplus>(Differentiator &d, const GradArgs &args) {
+  d.contribute(args.in(0), d.emit(OpKind::Mul, {args.g, d.emit(OpKind::Sigmoid,
+                                                               {args.in(0)})}));
+  return Error::success();
 }
 
 /// The gradient passes where min <= x <= max (the bounds present), zero

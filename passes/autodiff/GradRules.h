@@ -4,14 +4,14 @@
 // runtime/cpu's kernels do:
 //
 //   Elementwise.cpp    arithmetic, unary ops, Cast, Where, Max/Min, Gelu,
-//                      Dropout, Clip
+//                      Dropout, Clip, Softplus
 //   Linalg.cpp         MatMul, Gemm, Conv
 //   Normalization.cpp  Softmax, LogSoftmax, LayerNormalization,
 //                      SoftmaxCrossEntropyLoss
 //   Reductions.cpp     ReduceMean, ReduceSum, ReduceMax
 //   DataMovement.cpp   Identity, Reshape, (Un)Squeeze, Expand, Transpose,
 //                      Concat, Split, Slice, Gather
-//   Indexing.cpp       Trilu, CumSum, GatherElements, Pad, Tile
+//   Indexing.cpp       Trilu, CumSum, GatherElements, Pad, Tile, TopK
 //
 // Each is grad<Op>, built from the Differentiator's building blocks;
 // passes/Autodiff.cpp (Note [Autodiff]) walks the graph and calls the rule

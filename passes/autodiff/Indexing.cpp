@@ -1,6 +1,6 @@
 //===- passes/autodiff/Indexing.cpp - Indexing gradient rules -------------===//
 //
-// Trilu, CumSum, GatherElements, Pad and Tile.
+// Trilu, CumSum, GatherElements, Pad, Tile and TopK.
 //
 // Note [Autodiff] (passes/Autodiff.cpp) says what each rule differentiates.
 //
@@ -138,6 +138,25 @@ template <> Error grad<OpKind::Tile>(Differentiator &d, const GradArgs &args) {
   d.contribute(args.in(0),
                d.emit(OpKind::ReduceSum,
                       {d.reshape(args.g, viewDims), d.ints(axes)}, keep));
+  return Error::success();
+}
+
+/// The values' gradient written into zeros at the indices TopK chose: each
+/// line's indices are distinct, so a plain scatter. K = 0 gets zeros. The
+/// indices result carries no gradient.
+template <> Error grad<OpKind::TopK>(Differentiator &d, const GradArgs &args) {
+  const TensorType &tx = args.typeOf(0);
+  if (args.y->getType().getNumElements() == 0) {
+    d.contribute(args.in(0), d.zeros(tx));
+    return Error::success();
+  }
+  int64_t rank = tx.getRank();
+  int64_t axis = intAttr(args.node, "axis", -1);
+  AttrList attrs;
+  attrs.set("axis", axis < 0 ? axis + rank : axis);
+  d.contribute(args.in(0),
+               d.emit(OpKind::ScatterElements,
+                      {d.zeros(tx), args.node.getResult(1), args.g}, attrs));
   return Error::success();
 }
 

@@ -2,16 +2,18 @@
 //
 // The elementwise ops added for the transformer families (issue 13), kept
 // apart from Elementwise.cpp: Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf,
-// Min, Less, LessOrEqual, Greater and Or; and Sign, Ceil and Clip, added
-// since. Min folds its operands as Max does and shares Max's kernel
-// (Elementwise.cpp's selectMin). Each element is computed on its own, so the
-// work splits across threads freely and the result does not depend on the
+// Min, Less, LessOrEqual, Greater and Or; and Sign, Ceil, Clip, Floor and
+// Softplus, added since. Min folds its operands as Max does and shares Max's
+// kernel (Elementwise.cpp's selectMin). Each element is computed on its own, so
+// the work splits across threads freely and the result does not depend on the
 // thread count.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/MathF32.h"
 #include "runtime/cpu/KernelImpl.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -54,6 +56,18 @@ struct SignOp {
 
 struct CeilOp {
   template <typename T> static T apply(T x) { return std::ceil(x); }
+};
+struct FloorOp {
+  template <typename T> static T apply(T x) { return std::floor(x); }
+};
+/// log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)), with remat's exp
+/// (runtime/MathF32.h): exp never overflows and small results keep their
+/// digits. For x <= 0 this is torch's expression, log1p(exp(x)); above 0
+/// the two differ by rounding (torch returns x itself above 20).
+struct SoftplusOp {
+  template <typename T> static T apply(T x) {
+    return std::max(x, T(0)) + std::log1p(expOf(-std::fabs(x)));
+  }
 };
 
 template <typename Op, typename In, typename Out> Kernel makeMapKernel() {
@@ -241,11 +255,17 @@ Expected<Kernel> selectElementwiseMore(const ir::Node &node) {
       return makeMapKernel<CosOp, T, T>();
     });
   case OpKind::Ceil:
+  case OpKind::Floor:
+  case OpKind::Softplus:
     if (!isF32OrF64(dtype))
       return unsupportedDType(node, "operand", dtype, "f32, f64");
-    return dispatchFloat(dtype, [](auto tag) -> Kernel {
+    return dispatchFloat(dtype, [&](auto tag) -> Kernel {
       using T = decltype(tag);
-      return makeMapKernel<CeilOp, T, T>();
+      if (node.getOp() == OpKind::Ceil)
+        return makeMapKernel<CeilOp, T, T>();
+      if (node.getOp() == OpKind::Floor)
+        return makeMapKernel<FloorOp, T, T>();
+      return makeMapKernel<SoftplusOp, T, T>();
     });
   case OpKind::Clip: {
     if (!isComputeNumeric(dtype))

@@ -1,12 +1,13 @@
 //===- runtime/cpu/Indexing.cpp - Index-driven ops ------------------------===//
 //
 // The index-driven ops added for the transformer families (issue 13), kept
-// apart from DataMovement.cpp, and Tile, added since (issue 40).
+// apart from DataMovement.cpp, and Tile and TopK, added since (issue 40).
 // GatherElements, Trilu, Pad and Tile only move elements and work on every
 // dtype; CumSum adds in the element type, sequentially along the axis, one line
-// per task, so its result does not depend on the thread count. Operand values
-// that the kernels read at run time (Trilu's k, CumSum's axis, Pad's pads and
-// axes, Tile's repeats) are checked there.
+// per task, so its result does not depend on the thread count; TopK sorts one
+// line per task. Operand values that the kernels read at run time (Trilu's k,
+// CumSum's axis, Pad's pads and axes, Tile's repeats, TopK's K) are checked
+// there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,8 @@
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 
 namespace remat::runtime::cpu::detail {
 
@@ -360,6 +363,84 @@ Expected<Kernel> selectTile(const ir::Node &node) {
   });
 }
 
+//===----------------------------------------------------------------------===//
+// TopK
+//===----------------------------------------------------------------------===//
+
+/// Whether \p a comes before \p b in TopK's order: larger first (smaller
+/// when !\p largest), NaN above every number and equal to NaN.
+template <typename T> bool topKBeats(T a, T b, bool largest) {
+  if constexpr (std::is_floating_point_v<T>) {
+    bool aNaN = std::isnan(a), bNaN = std::isnan(b);
+    if (aNaN || bNaN)
+      return largest ? aNaN && !bNaN : bNaN && !aNaN;
+  }
+  return largest ? a > b : a < b;
+}
+
+/// TopK of \p outer x \p count x \p inner elements over the middle dim:
+/// each line's indices, partially sorted by value then index.
+template <typename T>
+Kernel makeTopKKernel(int64_t outer, int64_t count, int64_t inner, int64_t k,
+                      bool largest) {
+  return [=](const KernelContext &ctx) -> Error {
+    int64_t runtimeK = ctx.inputs[1].getData<int64_t>()[0];
+    if (runtimeK != k)
+      return nodeError(ctx.node, "K is " + Twine(runtimeK) +
+                                     ", but the node's results have " +
+                                     Twine(k) + " along the axis");
+    const T *x = ctx.inputs[0].getData<T>();
+    T *values = ctx.outputs[0].getData<T>();
+    int64_t *indices = ctx.outputs[1].getData<int64_t>();
+    ctx.parallel.run(
+        outer * inner,
+        std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(count, 1)),
+        [&](int64_t begin, int64_t end) {
+          std::vector<int64_t> order(count);
+          for (int64_t line = begin; line < end; ++line) {
+            int64_t o = line / inner, i = line % inner;
+            const T *in = x + o * count * inner + i;
+            std::iota(order.begin(), order.end(), int64_t(0));
+            std::partial_sort(
+                order.begin(), order.begin() + k, order.end(),
+                [&](int64_t a, int64_t b) {
+                  if (topKBeats(in[a * inner], in[b * inner], largest))
+                    return true;
+                  if (topKBeats(in[b * inner], in[a * inner], largest))
+                    return false;
+                  return a < b;
+                });
+            int64_t outBase = o * k * inner + i;
+            for (int64_t j = 0; j < k; ++j) {
+              values[outBase + j * inner] = in[order[j] * inner];
+              indices[outBase + j * inner] = order[j];
+            }
+          }
+        });
+    return Error::success();
+  };
+}
+
+Expected<Kernel> selectTopK(const ir::Node &node) {
+  const ir::TensorType &type = node.getOperand(0)->getType();
+  ir::DType dtype = type.getDType();
+  if (!isComputeNumeric(dtype))
+    return unsupportedDType(node, "operand", dtype,
+                            "f32, f64, i64, i32, i8, u8");
+  int64_t rank = type.getRank();
+  int64_t axis = node.getAttrs().getInt("axis").value_or(-1);
+  axis = axis < 0 ? axis + rank : axis;
+  bool largest = node.getAttrs().getInt("largest").value_or(1) != 0;
+  ArrayRef<int64_t> dims = type.getDims();
+  int64_t outer = product(dims.take_front(axis));
+  int64_t count = dims[axis];
+  int64_t inner = product(dims.drop_front(axis + 1));
+  int64_t k = node.getResult(0)->getType().getDim(axis);
+  return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
+    return makeTopKKernel<decltype(tag)>(outer, count, inner, k, largest);
+  });
+}
+
 } // namespace
 
 Expected<Kernel> selectIndexing(const ir::Node &node) {
@@ -374,6 +455,8 @@ Expected<Kernel> selectIndexing(const ir::Node &node) {
     return selectPad(node);
   case OpKind::Tile:
     return selectTile(node);
+  case OpKind::TopK:
+    return selectTopK(node);
   default:
     llvm_unreachable("not an op of Indexing.cpp");
   }

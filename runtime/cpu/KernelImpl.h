@@ -340,13 +340,15 @@ llvm::Expected<Kernel> selectSoftmaxCrossEntropyLoss(const ir::Node &node);
 llvm::Expected<Kernel> selectSoftmaxCrossEntropyGrad(const ir::Node &node);
 
 llvm::Expected<Kernel> selectReduce(const ir::Node &node);
+/// ArgMax, ArgMin (Reductions.cpp).
+llvm::Expected<Kernel> selectArgReduce(const ir::Node &node);
 
 llvm::Expected<Kernel> selectDataMovement(const ir::Node &node);
 
 /// Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf, Min, Less, LessOrEqual,
-/// Greater, Or (ElementwiseMore.cpp).
+/// Greater, Or, Sign, Ceil, Clip, Floor, Softplus (ElementwiseMore.cpp).
 llvm::Expected<Kernel> selectElementwiseMore(const ir::Node &node);
-/// GatherElements, Trilu, CumSum, Pad (Indexing.cpp).
+/// GatherElements, Trilu, CumSum, Pad, Tile, TopK (Indexing.cpp).
 llvm::Expected<Kernel> selectIndexing(const ir::Node &node);
 /// Conv and ConvTranspose (Conv.cpp).
 llvm::Expected<Kernel> selectConv(const ir::Node &node);

@@ -13,13 +13,14 @@
 //                      SoftmaxCrossEntropyLoss, remat.SoftmaxGrad,
 //                      remat.LayerNormalizationGrad,
 //                      remat.SoftmaxCrossEntropyGrad
-//   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax
+//   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax, ArgMax, ArgMin
 //   DataMovement.cpp   Reshape, Transpose, (Un)Squeeze, Concat, Slice, Split,
 //                      Expand, Gather, ScatterElements, Shape, Constant,
 //                      ConstantOfShape, Range, OneHot, Identity
 //   ElementwiseMore.cpp Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf, Min,
-//                      Less, LessOrEqual, Greater, Or, Sign, Ceil, Clip
-//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile
+//                      Less, LessOrEqual, Greater, Or, Sign, Ceil, Clip,
+//                      Floor, Softplus
+//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK
 //   Conv.cpp           Conv, ConvTranspose
 //
 // Note [CPU dtypes]
@@ -45,7 +46,8 @@
 //   add, mul). reduction "add"/"mul" on bool: no arithmetic on bool.
 // - ReduceMean and ReduceMax over an axis of size 0 (with a non-empty
 //   result): the mean is 0/0 and opset 17 leaves the max of nothing
-//   undefined, so constant folding leaves them too. ReduceSum of nothing is
+//   undefined, so constant folding leaves them too; so are ArgMax and
+//   ArgMin over an empty axis. ReduceSum of nothing is
 //   0 and is supported.
 // - Mod and integer Div by zero, integer Pow with 0 to a negative power or a
 //   result outside the dtype, Gather/ScatterElements indices out of range,

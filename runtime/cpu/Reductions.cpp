@@ -1,4 +1,4 @@
-//===- runtime/cpu/Reductions.cpp - ReduceSum, ReduceMean, ReduceMax ------===//
+//===- runtime/cpu/Reductions.cpp - ReduceSum/Mean/Max, ArgMax, ArgMin ----===//
 //
 // Every output element accumulates its inputs in one fixed order: row-major
 // over the reduced dims, sequentially, in one thread. Threads split only the
@@ -15,6 +15,9 @@
 //
 // Integers accumulate in int64 (wrapping) and are wrapped to the dtype when
 // stored; ReduceMean of integers truncates (C's division).
+//
+// ArgMax and ArgMin (issue 40) scan their one axis in index order for each
+// output element, threads splitting the output elements.
 //
 //===----------------------------------------------------------------------===//
 
@@ -337,7 +340,79 @@ Kernel makeDynamicSumKernel(bool keepDims, bool noopWithEmptyAxes) {
   };
 }
 
+/// Whether element \p v replaces the best one so far, \p best, in ArgMax
+/// (\p IsMax) or ArgMin: v is strictly beyond best, or equal to it when
+/// \p last. NaN is beyond every number and equal to NaN, as numpy's argmax
+/// and argmin return the first NaN.
+template <bool IsMax, typename T> bool replacesBest(T v, T best, bool last) {
+  if constexpr (std::is_floating_point_v<T>) {
+    bool vNaN = std::isnan(v), bestNaN = std::isnan(best);
+    if (vNaN || bestNaN)
+      return vNaN && (last || !bestNaN);
+  }
+  if (IsMax ? v > best : v < best)
+    return true;
+  return last && v == best;
+}
+
+/// ArgMax or ArgMin of \p outer x \p count x \p inner elements over the
+/// middle dim.
+template <bool IsMax, typename T>
+Kernel makeArgReduceKernel(int64_t outer, int64_t count, int64_t inner,
+                           bool last) {
+  return [=](const KernelContext &ctx) -> Error {
+    const T *x = ctx.inputs[0].getData<T>();
+    int64_t *out = ctx.outputs[0].getData<int64_t>();
+    ctx.parallel.run(
+        outer * inner,
+        std::max<int64_t>(1,
+                          kReduceGrainElements / std::max<int64_t>(count, 1)),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t o = begin; o < end; ++o) {
+            const T *line = x + (o / inner) * count * inner + o % inner;
+            int64_t bestIndex = 0;
+            T best = line[0];
+            for (int64_t k = 1; k < count; ++k)
+              if (replacesBest<IsMax>(line[k * inner], best, last)) {
+                best = line[k * inner];
+                bestIndex = k;
+              }
+            out[o] = bestIndex;
+          }
+        });
+    return Error::success();
+  };
+}
+
 } // namespace
+
+Expected<Kernel> selectArgReduce(const ir::Node &node) {
+  const ir::TensorType &type = node.getOperand(0)->getType();
+  DType dtype = type.getDType();
+  if (!isComputeNumeric(dtype))
+    return unsupportedDType(node, "operand", dtype,
+                            "f32, f64, i64, i32, i8, u8");
+  const ir::AttrList &attrs = node.getAttrs();
+  int64_t rank = type.getRank();
+  int64_t axis = attrs.getInt("axis").value_or(0);
+  axis = axis < 0 ? axis + rank : axis;
+  bool last = attrs.getInt("select_last_index").value_or(0) != 0;
+  ArrayRef<int64_t> dims = type.getDims();
+  int64_t outer = product(dims.take_front(axis));
+  int64_t count = dims[axis];
+  int64_t inner = product(dims.drop_front(axis + 1));
+  if (count == 0 && outer * inner > 0)
+    return nodeError(node, "reduces over an empty axis of " + type.str() +
+                               " (the index of the extreme of nothing is "
+                               "undefined)");
+  bool isMax = node.getOp() == OpKind::ArgMax;
+  return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    if (isMax)
+      return makeArgReduceKernel<true, T>(outer, count, inner, last);
+    return makeArgReduceKernel<false, T>(outer, count, inner, last);
+  });
+}
 
 Expected<Kernel> selectReduce(const ir::Node &node) {
   const ir::TensorType &type = node.getOperand(0)->getType();

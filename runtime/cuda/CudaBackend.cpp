@@ -125,6 +125,10 @@ MaybeRunner selectReduceOf(const ir::Node &node, const KnownValues &known,
                            const CompileOptions &, uint64_t &) {
   return selectReduce(node, known);
 }
+MaybeRunner selectArgReduceOf(const ir::Node &node, const KnownValues &known,
+                              const CompileOptions &, uint64_t &) {
+  return selectArgReduce(node, known);
+}
 MaybeRunner selectDataMovementOf(const ir::Node &node, const KnownValues &known,
                                  const CompileOptions &,
                                  uint64_t &scratchBytes) {
@@ -162,6 +166,7 @@ constexpr DeviceSelector LayerNormalizationGrad = &selectNormalizationOf;
 constexpr DeviceSelector SoftmaxCrossEntropyLoss = &selectNormalizationOf;
 constexpr DeviceSelector SoftmaxCrossEntropyGrad = &selectNormalizationOf;
 constexpr DeviceSelector Reduce = &selectReduceOf;
+constexpr DeviceSelector ArgReduce = &selectArgReduceOf;
 constexpr DeviceSelector DataMovement = &selectDataMovementOf;
 constexpr DeviceSelector Indexing = &selectIndexingOf;
 constexpr DeviceSelector Conv = &selectConvOf;

@@ -48,6 +48,10 @@ std::optional<body::UnaryOp> unaryOpOf(const ir::Node &node) {
     return body::UnaryOp::Sign;
   case OpKind::Ceil:
     return body::UnaryOp::Ceil;
+  case OpKind::Floor:
+    return body::UnaryOp::Floor;
+  case OpKind::Softplus:
+    return body::UnaryOp::Softplus;
   default:
     return std::nullopt;
   }

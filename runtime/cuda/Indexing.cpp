@@ -1,6 +1,6 @@
 //===- runtime/cuda/Indexing.cpp - Index-driven kernels -------------------===//
 //
-// Index-driven kernels: GatherElements, Trilu, CumSum, Pad and Tile.
+// Index-driven kernels: GatherElements, Trilu, CumSum, Pad, Tile and TopK.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/RunnerImpl.h"
@@ -120,6 +120,36 @@ MaybeRunner selectIndexing(const ir::Node &node,
                                 in[0].getData(), out[0].getData(), outSpace,
                                 inSpace, begin, mode,
                                 hasValue ? in[2].getData() : nullptr),
+                      node);
+    });
+  }
+  case OpKind::TopK: {
+    // K known at compile time and matching the results' type; else the
+    // host kernel runs (and checks it).
+    const ir::TensorType &inType = node.getOperand(0)->getType();
+    auto type = elemType(inType.getDType());
+    const ir::TensorData *kData = knownOf(known, node.getOperand(1));
+    if (!type || !kData)
+      return std::nullopt;
+    ArrayRef<int64_t> inDims = inType.getDims();
+    int64_t rank = inType.getRank();
+    int64_t axis = attrs.getInt("axis").value_or(-1);
+    axis = axis < 0 ? axis + rank : axis;
+    int64_t k = kData->getInts()[0];
+    if (k != outDims[axis])
+      return std::nullopt;
+    int64_t outer = 1, count = inDims[axis], inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= inDims[d];
+    for (int64_t d = axis + 1; d < rank; ++d)
+      inner *= inDims[d];
+    bool largest = attrs.getInt("largest").value_or(1) != 0;
+    return Runner([&node, type = *type, outer, count, inner, k,
+                   largest](const RunContext &ctx, ArrayRef<Tensor> in,
+                            ArrayRef<Tensor> out) {
+      return launched(launchTopK(ctx.device.getStream(), type, in[0].getData(),
+                                 out[0].getData(), out[1].getData(), outer,
+                                 count, inner, k, largest),
                       node);
     });
   }

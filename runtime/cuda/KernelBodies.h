@@ -68,13 +68,27 @@ REMAT_HOST_DEVICE inline int64_t offsetOf(const Dims &space,
 //===----------------------------------------------------------------------===//
 
 enum class UnaryOp : uint8_t {
-  Sqrt, Erf, Tanh, Relu, Sigmoid, Exp, Log, Neg, GeluErf, GeluTanh,
+  Sqrt,
+  Erf,
+  Tanh,
+  Relu,
+  Sigmoid,
+  Exp,
+  Log,
+  Neg,
+  GeluErf,
+  GeluTanh,
   // Issue 13 (float operands only): runtime/cpu/ElementwiseMore.cpp.
-  Sin, Cos, Abs, Reciprocal,
+  Sin,
+  Cos,
+  Abs,
+  Reciprocal,
   // Float and integer operands: runtime/cpu/ElementwiseMore.cpp's SignOp.
   Sign,
   // Issue 40 (float operands only): runtime/cpu/ElementwiseMore.cpp.
-  Ceil
+  Ceil,
+  Floor,
+  Softplus
 };
 
 /// One element of a unary op: runtime/cpu/Elementwise.cpp's formulas.
@@ -141,6 +155,12 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
       return x == T(0) ? T(0) : x;
     case UnaryOp::Ceil:
       return std::ceil(x);
+    case UnaryOp::Floor:
+      return std::floor(x);
+    case UnaryOp::Softplus: {
+      T positive = x > T(0) ? x : T(0);
+      return positive + std::log1p(expOf(x > T(0) ? -x : x));
+    }
     }
     return x;
   }
@@ -567,6 +587,35 @@ REMAT_HOST_DEVICE inline T reduceElement(ReduceOp op, const T *x,
   return acc;
 }
 
+/// Output element \p o of ArgMax (\p isMax) or ArgMin over the middle dim
+/// of \p outer x \p count x \p inner elements (the CPU's order: the axis
+/// scanned from index 0): the index of the first extreme, or of the last
+/// when \p last. NaN is beyond every number and equal to NaN (numpy's
+/// argmax/argmin return the first NaN).
+template <typename T>
+REMAT_HOST_DEVICE inline int64_t argReduceElement(bool isMax, bool last,
+                                                  const T *x, int64_t count,
+                                                  int64_t inner, int64_t o) {
+  const T *line = x + (o / inner) * count * inner + o % inner;
+  int64_t best = 0;
+  for (int64_t k = 1; k < count; ++k) {
+    T v = line[k * inner], b = line[best * inner];
+    bool nanV = false, nanB = false;
+    if constexpr (std::is_floating_point_v<T>) {
+      nanV = v != v;
+      nanB = b != b;
+    }
+    bool take;
+    if (nanV || nanB)
+      take = nanV && (last || !nanB);
+    else
+      take = (isMax ? b < v : v < b) || (last && v == b);
+    if (take)
+      best = k;
+  }
+  return best;
+}
+
 //===----------------------------------------------------------------------===//
 // Gather and ScatterElements
 //===----------------------------------------------------------------------===//
@@ -709,7 +758,7 @@ REMAT_HOST_DEVICE inline int64_t padOffset(const Dims &outSpace,
 }
 
 //===----------------------------------------------------------------------===//
-// Clip, Tile (issue 40; runtime/cpu/ElementwiseMore.cpp, Indexing.cpp)
+// Clip, Tile, TopK (issue 40; runtime/cpu/ElementwiseMore.cpp, Indexing.cpp)
 //===----------------------------------------------------------------------===//
 
 /// Clip of one element by the bounds present, as the CPU kernel: NaN stays
@@ -736,6 +785,36 @@ REMAT_HOST_DEVICE inline int64_t tileOffset(const Dims &outSpace,
     scale *= inSpace.dims[d];
   }
   return offset;
+}
+
+/// The place of element \p k of a TopK line (\p count elements \p inner
+/// apart from \p line) in TopK's order: the number of elements before it,
+/// larger ones first (smaller unless \p largest), NaN above every number,
+/// equals by index. TopK writes the element at that place if below K.
+template <typename T>
+REMAT_HOST_DEVICE inline int64_t topKPlace(const T *line, int64_t count,
+                                           int64_t inner, int64_t k,
+                                           bool largest) {
+  T v = line[k * inner];
+  bool nanV = false;
+  if constexpr (std::is_floating_point_v<T>)
+    nanV = v != v;
+  int64_t place = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    if (j == k)
+      continue;
+    T w = line[j * inner];
+    bool nanW = false;
+    if constexpr (std::is_floating_point_v<T>)
+      nanW = w != w;
+    bool before;
+    if (nanV || nanW)
+      before = nanV == nanW ? j < k : (largest ? nanW : nanV);
+    else
+      before = (largest ? v < w : w < v) || (v == w && j < k);
+    place += before ? 1 : 0;
+  }
+  return place;
 }
 
 //===----------------------------------------------------------------------===//

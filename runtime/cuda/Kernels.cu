@@ -486,6 +486,32 @@ int launchReduce(StreamHandle stream, body::ReduceOp op, ElemType type,
   });
 }
 
+namespace {
+
+template <typename T>
+__global__ void argReduceKernel(bool isMax, bool last, const T *x, int64_t *out,
+                                int64_t count, int64_t inner, int64_t total) {
+  REMAT_GRID_LOOP(o, total)
+  out[o] = body::argReduceElement(isMax, last, x, count, inner, o);
+}
+
+} // namespace
+
+int launchArgReduce(StreamHandle stream, bool isMax, bool last, ElemType type,
+                    const void *x, void *out, int64_t outer, int64_t count,
+                    int64_t inner) {
+  int64_t total = outer * inner;
+  if (total == 0)
+    return 0;
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    argReduceKernel<T><<<blocksFor(total), kThreads, 0, asStream(stream)>>>(
+        isMax, last, static_cast<const T *>(x), static_cast<int64_t *>(out),
+        count, inner, total);
+    return lastError();
+  });
+}
+
 int launchGather(StreamHandle stream, unsigned elementSize, bool indicesI64,
                  const void *data, const void *indices, void *out,
                  int64_t outer, int64_t axisSize, int64_t inner,
@@ -676,7 +702,7 @@ int launchPad(StreamHandle stream, unsigned elementSize, const void *in,
 }
 
 //===----------------------------------------------------------------------===//
-// Issue 40: Clip, Tile
+// Issue 40: Clip, Tile, TopK
 //===----------------------------------------------------------------------===//
 
 namespace {
@@ -693,6 +719,23 @@ __global__ void tileKernel(const T *in, T *out, body::Dims outSpace,
   REMAT_GRID_LOOP(o, count) out[o] = in[body::tileOffset(outSpace, inSpace, o)];
 }
 
+template <typename T>
+__global__ void topKKernel(const T *in, T *values, int64_t *indices,
+                           int64_t count, int64_t inner, int64_t k,
+                           bool largest, int64_t total) {
+  REMAT_GRID_LOOP(e, total) {
+    int64_t i = e % inner, rest = e / inner;
+    int64_t j = rest % count, o = rest / count;
+    const T *line = in + o * count * inner + i;
+    int64_t place = body::topKPlace(line, count, inner, j, largest);
+    if (place < k) {
+      int64_t at = (o * k + place) * inner + i;
+      values[at] = line[j * inner];
+      indices[at] = j;
+    }
+  }
+}
+
 } // namespace
 
 int launchClip(StreamHandle stream, ElemType type, const void *in,
@@ -704,6 +747,21 @@ int launchClip(StreamHandle stream, ElemType type, const void *in,
     clipKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
         static_cast<const T *>(in), static_cast<const T *>(lo),
         static_cast<const T *>(hi), static_cast<T *>(out), count);
+    return lastError();
+  });
+}
+
+int launchTopK(StreamHandle stream, ElemType type, const void *in, void *values,
+               void *indices, int64_t outer, int64_t count, int64_t inner,
+               int64_t k, bool largest) {
+  int64_t total = outer * count * inner;
+  if (total == 0 || k == 0)
+    return 0;
+  return dispatchType(type, [&](auto tag) {
+    using T = decltype(tag);
+    topKKernel<T><<<blocksFor(total), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(in), static_cast<T *>(values),
+        static_cast<int64_t *>(indices), count, inner, k, largest, total);
     return lastError();
   });
 }

@@ -117,6 +117,12 @@ int launchReduce(StreamHandle stream, body::ReduceOp op, ElemType type,
                  const body::Strides &kept, const body::Dims &reducedSpace,
                  const body::Strides &reduced, int64_t reduceCount);
 
+/// ArgMax (\p isMax) or ArgMin over the middle dim of \p x [outer, count,
+/// inner] into i64 \p out [outer, inner]: one thread per output element.
+int launchArgReduce(StreamHandle stream, bool isMax, bool last, ElemType type,
+                    const void *x, void *out, int64_t outer, int64_t count,
+                    int64_t inner);
+
 /// Gather of data [outer, axisSize, inner] at \p count indices (i64 when
 /// \p indicesI64) into out [outer, count, inner]. Indices out of range set
 /// \p errorFlag to 1 (and give 0s).
@@ -183,13 +189,20 @@ int launchPad(StreamHandle stream, unsigned elementSize, const void *in,
               const void *value);
 
 //===----------------------------------------------------------------------===//
-// Issue 40: Clip, Tile (Ceil is a unary op)
+// Issue 40: Clip, Tile, TopK (Ceil, Floor and Softplus are unary ops)
 //===----------------------------------------------------------------------===//
 
 /// Clip of \p count elements by the scalars at \p lo and \p hi on the
 /// device (null: no bound).
 int launchClip(StreamHandle stream, ElemType type, const void *in,
                const void *lo, const void *hi, void *out, int64_t count);
+
+/// TopK of \p in [outer, count, inner] over the middle dim into \p values
+/// (of \p type) and i64 \p indices [outer, k, inner]: one thread per input
+/// element finds its place in the order (body::topKPlace).
+int launchTopK(StreamHandle stream, ElemType type, const void *in, void *values,
+               void *indices, int64_t outer, int64_t count, int64_t inner,
+               int64_t k, bool largest);
 
 /// Tile of the row-major \p inSpace into \p outSpace (each dim a multiple
 /// of the input's).

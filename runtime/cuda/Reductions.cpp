@@ -1,6 +1,8 @@
-//===- runtime/cuda/Reductions.cpp - ReduceSum, ReduceMean, ReduceMax -----===//
+//===- runtime/cuda/Reductions.cpp - Reduce*, ArgMax, ArgMin --------------===//
 //
-// One kernel over the kept and the reduced axes, each as strides.
+// ReduceSum, ReduceMean, ReduceMax: one kernel over the kept and the reduced
+// axes, each as strides. ArgMax, ArgMin: one thread per output element
+// scans the axis.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/RunnerImpl.h"
@@ -69,6 +71,34 @@ MaybeRunner selectReduce(const ir::Node &node, const KnownValues &known) {
     return launched(launchReduce(ctx.device.getStream(), op, type,
                                  in[0].getData(), out[0].getData(), keptSpace,
                                  kept, reducedSpace, red, count),
+                    node);
+  });
+}
+
+MaybeRunner selectArgReduce(const ir::Node &node, const KnownValues &) {
+  const ir::TensorType &type = node.getOperand(0)->getType();
+  auto elem = elemType(type.getDType());
+  if (!elem)
+    return std::nullopt;
+  ArrayRef<int64_t> dims = type.getDims();
+  int64_t rank = type.getRank();
+  int64_t axis = node.getAttrs().getInt("axis").value_or(0);
+  axis = axis < 0 ? axis + rank : axis;
+  int64_t outer = 1, count = dims[axis], inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= dims[d];
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= dims[d];
+  if (count == 0 && outer * inner > 0)
+    return std::nullopt; // the CPU's error
+  bool isMax = node.getOp() == ir::OpKind::ArgMax;
+  bool last = node.getAttrs().getInt("select_last_index").value_or(0) != 0;
+  return Runner([&node, isMax, last, type = *elem, outer, count,
+                 inner](const RunContext &ctx, ArrayRef<Tensor> in,
+                        ArrayRef<Tensor> out) -> Error {
+    return launched(launchArgReduce(ctx.device.getStream(), isMax, last, type,
+                                    in[0].getData(), out[0].getData(), outer,
+                                    count, inner),
                     node);
   });
 }

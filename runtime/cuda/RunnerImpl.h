@@ -13,11 +13,11 @@
 //                      SoftmaxCrossEntropyLoss, remat.SoftmaxGrad,
 //                      remat.LayerNormalizationGrad,
 //                      remat.SoftmaxCrossEntropyGrad
-//   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax
+//   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax, ArgMax, ArgMin
 //   DataMovement.cpp   Identity, Reshape, (Un)Squeeze, Transpose, Expand,
 //                      Concat, Split, Slice, Gather, ScatterElements,
 //                      ConstantOfShape
-//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad
+//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK
 //   Conv.cpp           Conv, ConvTranspose
 //
 // Selection runs once per node on the host and touches no device: a runner
@@ -319,13 +319,14 @@ MaybeRunner selectGemm(const ir::Node &node, bool allowTF32);
 /// Softmax, LayerNormalization, the loss and their gradients; raises
 /// \p scratchBytes to what the loss's reduction needs (Normalization.cpp).
 MaybeRunner selectNormalization(const ir::Node &node, uint64_t &scratchBytes);
-/// ReduceSum, ReduceMean, ReduceMax (Reductions.cpp).
+/// ReduceSum, ReduceMean, ReduceMax; ArgMax, ArgMin (Reductions.cpp).
 MaybeRunner selectReduce(const ir::Node &node, const KnownValues &known);
+MaybeRunner selectArgReduce(const ir::Node &node, const KnownValues &known);
 /// Copies, views and gathers; raises \p scratchBytes to what
 /// ScatterElements' sort needs (DataMovement.cpp).
 MaybeRunner selectDataMovement(const ir::Node &node, const KnownValues &known,
                                uint64_t &scratchBytes);
-/// GatherElements, Trilu, CumSum, Pad (Indexing.cpp).
+/// GatherElements, Trilu, CumSum, Pad, Tile, TopK (Indexing.cpp).
 MaybeRunner selectIndexing(const ir::Node &node, const KnownValues &known);
 /// Conv and ConvTranspose (Conv.cpp).
 MaybeRunner selectConv(const ir::Node &node);

@@ -67,6 +67,7 @@ STATIC_OPERANDS = {
     "Split": (1,),
     "Squeeze": (1,),
     "Tile": (1,),
+    "TopK": (1,),
     "Unsqueeze": (1,),
 }
 
@@ -105,7 +106,9 @@ RETARGET = {
     "Reshape": "21-25 add types",
     "Shape": "21-25 add types",
     "Sin": "22 adds bfloat16",
+    "Softplus": "22 adds bfloat16",
     "Squeeze": "21-25 add types",
+    "TopK": "24 adds bfloat16",
     "Transpose": "21-25 add types",
     "Unsqueeze": "21-25 add types",
 }

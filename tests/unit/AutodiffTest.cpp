@@ -511,6 +511,49 @@ const RuleCase kCases[] = {
     %t = Tile(%x, %r) : f64[2,3]
     %y = Tanh(%t) : f64[2,3]
     return %y })"},
+  // More of issue 40: Softplus's gradient is sigmoid(x); Floor's is zero.
+  // ArgMax's i64 result carries none, whether it indexes by a weight's
+  // values or by integer data (sequence classification pools the last
+  // non-pad token: ArgMax over input_ids == pad).
+  {"softplus", R"(graph @g(%x: f64[3,4] weight) {
+    %y = Softplus(%x) : f64[3,4]
+    return %y })", -6, 6},
+  {"floor", R"(graph @g(%x: f64[2,3] weight) {
+    %c = Floor(%x) : f64[2,3]
+    %y = Mul(%c, %x) : f64[2,3]
+    return %y })", -3, 3},
+  {"argmax of a weight indexes it", R"(graph @g(%x: f64[2,4,3] weight) {
+    %m = ReduceMax(%x) {axes = [2]} : f64[2,4,1]
+    %i = ArgMax(%m) {axis = 1} : i64[2,1,1]
+    %shape = Constant() {value = dense<i64[3]: [2, 1, 3]>} : i64[3]
+    %ix = Expand(%i, %shape) : i64[2,1,3]
+    %y = GatherElements(%x, %ix) {axis = 1} : f64[2,1,3]
+    return %y })"},
+  {"argmax over integer data indexes a weight", R"(graph @g(%x: f64[2,4] weight) {
+    %ids = Constant() {value = dense<i64[2,4]: [5, 3, 0, 0, 7, 8, 9, 0]>} : i64[2,4]
+    %pad = Constant() {value = dense<i64[]: 0>} : i64[]
+    %eq = Equal(%ids, %pad) : bool[2,4]
+    %ci = Cast(%eq) {to = 6} : i32[2,4]
+    %first = ArgMax(%ci) {axis = -1} : i64[2,1]
+    %least = ArgMin(%ci) {axis = -1, select_last_index = 1} : i64[2,1]
+    %a = GatherElements(%x, %first) {axis = 1} : f64[2,1]
+    %b = GatherElements(%x, %least) {axis = 1} : f64[2,1]
+    %t = Tanh(%a) : f64[2,1]
+    %y = Mul(%t, %b) : f64[2,1]
+    return %y })"},
+  // TopK's values take the gradient at the chosen positions (MoE routers
+  // weigh experts by them); its indices carry none.
+  {"topk", R"(graph @g(%x: f64[3,5] weight) {
+    %k = Constant() {value = dense<i64[1]: [2]>} : i64[1]
+    %v, %i = TopK(%x, %k) : f64[3,2], i64[3,2]
+    %s = Softmax(%v) {axis = -1} : f64[3,2]
+    %y = Mul(%s, %v) : f64[3,2]
+    return %y })"},
+  {"topk smallest on axis 0", R"(graph @g(%x: f64[4,3] weight) {
+    %k = Constant() {value = dense<i64[]: 3>} : i64[]
+    %v, %i = TopK(%x, %k) {axis = 0, largest = 0} : f64[3,3], i64[3,3]
+    %y = Tanh(%v) : f64[3,3]
+    return %y })"},
   // Empty tensors (Phi-3 with rotary on the whole head): the part of x
   // that gets no rotary embedding is a Slice of zero elements, concatenated
   // back; its gradient is empty too.

@@ -151,6 +151,8 @@ TEST_CASE("cuda bodies: unary ops give the CPU kernels' bits") {
       {OpKind::Abs, body::UnaryOp::Abs, nullptr},
       {OpKind::Reciprocal, body::UnaryOp::Reciprocal, nullptr},
       {OpKind::Ceil, body::UnaryOp::Ceil, nullptr},
+      {OpKind::Floor, body::UnaryOp::Floor, nullptr},
+      {OpKind::Softplus, body::UnaryOp::Softplus, nullptr},
   };
   for (const Case &c : cases) {
     AttrList attrs;
@@ -668,6 +670,64 @@ TEST_CASE("cuda bodies: Clip and Tile give the CPU's bits") {
         elems<float>(small)[body::tileOffset(toDims({6, 2, 6}),
                                              toDims({2, 1, 3}), o)],
         elems<float>(t[0])[o]));
+}
+
+TEST_CASE("cuda bodies: ArgMax, ArgMin and TopK give the CPU's results") {
+  // Small integers as floats tie often; two NaNs and a -0 beside 0.
+  Dims dims = {3, 5, 4};
+  std::mt19937_64 rng(41);
+  std::uniform_int_distribution<int> small(0, 3);
+  auto x = std::make_shared<TensorData>(TensorType(DType::F32, dims));
+  for (int64_t i = 0; i < 60; ++i)
+    x->setDouble(i, small(rng));
+  x->setDouble(9, std::numeric_limits<double>::quiet_NaN());
+  x->setDouble(29, std::numeric_limits<double>::quiet_NaN());
+  x->setDouble(30, -0.0);
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    int64_t outer = 1, inner = 1, count = dims[axis];
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= dims[d];
+    for (int64_t d = axis + 1; d < 3; ++d)
+      inner *= dims[d];
+    for (OpKind op : {OpKind::ArgMax, OpKind::ArgMin})
+      for (int64_t last : {0, 1}) {
+        INFO(getOpSpelling(op) << " axis " << axis << " last " << last);
+        AttrList attrs;
+        attrs.set("axis", axis);
+        attrs.set("select_last_index", last);
+        auto y = runCpu(op, {x}, 1, attrs);
+        for (int64_t o = 0; o < outer * inner; ++o)
+          CHECK(elems<int64_t>(y[0])[o] ==
+                body::argReduceElement(op == OpKind::ArgMax, last != 0,
+                                       elems<float>(x), count, inner, o));
+      }
+    for (int64_t largest : {0, 1})
+      for (int64_t k : {int64_t(1), count - 1, count}) {
+        INFO("TopK axis " << axis << " largest " << largest << " k " << k);
+        AttrList attrs;
+        attrs.set("axis", axis);
+        attrs.set("largest", largest);
+        auto y = runCpu(OpKind::TopK, {x, ints(DType::I64, {1}, {k})}, 2, attrs,
+                        {false, true});
+        // Every input element at its place below K gives the CPU's value
+        // and index there; together they fill the result.
+        int64_t filled = 0;
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < inner; ++i)
+            for (int64_t j = 0; j < count; ++j) {
+              const float *line = elems<float>(x) + o * count * inner + i;
+              int64_t place =
+                  body::topKPlace(line, count, inner, j, largest != 0);
+              if (place >= k)
+                continue;
+              int64_t at = (o * k + place) * inner + i;
+              CHECK(elems<int64_t>(y[1])[at] == j);
+              CHECK(sameBits(elems<float>(y[0])[at], line[j * inner]));
+              ++filled;
+            }
+        CHECK(filled == outer * k * inner);
+      }
+  }
 }
 
 TEST_CASE("cuda bodies: Conv and ConvTranspose give the CPU's bits") {

@@ -1,7 +1,8 @@
 //===- tests/unit/FamilyOpsTest.cpp - The ops of issues 13 and 40 ---------===//
 //
 // Sin, Cos, Abs, Not, IsNaN, Min, Trilu, CumSum, GatherElements, Pad, Conv
-// and ConvTranspose, and Ceil, Clip and Tile (issue 40): shape inference and its errors, the CPU kernels against
+// and ConvTranspose, and Ceil, Clip, Tile, Floor, Softplus, ArgMax, ArgMin
+// and TopK (issue 40): shape inference and its errors, the CPU kernels against
 // examples from the ONNX operator docs and against references written here
 // (Conv in double, loop by loop from the definition; ConvTranspose as Conv's
 // adjoint), the same bits on one and four threads and through evaluateNode
@@ -23,6 +24,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 
 using namespace remat;
@@ -921,4 +923,334 @@ TEST_CASE("Clip and Tile shape inference names what is wrong") {
     %y = Tile(%x, %r) : f32[2,3]
     return %y })")
             .find("f32[4,3]") != std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Floor, Softplus, ArgMax, ArgMin (issue 40)
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("Floor rounds down and keeps -0, inf and NaN") {
+  double inf = std::numeric_limits<double>::infinity();
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> xs = {-1.5, -0.5, -0.0, 0.2, 1, 2.5, inf, nan};
+  auto y = runOnX("f64[8]", "%y = Floor(%x) : f64[8]",
+                  doubles(TensorType(DType::F64, {8}), xs));
+  std::vector<double> got = valuesOf(*y);
+  std::vector<double> want = {-2, -1, -0.0, 0, 1, 2, inf};
+  for (size_t i = 0; i < want.size(); ++i) {
+    CHECK(got[i] == want[i]);
+    CHECK(std::signbit(got[i]) == std::signbit(want[i]));
+  }
+  CHECK(std::isnan(got[7]));
+  auto f32 = runOnX("f32[2]", "%y = Floor(%x) : f32[2]",
+                    doubles(TensorType(DType::F32, {2}), {0.5, -2.25}));
+  CHECK(valuesOf(*f32) == std::vector<double>{0, -3});
+}
+
+TEST_CASE("Softplus is log(1 + exp(x)) without overflow or lost digits") {
+  double inf = std::numeric_limits<double>::infinity();
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  // The reference: log1p(exp(x)) in long double, where exp(1000) does not
+  // overflow and 1 + exp(-700) keeps exp(-700)'s digits.
+  auto reference = [](double x) {
+    return static_cast<double>(
+        std::log1p(std::exp(static_cast<long double>(x))));
+  };
+  std::vector<double> xs = {-700, -40, -3, -0.5, -0.0, 0,   1e-8, 0.5,
+                            3,    17,  40, 1000, -inf, inf, nan};
+  auto y = runOnX("f64[15]", "%y = Softplus(%x) : f64[15]",
+                  doubles(TensorType(DType::F64, {15}), xs));
+  std::vector<double> got = valuesOf(*y);
+  for (size_t i = 0; i + 3 < xs.size(); ++i) {
+    INFO("x = " << xs[i]);
+    double want = reference(xs[i]);
+    CHECK(got[i] > 0);
+    CHECK(std::fabs(got[i] - want) <= 1e-15 * want);
+  }
+  CHECK(got[12] == 0);
+  CHECK(got[13] == inf);
+  CHECK(std::isnan(got[14]));
+  // f32: exp(100) overflows f32, exp(-80) is below 1 + FLT_EPSILON.
+  std::vector<double> fs = {-80, -5, 0, 0.75, 5, 100};
+  auto f32 = runOnX("f32[6]", "%y = Softplus(%x) : f32[6]",
+                    doubles(TensorType(DType::F32, {6}), fs));
+  for (size_t i = 0; i < fs.size(); ++i) {
+    INFO("x = " << fs[i]);
+    double want = reference(fs[i]);
+    CHECK(std::fabs(f32->getDouble(i) - want) <= 1e-6 * want);
+  }
+}
+
+namespace {
+
+/// numpy's argmax/argmin of one line (the values \p line, in order), as a
+/// reference written apart from the kernel: the extreme value first, then
+/// its first (or, with \p last, its last) position; any NaN is the extreme.
+int64_t referenceArg(const std::vector<double> &line, bool isMax, bool last) {
+  int64_t nanAt = -1;
+  for (size_t k = 0; k < line.size(); ++k)
+    if (std::isnan(line[k]) && (nanAt < 0 || last))
+      nanAt = int64_t(k);
+  if (nanAt >= 0)
+    return nanAt;
+  double extreme = line[0];
+  for (double v : line)
+    extreme = isMax ? std::max(extreme, v) : std::min(extreme, v);
+  int64_t at = -1;
+  for (size_t k = 0; k < line.size(); ++k)
+    if (line[k] == extreme && (at < 0 || last))
+      at = int64_t(k);
+  return at;
+}
+
+} // namespace
+
+TEST_CASE("ArgMax and ArgMin match numpy on every axis, dtype and attribute") {
+  Rng rng(40);
+  INFO("seed 40");
+  std::uniform_int_distribution<int> small(0, 3);
+  std::vector<int64_t> dims = {3, 4, 5};
+  int64_t count = 60;
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const char *dtypeName : {"f64", "f32", "i64", "i32", "i8", "u8"}) {
+    DType dtype = *parseDType(dtypeName);
+    // Values in {0..3} tie often; floats also get NaNs and -0 beside 0.
+    std::vector<double> values(count);
+    for (double &v : values)
+      v = small(rng);
+    if (isFloat(dtype)) {
+      values[7] = nan;
+      values[31] = nan;
+      values[44] = -0.0;
+    }
+    auto x = doubles(TensorType(dtype, dims), values);
+    for (const char *op : {"ArgMax", "ArgMin"})
+      for (int64_t axis = -3; axis < 3; ++axis)
+        for (int keep : {0, 1})
+          for (int last : {0, 1}) {
+            int64_t a = axis < 0 ? axis + 3 : axis;
+            std::vector<int64_t> outDims;
+            for (int64_t d = 0; d < 3; ++d)
+              if (d != a)
+                outDims.push_back(dims[d]);
+              else if (keep)
+                outDims.push_back(1);
+            std::string text = "graph @g(%x: " + std::string(dtypeName) +
+                               "[3,4,5]) {\n" + "  %y = " + op +
+                               "(%x) {axis = " + std::to_string(axis) +
+                               ", keepdims = " + std::to_string(keep) +
+                               ", select_last_index = " + std::to_string(last) +
+                               "} : " + TensorType(DType::I64, outDims).str() +
+                               "\n  return %y }";
+            INFO(text);
+            auto y = runAll(parse(text), {x});
+            std::vector<int64_t> got = y->getInts();
+            REQUIRE(got.size() == size_t(count / dims[a]));
+            int64_t inner = 1;
+            for (int64_t d = a + 1; d < 3; ++d)
+              inner *= dims[d];
+            for (int64_t o = 0; o < int64_t(got.size()); ++o) {
+              int64_t base = (o / inner) * dims[a] * inner + o % inner;
+              std::vector<double> line;
+              for (int64_t k = 0; k < dims[a]; ++k)
+                line.push_back(x->getDouble(base + k * inner));
+              CHECK(got[o] ==
+                    referenceArg(line, std::string(op) == "ArgMax", last != 0));
+            }
+          }
+  }
+}
+
+TEST_CASE("ArgMax and ArgMin: ONNX's examples, defaults, empty tensors") {
+  // onnx's ArgMax docs: [[2, 1], [3, 10]] over axis 1 with keepdims.
+  auto x = TensorData::fromInts(TensorType(DType::I32, {2, 2}), {2, 1, 3, 10});
+  CHECK(runOnX("i32[2,2]", "%y = ArgMax(%x) {axis = 1} : i64[2,1]", x)
+            ->getInts() == std::vector<int64_t>{0, 1});
+  // The defaults: axis 0, keepdims 1, the first of equals.
+  auto ties = doubles(TensorType(DType::F32, {2, 2}), {2, 2, 2, 10});
+  CHECK(runOnX("f32[2,2]", "%y = ArgMin(%x) : i64[1,2]", ties)->getInts() ==
+        std::vector<int64_t>{0, 0});
+  CHECK(runOnX("f32[2,2]", "%y = ArgMin(%x) {select_last_index = 1} : i64[1,2]",
+               ties)
+            ->getInts() == std::vector<int64_t>{1, 0});
+  // An empty result needs no element of the axis; an axis of size 1 is
+  // index 0 everywhere.
+  auto empty = doubles(TensorType(DType::F64, {0, 3}), {});
+  CHECK(runOnX("f64[0,3]", "%y = ArgMax(%x) {axis = 1} : i64[0,1]", empty)
+            ->getNumElements() == 0);
+  auto column = doubles(TensorType(DType::F64, {3, 1}), {5, -1, 7});
+  CHECK(runOnX("f64[3,1]", "%y = ArgMax(%x) {axis = -1, keepdims = 0} : i64[3]",
+               column)
+            ->getInts() == std::vector<int64_t>{0, 0, 0});
+  // An empty axis with a non-empty result has no answer.
+  CHECK(runError(R"(graph @g(%x: f64[2,0]) {
+    %y = ArgMax(%x) {axis = 1} : i64[2,1]
+    return %y })",
+                 {doubles(TensorType(DType::F64, {2, 0}), {})})
+            .find("ArgMax '%y': reduces over an empty axis of f64[2,0] (the "
+                  "index of the extreme of nothing is undefined)") !=
+        std::string::npos);
+}
+
+TEST_CASE("ArgMax and ArgMin shape inference names what is wrong") {
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %y = ArgMax(%x) {axis = 2} : i64[2,1]
+    return %y })")
+            .find("attribute 'axis'") != std::string::npos);
+  CHECK(inferError(R"(graph @g(%x: bool[2,3]) {
+    %y = ArgMax(%x) : i64[1,3]
+    return %y })") == "ArgMax '%y': operand 0 (%x) must have a numeric "
+                      "dtype, got bool[2,3]");
+  CHECK(inferError(R"(graph @g(%x: f32[]) {
+    %y = ArgMin(%x) : i64[]
+    return %y })")
+            .find("rank") != std::string::npos);
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %y = ArgMin(%x) {select_last_index = 2} : i64[1,3]
+    return %y })") == "ArgMin '%y': attribute 'select_last_index' is 2, "
+                      "expected 0 or 1");
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %y = ArgMax(%x) {axis = 1, keepdims = 0} : i64[2,1]
+    return %y })")
+            .find("i64[2]") != std::string::npos);
+}
+
+namespace {
+
+/// TopK of one line by repeated selection, a reference written apart from
+/// the kernel's sort: K times the best element not taken yet, scanning in
+/// index order and keeping the first of equals; NaN above every number.
+std::vector<int64_t> referenceTopK(const std::vector<double> &line, int64_t k,
+                                   bool largest) {
+  auto beats = [&](double a, double b) {
+    if (std::isnan(a) || std::isnan(b))
+      return largest ? std::isnan(a) && !std::isnan(b)
+                     : std::isnan(b) && !std::isnan(a);
+    return largest ? a > b : a < b;
+  };
+  std::vector<bool> taken(line.size(), false);
+  std::vector<int64_t> chosen;
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t best = -1;
+    for (size_t i = 0; i < line.size(); ++i)
+      if (!taken[i] && (best < 0 || beats(line[i], line[best])))
+        best = int64_t(i);
+    taken[best] = true;
+    chosen.push_back(best);
+  }
+  return chosen;
+}
+
+/// Runs %y, %i of \p text on \p x and \p k; \returns both results.
+std::vector<TensorDataPtr> runTopK(const std::string &text, TensorDataPtr x) {
+  Case c = parse(text);
+  std::vector<TensorDataPtr> operands = operandData(*c.node, {std::move(x)});
+  auto serial = runWith(*c.node, operands, onePool());
+  auto parallel = runWith(*c.node, operands, fourPool());
+  REQUIRE(serial.size() == 2);
+  REQUIRE(parallel.size() == 2);
+  CHECK(serial[0]->getBytes() == parallel[0]->getBytes());
+  CHECK(serial[1]->getBytes() == parallel[1]->getBytes());
+  return serial;
+}
+
+} // namespace
+
+TEST_CASE("TopK: ONNX's example, and a reference on every axis and dtype") {
+  // onnx's TopK docs: the 3 largest of each row of 0..11 as [3, 4].
+  std::vector<double> counting(12);
+  std::iota(counting.begin(), counting.end(), 0.0);
+  auto example = runTopK(R"(graph @g(%x: f32[3,4]) {
+    %k = Constant() {value = dense<i64[1]: [3]>} : i64[1]
+    %y, %i = TopK(%x, %k) {axis = 1} : f32[3,3], i64[3,3]
+    return %y, %i })",
+                         doubles(TensorType(DType::F32, {3, 4}), counting));
+  CHECK(valuesOf(*example[0]) ==
+        std::vector<double>{3, 2, 1, 7, 6, 5, 11, 10, 9});
+  CHECK(example[1]->getInts() ==
+        std::vector<int64_t>{3, 2, 1, 3, 2, 1, 3, 2, 1});
+
+  Rng rng(42);
+  INFO("seed 42");
+  std::uniform_int_distribution<int> small(0, 3);
+  std::vector<int64_t> dims = {3, 4, 5};
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const char *dtypeName : {"f64", "f32", "i64", "i8"}) {
+    DType dtype = *parseDType(dtypeName);
+    std::vector<double> values(60);
+    for (double &v : values)
+      v = small(rng);
+    if (isFloat(dtype)) {
+      values[3] = nan;
+      values[17] = nan;
+      values[18] = nan;
+      values[40] = -0.0;
+    }
+    auto x = doubles(TensorType(dtype, dims), values);
+    for (int64_t axis = 0; axis < 3; ++axis)
+      for (int largest : {0, 1})
+        for (int64_t k : {int64_t(0), int64_t(1), dims[axis] - 1, dims[axis]}) {
+          std::vector<int64_t> outDims = dims;
+          outDims[axis] = k;
+          std::string text =
+              "graph @g(%x: " + std::string(dtypeName) + "[3,4,5]) {\n" +
+              "  %k = Constant() {value = dense<i64[1]: [" + std::to_string(k) +
+              "]>} : i64[1]\n" +
+              "  %y, %i = TopK(%x, %k) {axis = " + std::to_string(axis) +
+              ", largest = " + std::to_string(largest) +
+              "} : " + TensorType(dtype, outDims).str() + ", " +
+              TensorType(DType::I64, outDims).str() + "\n  return %y, %i }";
+          INFO(text);
+          auto y = runTopK(text, x);
+          int64_t inner = 1;
+          for (int64_t d = axis + 1; d < 3; ++d)
+            inner *= dims[d];
+          int64_t lines = 60 / dims[axis];
+          for (int64_t line = 0; line < lines; ++line) {
+            int64_t o = line / inner, i = line % inner;
+            std::vector<double> in;
+            for (int64_t j = 0; j < dims[axis]; ++j)
+              in.push_back(x->getDouble((o * dims[axis] + j) * inner + i));
+            std::vector<int64_t> want = referenceTopK(in, k, largest != 0);
+            for (int64_t j = 0; j < k; ++j) {
+              int64_t at = (o * k + j) * inner + i;
+              CHECK(y[1]->getInts()[at] == want[j]);
+              double got = y[0]->getDouble(at), expected = in[want[j]];
+              CHECK((got == expected ||
+                     (std::isnan(got) && std::isnan(expected))));
+              CHECK(std::signbit(got) == std::signbit(expected));
+            }
+          }
+        }
+  }
+}
+
+TEST_CASE("TopK shape inference and run-time K name what is wrong") {
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %k = Constant() {value = dense<i64[1]: [4]>} : i64[1]
+    %y, %i = TopK(%x, %k) : f32[2,4], i64[2,4]
+    return %y })") == "TopK '%y': K 4 is outside [0, 3], the dim of axis 1 "
+                      "of f32[2,3]");
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %k = Constant() {value = dense<i32[1]: [2]>} : i32[1]
+    %y, %i = TopK(%x, %k) : f32[2,2], i64[2,2]
+    return %y })")
+            .find("dtype i64") != std::string::npos);
+  CHECK(inferError(R"(graph @g(%x: f32[2,3]) {
+    %k = Constant() {value = dense<i64[1]: [2]>} : i64[1]
+    %y, %i = TopK(%x, %k) {largest = 2} : f32[2,2], i64[2,2]
+    return %y })") == "TopK '%y': attribute 'largest' is 2, expected 0 or 1");
+  CHECK(inferError(R"(graph @g(%x: bool[2,3]) {
+    %k = Constant() {value = dense<i64[1]: [2]>} : i64[1]
+    %y, %i = TopK(%x, %k) : bool[2,2], i64[2,2]
+    return %y })")
+            .find("numeric dtype") != std::string::npos);
+  // K known only at run time is checked against the results' type there.
+  CHECK(runError(R"(graph @g(%x: f64[2,3], %k: i64[1]) {
+    %y, %i = TopK(%x, %k) : f64[2,2], i64[2,2]
+    return %y })",
+                 {doubles(TensorType(DType::F64, {2, 3}), {1, 2, 3, 4, 5, 6}),
+                  TensorData::fromInts(TensorType(DType::I64, {1}), {3})}) ==
+        "run: TopK '%y': K is 3, but the node's results have 2 along the "
+        "axis");
 }

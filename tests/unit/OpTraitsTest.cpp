@@ -194,6 +194,17 @@ const Sample kSamples[] = {
     %y = Clip(%w, %lo) : f64[2,3])"},
   {OpKind::Tile, "f64[2,3]", R"(%r = Constant() {value = dense<i64[2]: [1, 2]>} : i64[2]
     %y = Tile(%w, %r) : f64[2,6])"},
+  // Floor's gradient is zero, as Ceil's; ArgMax's and ArgMin's i64
+  // results carry none.
+  {OpKind::Floor, "f64[2,3]", "%c = Floor(%w) : f64[2,3]\n"
+   "    %y = Mul(%c, %w) : f64[2,3]"},
+  {OpKind::Softplus, "f64[2,3]", "%y = Softplus(%w) : f64[2,3]"},
+  {OpKind::ArgMax, "f64[2,3]", R"(%i = ArgMax(%w) {axis = 1} : i64[2,1]
+    %y = Cast(%i) {to = 11} : f64[2,1])", kNoWeight},
+  {OpKind::ArgMin, "f64[2,3]", R"(%i = ArgMin(%w) : i64[1,3]
+    %y = Cast(%i) {to = 11} : f64[1,3])", kNoWeight},
+  {OpKind::TopK, "f64[2,3]", R"(%k = Constant() {value = dense<i64[1]: [2]>} : i64[1]
+    %y, %i = TopK(%w, %k) : f64[2,2], i64[2,2])"},
 };
 // clang-format on
 
@@ -247,7 +258,8 @@ TEST_CASE("op traits: in place and shape-only sets") {
   // (Exp, Sub and Mul were in place) for the loss. remat.SoftmaxGrad and
   // remat.LayerNormalizationGrad replaced in-place Mul and Sub chains for
   // Softmax and LayerNormalization, remat.DropoutGrad Dropout's Cast, Mul
-  // and Mul. Sign came later still (issue 36), and Ceil (issue 40).
+  // and Mul. Sign came later still (issue 36), and Ceil, Floor and Softplus
+  // (issue 40).
   std::set<OpKind> inPlace = {
       OpKind::Add,     OpKind::Sub,     OpKind::Mul,  OpKind::Div,
       OpKind::Sqrt,    OpKind::Erf,     OpKind::Tanh, OpKind::Relu,
@@ -256,7 +268,7 @@ TEST_CASE("op traits: in place and shape-only sets") {
       OpKind::Not,     OpKind::GeluGrad};
   inPlace.insert({OpKind::SoftmaxCrossEntropyGrad, OpKind::SoftmaxGrad,
                   OpKind::LayerNormalizationGrad, OpKind::DropoutGrad,
-                  OpKind::Sign, OpKind::Ceil});
+                  OpKind::Sign, OpKind::Ceil, OpKind::Floor, OpKind::Softplus});
   CHECK(opsWith(kInPlace) == inPlace);
   // Overwriting operand element i with result element i is only safe when
   // nothing else reads operand element i: elementwise ops; the loss
