@@ -120,7 +120,9 @@ struct SweepOptions {
 };
 
 /// One graph: a model, later a training step planned into one arena.
-/// Movable, not copyable.
+/// Movable, not copyable. Not synchronized: calls on one Model from several
+/// threads at once must be serialized by the caller (the C API's
+/// RematModel does this with a lock).
 class REMAT_API Model {
 public:
   /// Reads \p path by its extension: .onnx, .rir, or a BERT config .json.
