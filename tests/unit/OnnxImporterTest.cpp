@@ -1640,8 +1640,10 @@ TEST_CASE("every fixture under tests/fixtures imports and verifies") {
     CHECK(graph.getOutputs()[0]->getName() == "loss");
     CHECK(graph.getOutputs()[0]->getType().str() == "f32[]");
     // Token models take i64[batch, seq] inputs; the image family fixture
-    // (fam_vit_*) takes pixel_values and one label per image.
+    // (fam_vit_*) takes pixel_values and one label per image, a sequence
+    // classification fixture (fam_*_seqcls_*) one label per row.
     bool image = graph.lookup("pixel_values") != nullptr;
+    bool oneLabelPerRow = image || llvm::StringRef(model).contains("_seqcls_");
     for (const char *input : {"input_ids", "labels", "pixel_values"}) {
       bool wanted = llvm::StringRef(input) == "labels" ||
                     (llvm::StringRef(input) == "pixel_values") == image;
@@ -1650,10 +1652,11 @@ TEST_CASE("every fixture under tests/fixtures imports and verifies") {
       const Value *value = graph.lookup(input);
       REQUIRE_MESSAGE(value, "no graph input " << input);
       CHECK(value->isGraphInput());
-      CHECK(value->getType().str() ==
-            (!image                                      ? "i64[2,16]"
-             : llvm::StringRef(input) == "labels"        ? "i64[2]"
-                                                         : "f32[2,3,16,16]"));
+      llvm::StringRef type =
+          llvm::StringRef(input) == "pixel_values" ? "f32[2,3,16,16]"
+          : llvm::StringRef(input) == "labels" && oneLabelPerRow ? "i64[2]"
+                                                                 : "i64[2,16]";
+      CHECK(value->getType().str() == type);
     }
 
     // The weights are exactly the initializers torch trains (params.json):
