@@ -67,6 +67,22 @@ struct PricedPlan {
   double seconds = 0; // recompute seconds
 };
 
+/// The rewrite that holds candidate i exactly when bit i of \p held is set:
+/// a stashed candidate not held is dropped, a held one not stashed is kept.
+RecomputePlan planHolding(const StashInfo &stash,
+                          llvm::ArrayRef<ir::Value *> candidates,
+                          uint32_t held) {
+  RecomputePlan plan;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    bool isHeld = held >> i & 1;
+    if (stash.isStashed(candidates[i]) && !isHeld)
+      plan.drop.insert(candidates[i]);
+    if (!stash.isStashed(candidates[i]) && isHeld)
+      plan.keep.insert(candidates[i]);
+  }
+  return plan;
+}
+
 std::unique_ptr<ir::Graph> trainingStep(llvm::StringRef text) {
   auto graph = ir::parseGraph(text, "random.rir");
   REQUIRE_MESSAGE(bool(graph), errorToString(graph.takeError()));
@@ -119,14 +135,7 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
 
   std::vector<PricedPlan> plans;
   for (uint32_t held = 0; held < (1u << candidates.size()); ++held) {
-    RecomputePlan plan;
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      bool isHeld = held >> i & 1;
-      if (stash.isStashed(candidates[i]) && !isHeld)
-        plan.drop.insert(candidates[i]);
-      if (!stash.isStashed(candidates[i]) && isHeld)
-        plan.keep.insert(candidates[i]);
-    }
+    RecomputePlan plan = planHolding(stash, candidates, held);
     RecomputeUndo undo;
     RecomputeStats stats = applyRecomputePlan(step, plan, profile, &undo);
     auto memoryPlan = passes::planMemory(step);
@@ -260,14 +269,7 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
     if (candidates.size() > kMaxCandidates)
       continue;
     for (uint32_t held = 0; held < (1u << candidates.size()); ++held) {
-      RecomputePlan plan;
-      for (size_t i = 0; i < candidates.size(); ++i) {
-        bool isHeld = held >> i & 1;
-        if (stash.isStashed(candidates[i]) && !isHeld)
-          plan.drop.insert(candidates[i]);
-        if (!stash.isStashed(candidates[i]) && isHeld)
-          plan.keep.insert(candidates[i]);
-      }
+      RecomputePlan plan = planHolding(stash, candidates, held);
       RecomputePlan nested = plan;
       for (const Segment &segment : chain->segments)
         if (segment.input && !plan.keep.count(segment.input))
