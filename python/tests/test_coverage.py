@@ -66,3 +66,17 @@ def test_one_architecture(tmp_path):
                           str(out), "--into", str(doc)], capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.startswith(f"error: {doc}: no ")
     assert doc.read_text() == "# no generated section\n"
+
+
+def test_a_missing_gradient_is_zero_only_where_torchs_is_zero():
+    """remat-run writes no gradient for a weight with no differentiable path to the loss
+    (MRA's query at the tiny config): that matches torch's gradient when it is all zeros,
+    and is a failure otherwise."""
+    sys.path.insert(0, str(ROOT / "tests/tools/Inputs"))
+    import family_check
+    import numpy as np
+    zero, one = np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32)
+    count, worst, bad = family_check.compare_grads({"w": zero, "v": one}, {"v": one})
+    assert (count, worst, bad) == (2, 0.0, [])
+    _, _, bad = family_check.compare_grads({"w": one * 1e-3, "v": one}, {"v": one})
+    assert bad == ["w missing or misshaped"]
