@@ -19,6 +19,7 @@
 #include "passes/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <set>
@@ -201,6 +202,11 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
   std::set<std::pair<size_t, unsigned>> byStart;
   llvm::SmallVector<unsigned, 32> conflicts;
   std::vector<std::pair<uint64_t, uint64_t>> taken;
+  // The placed buffers by offset, and which are conflicts of the buffer
+  // being placed (those whose stamp is the current one).
+  std::vector<unsigned> byOffset;
+  std::vector<unsigned> conflictStamp(buffers.size(), 0);
+  unsigned stamp = 0;
   for (unsigned id : bySize) {
     Buffer &buffer = buffers[id];
     if (buffer.bytes == 0)
@@ -210,16 +216,37 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
     for (auto it = byStart.upper_bound({buffer.start, ~0u});
          it != byStart.end() && it->first <= buffer.end; ++it)
       conflicts.push_back(it->second);
-    taken.clear();
-    for (unsigned other : conflicts)
-      taken.push_back({buffers[other].offset,
-                       buffers[other].offset + buffers[other].bytes});
-    llvm::sort(taken);
+    // First fit: walk the conflicts by offset until a gap holds the buffer
+    // (conflicts of equal offset may come in any order: neither ends the
+    // walk once the other has not). Sorting them costs k log k; walking
+    // every placed buffer in offset order, skipping those that do not
+    // conflict, costs at most the number placed and stops at the gap: the
+    // cheaper of the two is taken, with the same offset.
     uint64_t offset = 0;
-    for (const auto &[begin, end] : taken) {
-      if (begin >= offset + buffer.bytes)
-        break;
-      offset = std::max(offset, end);
+    size_t k = conflicts.size();
+    if (byOffset.size() <= 2 * k * llvm::Log2_64_Ceil(k + 1)) {
+      ++stamp;
+      for (unsigned other : conflicts)
+        conflictStamp[other] = stamp;
+      for (unsigned other : byOffset) {
+        if (conflictStamp[other] != stamp)
+          continue;
+        const Buffer &placed = buffers[other];
+        if (placed.offset >= offset + buffer.bytes)
+          break;
+        offset = std::max(offset, placed.offset + placed.bytes);
+      }
+    } else {
+      taken.clear();
+      for (unsigned other : conflicts)
+        taken.push_back({buffers[other].offset,
+                         buffers[other].offset + buffers[other].bytes});
+      llvm::sort(taken);
+      for (const auto &[begin, end] : taken) {
+        if (begin >= offset + buffer.bytes)
+          break;
+        offset = std::max(offset, end);
+      }
     }
     if (offset + buffer.bytes > kMaxArenaBytes)
       return makeError("cannot plan memory: the arena would exceed the 2^62 "
@@ -230,6 +257,11 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
     buffer.offset = offset;
     liveAt.insert(buffer.start, buffer.end, id);
     byStart.insert({buffer.start, id});
+    byOffset.insert(llvm::upper_bound(byOffset, offset,
+                                      [&](uint64_t at, unsigned other) {
+                                        return at < buffers[other].offset;
+                                      }),
+                    id);
   }
 
   plan.offsets.reserve(values.size());
