@@ -36,6 +36,7 @@ struct Buffer {
   size_t start = 0;     // first schedule position
   size_t end = 0;       // last schedule position
   const ir::Value *tail = nullptr; // the member defined last
+  uint64_t tailBytes = 0;          // its bytes, not rounded
   uint64_t offset = 0;
 };
 
@@ -100,7 +101,7 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
   bufferOf.reserve(values.size());
   for (size_t v = 0; v < values.size(); ++v) {
     const ir::Value *value = values[v];
-    uint64_t bytes = Liveness::getBytes(value);
+    uint64_t bytes = liveness.getValueBytes()[v];
     if (bytes > kMaxArenaBytes)
       return makeError("cannot plan memory: %" + value->getName() + " (" +
                        value->getType().str() + ") needs " +
@@ -137,6 +138,7 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
           continue;
         buffer.end = range.lastUse;
         buffer.tail = value;
+        buffer.tailBytes = bytes;
         bufferOf[value] = it->second;
         plan.inPlaceOf[value] = operand;
         reused = true;
@@ -150,6 +152,7 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
     buffer.start = range.def;
     buffer.end = range.lastUse;
     buffer.tail = value;
+    buffer.tailBytes = bytes;
     bufferOf[value] = buffers.size();
     buffers.push_back(buffer);
   }
@@ -157,7 +160,7 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
 }
 
 llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph) {
-  Liveness liveness(graph);
+  Liveness liveness(graph, Liveness::RangesOnly());
   std::vector<Buffer> buffers;
   llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
   ir::MemoryPlan plan;
@@ -169,7 +172,7 @@ llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph) {
   size_t n = liveness.getSchedule().size();
   std::vector<int64_t> delta(n + 1, 0);
   for (const Buffer &buffer : buffers) {
-    int64_t bytes = int64_t(Liveness::getBytes(buffer.tail));
+    int64_t bytes = int64_t(buffer.tailBytes);
     delta[buffer.start] += bytes;
     delta[buffer.end + 1] -= bytes;
   }
@@ -183,7 +186,7 @@ llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph) {
 
 llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
                                           bool inPlace) {
-  Liveness liveness(graph);
+  Liveness liveness(graph, Liveness::RangesOnly());
   llvm::ArrayRef<const ir::Value *> values = liveness.getValues();
   std::vector<Buffer> buffers;
   llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
@@ -265,11 +268,11 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
   }
 
   plan.offsets.reserve(values.size());
-  for (const ir::Value *value : values) {
-    uint64_t offset = buffers[bufferOf[value]].offset;
-    plan.offsets[value] = offset;
-    plan.arenaBytes =
-        std::max(plan.arenaBytes, offset + Liveness::getBytes(value));
+  for (size_t v = 0; v < values.size(); ++v) {
+    uint64_t offset = buffers[bufferOf[values[v]]].offset;
+    plan.offsets[values[v]] = offset;
+    plan.arenaBytes = std::max(plan.arenaBytes,
+                               offset + liveness.getValueBytes()[v]);
   }
   // Storage shared in place counts once, so the arena holds this peak.
   plan.peakLiveBytes = Liveness(graph, plan).getPeakBytes();
