@@ -47,11 +47,19 @@ Liveness::Liveness(const ir::Graph &graph,
   analyse(graph, nullptr);
 }
 
+Liveness::Liveness(const ir::Graph &graph, RangesOnly) {
+  schedule_.reserve(graph.getNumNodes());
+  for (const ir::Node &node : graph.getNodes())
+    schedule_.push_back(&node);
+  analyse(graph, nullptr, /*rangesOnly=*/true);
+}
+
 uint64_t Liveness::getBytes(const ir::Value *value) {
   return uint64_t(value->getType().getByteSize());
 }
 
-void Liveness::analyse(const ir::Graph &graph, const ir::MemoryPlan *plan) {
+void Liveness::analyse(const ir::Graph &graph, const ir::MemoryPlan *plan,
+                       bool rangesOnly) {
   for (const ir::Value *input : graph.getInputs())
     (input->isWeight() ? weightBytes_ : inputBytes_) += getBytes(input);
 
@@ -63,7 +71,9 @@ void Liveness::analyse(const ir::Graph &graph, const ir::MemoryPlan *plan) {
   // Most nodes have one result.
   values_.reserve(n);
   ranges_.reserve(n);
-  valueIndex_.reserve(n);
+  bytes_.reserve(n);
+  if (!rangesOnly)
+    valueIndex_.reserve(n);
 
   for (size_t i = 0; i < n; ++i) {
     for (const ir::Value *result : schedule_[i]->getResults()) {
@@ -80,11 +90,15 @@ void Liveness::analyse(const ir::Graph &graph, const ir::MemoryPlan *plan) {
         assert(it->second >= i && "the order is not topological");
         range.lastUse = std::max(range.lastUse, it->second);
       }
-      valueIndex_[result] = values_.size();
+      if (!rangesOnly)
+        valueIndex_[result] = values_.size();
       values_.push_back(result);
       ranges_.push_back(range);
+      bytes_.push_back(getBytes(result));
     }
   }
+  if (rangesOnly)
+    return;
   counted_ = ranges_;
   // An in-place result counts from its node on; the operand it overwrites
   // (dying there, defined earlier) stops counting one position before.
@@ -105,7 +119,7 @@ void Liveness::analyse(const ir::Graph &graph, const ir::MemoryPlan *plan) {
   // Difference array: +bytes at def, -bytes after the last counted position.
   std::vector<int64_t> delta(n + 1, 0);
   for (size_t v = 0; v < values_.size(); ++v) {
-    int64_t bytes = int64_t(getBytes(values_[v]));
+    int64_t bytes = int64_t(bytes_[v]);
     delta[counted_[v].def] += bytes;
     delta[counted_[v].lastUse + 1] -= bytes;
   }

@@ -73,6 +73,11 @@ public:
   /// Analyses \p order, a topological order of all of \p graph's nodes,
   /// without a plan (every value counts on its own).
   Liveness(const ir::Graph &graph, llvm::ArrayRef<const ir::Node *> order);
+  /// Analyses \p graph's own schedule for its values, their ranges and byte
+  /// sizes only (getValues, getRanges, getValueBytes; nothing that counts
+  /// bytes or looks a value up): plan-memory groups and counts them itself.
+  struct RangesOnly {};
+  Liveness(const ir::Graph &graph, RangesOnly);
 
   /// The schedule analysed.
   llvm::ArrayRef<const ir::Node *> getSchedule() const { return schedule_; }
@@ -80,6 +85,8 @@ public:
   llvm::ArrayRef<const ir::Value *> getValues() const { return values_; }
   /// The live range of each of getValues(), by index.
   llvm::ArrayRef<LiveRange> getRanges() const { return ranges_; }
+  /// The byte size (getBytes) of each of getValues(), by index.
+  llvm::ArrayRef<uint64_t> getValueBytes() const { return bytes_; }
   /// \returns the live range of node result \p value.
   LiveRange getRange(const ir::Value *value) const;
   /// \returns the positions where \p value's bytes count: its live range,
@@ -115,11 +122,13 @@ public:
   std::vector<const ir::Value *> getLiveValuesAt(size_t index) const;
 
 private:
-  void analyse(const ir::Graph &graph, const ir::MemoryPlan *plan);
+  void analyse(const ir::Graph &graph, const ir::MemoryPlan *plan,
+               bool rangesOnly = false);
 
   std::vector<const ir::Node *> schedule_;
   std::vector<const ir::Value *> values_;
   std::vector<LiveRange> ranges_;
+  std::vector<uint64_t> bytes_;
   std::vector<LiveRange> counted_;
   llvm::DenseMap<const ir::Value *, unsigned> valueIndex_;
   std::vector<uint64_t> liveBytes_;

@@ -19,6 +19,7 @@
 #include "passes/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <set>
@@ -35,6 +36,7 @@ struct Buffer {
   size_t start = 0;     // first schedule position
   size_t end = 0;       // last schedule position
   const ir::Value *tail = nullptr; // the member defined last
+  uint64_t tailBytes = 0;          // its bytes, not rounded
   uint64_t offset = 0;
 };
 
@@ -99,7 +101,7 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
   bufferOf.reserve(values.size());
   for (size_t v = 0; v < values.size(); ++v) {
     const ir::Value *value = values[v];
-    uint64_t bytes = Liveness::getBytes(value);
+    uint64_t bytes = liveness.getValueBytes()[v];
     if (bytes > kMaxArenaBytes)
       return makeError("cannot plan memory: %" + value->getName() + " (" +
                        value->getType().str() + ") needs " +
@@ -136,6 +138,7 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
           continue;
         buffer.end = range.lastUse;
         buffer.tail = value;
+        buffer.tailBytes = bytes;
         bufferOf[value] = it->second;
         plan.inPlaceOf[value] = operand;
         reused = true;
@@ -149,6 +152,7 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
     buffer.start = range.def;
     buffer.end = range.lastUse;
     buffer.tail = value;
+    buffer.tailBytes = bytes;
     bufferOf[value] = buffers.size();
     buffers.push_back(buffer);
   }
@@ -156,7 +160,7 @@ static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
 }
 
 llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph) {
-  Liveness liveness(graph);
+  Liveness liveness(graph, Liveness::RangesOnly());
   std::vector<Buffer> buffers;
   llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
   ir::MemoryPlan plan;
@@ -168,7 +172,7 @@ llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph) {
   size_t n = liveness.getSchedule().size();
   std::vector<int64_t> delta(n + 1, 0);
   for (const Buffer &buffer : buffers) {
-    int64_t bytes = int64_t(Liveness::getBytes(buffer.tail));
+    int64_t bytes = int64_t(buffer.tailBytes);
     delta[buffer.start] += bytes;
     delta[buffer.end + 1] -= bytes;
   }
@@ -182,7 +186,7 @@ llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph) {
 
 llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
                                           bool inPlace) {
-  Liveness liveness(graph);
+  Liveness liveness(graph, Liveness::RangesOnly());
   llvm::ArrayRef<const ir::Value *> values = liveness.getValues();
   std::vector<Buffer> buffers;
   llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
@@ -201,6 +205,11 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
   std::set<std::pair<size_t, unsigned>> byStart;
   llvm::SmallVector<unsigned, 32> conflicts;
   std::vector<std::pair<uint64_t, uint64_t>> taken;
+  // The placed buffers by offset, and which are conflicts of the buffer
+  // being placed (those whose stamp is the current one).
+  std::vector<unsigned> byOffset;
+  std::vector<unsigned> conflictStamp(buffers.size(), 0);
+  unsigned stamp = 0;
   for (unsigned id : bySize) {
     Buffer &buffer = buffers[id];
     if (buffer.bytes == 0)
@@ -210,16 +219,37 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
     for (auto it = byStart.upper_bound({buffer.start, ~0u});
          it != byStart.end() && it->first <= buffer.end; ++it)
       conflicts.push_back(it->second);
-    taken.clear();
-    for (unsigned other : conflicts)
-      taken.push_back({buffers[other].offset,
-                       buffers[other].offset + buffers[other].bytes});
-    llvm::sort(taken);
+    // First fit: walk the conflicts by offset until a gap holds the buffer
+    // (conflicts of equal offset may come in any order: neither ends the
+    // walk once the other has not). Sorting them costs k log k; walking
+    // every placed buffer in offset order, skipping those that do not
+    // conflict, costs at most the number placed and stops at the gap: the
+    // cheaper of the two is taken, with the same offset.
     uint64_t offset = 0;
-    for (const auto &[begin, end] : taken) {
-      if (begin >= offset + buffer.bytes)
-        break;
-      offset = std::max(offset, end);
+    size_t k = conflicts.size();
+    if (byOffset.size() <= 2 * k * llvm::Log2_64_Ceil(k + 1)) {
+      ++stamp;
+      for (unsigned other : conflicts)
+        conflictStamp[other] = stamp;
+      for (unsigned other : byOffset) {
+        if (conflictStamp[other] != stamp)
+          continue;
+        const Buffer &placed = buffers[other];
+        if (placed.offset >= offset + buffer.bytes)
+          break;
+        offset = std::max(offset, placed.offset + placed.bytes);
+      }
+    } else {
+      taken.clear();
+      for (unsigned other : conflicts)
+        taken.push_back({buffers[other].offset,
+                         buffers[other].offset + buffers[other].bytes});
+      llvm::sort(taken);
+      for (const auto &[begin, end] : taken) {
+        if (begin >= offset + buffer.bytes)
+          break;
+        offset = std::max(offset, end);
+      }
     }
     if (offset + buffer.bytes > kMaxArenaBytes)
       return makeError("cannot plan memory: the arena would exceed the 2^62 "
@@ -230,14 +260,19 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
     buffer.offset = offset;
     liveAt.insert(buffer.start, buffer.end, id);
     byStart.insert({buffer.start, id});
+    byOffset.insert(llvm::upper_bound(byOffset, offset,
+                                      [&](uint64_t at, unsigned other) {
+                                        return at < buffers[other].offset;
+                                      }),
+                    id);
   }
 
   plan.offsets.reserve(values.size());
-  for (const ir::Value *value : values) {
-    uint64_t offset = buffers[bufferOf[value]].offset;
-    plan.offsets[value] = offset;
-    plan.arenaBytes =
-        std::max(plan.arenaBytes, offset + Liveness::getBytes(value));
+  for (size_t v = 0; v < values.size(); ++v) {
+    uint64_t offset = buffers[bufferOf[values[v]]].offset;
+    plan.offsets[values[v]] = offset;
+    plan.arenaBytes = std::max(plan.arenaBytes,
+                               offset + liveness.getValueBytes()[v]);
   }
   // Storage shared in place counts once, so the arena holds this peak.
   plan.peakLiveBytes = Liveness(graph, plan).getPeakBytes();

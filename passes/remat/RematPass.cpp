@@ -10,6 +10,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <atomic>
+#include <thread>
+
 namespace remat::passes {
 
 using namespace remat::passes::recompute;
@@ -54,6 +57,27 @@ RematPass::RematPass() {
 }
 
 namespace recompute {
+
+void forEachOnThreads(size_t count, llvm::function_ref<void(size_t)> work) {
+  unsigned threads = std::min<size_t>(
+      count, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) {
+    for (size_t i = 0; i < count; ++i)
+      work(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < count; i = next++)
+      work(i);
+  };
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < threads; ++t)
+    helpers.emplace_back(worker);
+  worker();
+  for (std::thread &helper : helpers)
+    helper.join();
+}
 
 llvm::Expected<std::unique_ptr<RematProblem>>
 prepareRematProblem(ir::Graph &graph, llvm::StringRef costProfilePath,
@@ -101,7 +125,9 @@ llvm::Error makeInfeasibleError(
   // The smallest any strategy reaches, of the step as it is or of an
   // alternative (the step with its loss head or attention cores chunked)
   // when that is smaller, and the strategy's own floor: a budget at or
-  // above it has a plan.
+  // above it has a plan. An alternative is searched only for plans below
+  // the floors found so far (its members estimated at or above them are
+  // not planned), which finds the same floors.
   auto smallest = solver.smallestPlan();
   if (!smallest)
     return smallest.takeError();
@@ -110,18 +136,19 @@ llvm::Error makeInfeasibleError(
     return own.takeError();
   std::string note;
   for (const auto &[alternative, alternativeNote] : alternatives) {
-    auto other = alternative->smallestPlan();
+    auto other = alternative->smallestPlanBelow(smallest->plannedPeakBytes);
     if (!other)
       return other.takeError();
-    if (other->plannedPeakBytes < smallest->plannedPeakBytes) {
-      smallest = std::move(other);
+    if (*other) {
+      smallest = std::move(**other);
       note = ", " + alternativeNote;
     }
-    auto otherOwn = alternative->smallestPlanOf(strategy);
+    auto otherOwn =
+        alternative->smallestPlanOfBelow(strategy, own->plannedPeakBytes);
     if (!otherOwn)
       return otherOwn.takeError();
-    if (otherOwn->plannedPeakBytes < own->plannedPeakBytes)
-      own = std::move(otherOwn);
+    if (*otherOwn)
+      own = std::move(**otherOwn);
   }
   uint64_t ownPeak = own->plannedPeakBytes;
   bool ownFloor = ownPeak < smallest->plannedPeakBytes;
@@ -194,11 +221,16 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
     bool loss = false, attention = false;
   };
   std::vector<Pool> pools;
+  // The chunked copies asked for, built on threads (each reads the step
+  // and writes only its copy), then taken in this order.
+  struct Build {
+    bool loss = false, attention = false;
+    std::string lossWhy, attentionWhy;
+    std::optional<llvm::Expected<std::unique_ptr<ChunkedStep>>> step;
+  };
+  std::vector<Build> builds;
   for (bool loss : {false, true})
     for (bool attention : {false, true}) {
-      const ChunkLossSetting &lossSetting = loss ? *chunkSetting : off;
-      const ChunkLossSetting &attentionSetting =
-          attention ? *attentionChoice : off;
       // A Fixed setting is applied in every pool; auto only with a budget.
       if ((loss && chunkSetting->mode == Mode::Off) ||
           (!loss && chunkSetting->mode == Mode::Fixed) ||
@@ -206,34 +238,74 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
           (!attention && attentionChoice->mode == Mode::Fixed))
         continue;
       if (!loss && !attention) {
-        pools.push_back({&solver, nullptr, false, false});
+        builds.push_back({false, false, "", "", std::nullopt});
         continue;
       }
       if ((loss && chunkSetting->mode == Mode::Auto && !budget) ||
           (attention && attentionChoice->mode == Mode::Auto && !budget))
         continue;
-      std::string lossWhy, attentionWhy;
-      auto step =
-          prepareChunkedStep(graph, lossSetting, attentionSetting, costProfile_,
-                             boundaries, lossWhy, attentionWhy);
-      if (!step)
-        return step.takeError();
-      if (loss && !lossWhy.empty())
-        headWhyNot = lossWhy;
-      if (attention && !attentionWhy.empty())
-        attentionWhyNot = attentionWhy;
-      if (!*step)
-        continue;
-      Solver *stepSolver = (*step)->problem->solver.get();
-      pools.push_back({stepSolver, std::move(*step), loss, attention});
+      builds.push_back({loss, attention, "", "", std::nullopt});
     }
+  forEachOnThreads(builds.size(), [&](size_t i) {
+    Build &build = builds[i];
+    if (!build.loss && !build.attention)
+      return;
+    build.step.emplace(prepareChunkedStep(
+        graph, build.loss ? *chunkSetting : off,
+        build.attention ? *attentionChoice : off, costProfile_, boundaries,
+        build.lossWhy, build.attentionWhy));
+  });
+  llvm::Error buildError = llvm::Error::success();
+  for (Build &build : builds) {
+    if (!build.step) {
+      if (!buildError)
+        pools.push_back({&solver, nullptr, false, false});
+      continue;
+    }
+    auto &step = *build.step;
+    if (!step || buildError) {
+      // The first error in the order above is the pass's.
+      llvm::Error err = step ? llvm::Error::success() : step.takeError();
+      if (!buildError)
+        buildError = std::move(err);
+      else
+        llvm::consumeError(std::move(err));
+      continue;
+    }
+    if (build.loss && !build.lossWhy.empty())
+      headWhyNot = build.lossWhy;
+    if (build.attention && !build.attentionWhy.empty())
+      attentionWhyNot = build.attentionWhy;
+    if (!*step)
+      continue;
+    Solver *stepSolver = (*step)->problem->solver.get();
+    pools.push_back(
+        {stepSolver, std::move(*step), build.loss, build.attention});
+  }
+  if (buildError)
+    return std::move(buildError);
+  // Each pool's solver works on its own graph (the step, or its chunked
+  // copy), so the pools are solved on threads; the results are read in
+  // the pools' order, as one after another would give them.
+  std::vector<std::optional<llvm::Expected<std::optional<PlanResult>>>>
+      solved(pools.size());
+  forEachOnThreads(pools.size(), [&](size_t i) {
+    solved[i].emplace(pools[i].solver->solve(strategy, budget));
+  });
   std::optional<PlanResult> chosen;
   const Pool *chosenPool = nullptr;
-  for (const Pool &pool : pools) {
-    auto plan = pool.solver->solve(strategy, budget);
-    if (!plan)
-      return plan.takeError();
-    if (!*plan)
+  llvm::Error firstError = llvm::Error::success();
+  for (size_t i = 0; i < pools.size(); ++i) {
+    const Pool &pool = pools[i];
+    auto &plan = *solved[i];
+    if (!plan) {
+      if (!firstError)
+        firstError = plan.takeError();
+      else
+        llvm::consumeError(plan.takeError());
+      continue;
+    }
+    if (firstError || !*plan)
       continue;
     double seconds = pool.solver->getPredictedSeconds(**plan);
     if (chosen) {
@@ -245,6 +317,8 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
     chosen = std::move(**plan);
     chosenPool = &pool;
   }
+  if (firstError)
+    return std::move(firstError);
   auto describePool = [](const Pool &pool) {
     std::string note;
     if (pool.loss)

@@ -238,6 +238,7 @@ void Solver::ensureEstimate(PlanResult &plan) {
          "predictRecomputeStats differs from the rewrite");
   plan.stats = std::move(stats);
   // An arena past 2^62 bytes: rank it last; planning it reports the error.
+  plan.boundedEstimate = bool(lowerBound);
   plan.estimatedPeakBytes =
       persistentBytes_ +
       (lowerBound
@@ -597,25 +598,45 @@ Solver::nestedPlans(
 }
 
 llvm::Expected<PlanResult> Solver::smallestPlan() {
-  // auto reaches every pool member.
-  return smallestMember([](const PlanResult &) { return true; });
+  auto plan = smallestPlanBelow(UINT64_MAX);
+  if (!plan)
+    return plan.takeError();
+  assert(*plan && "none is a member of every strategy");
+  return std::move(**plan);
 }
 
 llvm::Expected<PlanResult> Solver::smallestPlanOf(Strategy strategy) {
+  auto plan = smallestPlanOfBelow(strategy, UINT64_MAX);
+  if (!plan)
+    return plan.takeError();
+  assert(*plan && "none is a member of every strategy");
+  return std::move(**plan);
+}
+
+llvm::Expected<std::optional<PlanResult>>
+Solver::smallestPlanBelow(uint64_t beat) {
+  // auto reaches every pool member.
+  return smallestMember([](const PlanResult &) { return true; }, beat);
+}
+
+llvm::Expected<std::optional<PlanResult>>
+Solver::smallestPlanOfBelow(Strategy strategy, uint64_t beat) {
   // A fixed strategy has one plan; the others reach their own pool members
   // (and none), which solve() reads.
   if (!isBudgetDriven(strategy)) {
     auto plan = solve(strategy, std::nullopt);
     if (!plan)
       return plan.takeError();
-    return std::move(**plan);
+    if ((*plan)->plannedPeakBytes >= beat)
+      return std::nullopt;
+    return std::move(*plan);
   }
   return smallestMember(
-      [&](const PlanResult &plan) { return belongsTo(strategy, plan); });
+      [&](const PlanResult &plan) { return belongsTo(strategy, plan); }, beat);
 }
 
-llvm::Expected<PlanResult> Solver::smallestMember(
-    llvm::function_ref<bool(const PlanResult &)> isMember) {
+llvm::Expected<std::optional<PlanResult>> Solver::smallestMember(
+    llvm::function_ref<bool(const PlanResult &)> isMember, uint64_t beat) {
   // Plan the members with the smallest estimates exactly; the least planned
   // peak among them is what the infeasible-budget error reports, and a
   // strategy that reads them reaches it.
@@ -630,19 +651,28 @@ llvm::Expected<PlanResult> Solver::smallestMember(
   });
   // Plan the six smallest estimates, and every estimate within 1% of the
   // smallest (plans that all sit on the same floor rank unreliably by the
-  // bound), at most 32.
+  // bound), at most 32. A member whose estimate, a lower bound of its
+  // planned peak, is at or above the least planned peak so far (or
+  // \p beat) cannot be strictly smaller, which is what replaces the best:
+  // it is not planned. Those of no bound (the estimate failed: planning
+  // them reports the error) still are.
   PlanResult *best = nullptr;
   uint64_t floor = byEstimate.empty() ? 0 : byEstimate.front()->estimatedPeakBytes;
   for (size_t i = 0; i < byEstimate.size() && i < 32; ++i) {
-    if (i >= 6 && byEstimate[i]->estimatedPeakBytes > floor + floor / 100)
+    PlanResult &plan = *byEstimate[i];
+    if (i >= 6 && plan.estimatedPeakBytes > floor + floor / 100)
       break;
-    if (auto err = planExactly(*byEstimate[i]))
+    uint64_t least = best ? std::min(beat, best->plannedPeakBytes) : beat;
+    if (plan.estimatedPeakBytes >= least && plan.boundedEstimate)
+      continue;
+    if (auto err = planExactly(plan))
       return std::move(err);
-    if (!best || byEstimate[i]->plannedPeakBytes < best->plannedPeakBytes)
-      best = byEstimate[i];
+    if (plan.plannedPeakBytes < least)
+      best = &plan;
   }
-  assert(best && "none is a member of every strategy");
-  return *best;
+  if (!best)
+    return std::nullopt;
+  return std::optional<PlanResult>(*best);
 }
 
 RecomputeStats Solver::apply(const PlanResult &plan) {

@@ -121,6 +121,9 @@ struct PlanResult {
   /// Whether estimatedPeakBytes is filled: pool members whose estimate no
   /// decision has read yet leave it for later (Solver::ensureEstimate).
   bool estimated = false;
+  /// Whether the estimate is a bound: false when the lower bound failed (a
+  /// value past 2^62 bytes) and the estimate only ranks the member last.
+  bool boundedEstimate = true;
   /// Position in the order the pool was built.
   unsigned poolIndex = 0;
   /// Stashed bytes held through backward.
@@ -157,6 +160,14 @@ public:
   /// floor. solve(strategy, B) finds a plan for every B at or above it.
   llvm::Expected<PlanResult> smallestPlanOf(Strategy strategy);
 
+  /// smallestPlan() and smallestPlanOf(), when that plan's planned peak is
+  /// below \p beat; std::nullopt when it is not. Members whose estimated
+  /// peak (a lower bound of the planned peak) is at or above \p beat are
+  /// not planned.
+  llvm::Expected<std::optional<PlanResult>> smallestPlanBelow(uint64_t beat);
+  llvm::Expected<std::optional<PlanResult>>
+  smallestPlanOfBelow(Strategy strategy, uint64_t beat);
+
   /// Applies \p plan to the graph itself. \returns what was cloned.
   RecomputeStats apply(const PlanResult &plan);
 
@@ -192,9 +203,10 @@ private:
   /// it, which is then restored.
   llvm::Error planExactly(PlanResult &plan);
   /// The smallest planned peak among the pool members \p isMember accepts
-  /// (smallestPlan, smallestPlanOf).
-  llvm::Expected<PlanResult>
-  smallestMember(llvm::function_ref<bool(const PlanResult &)> isMember);
+  /// (smallestPlan, smallestPlanOf), if it is below \p beat.
+  llvm::Expected<std::optional<PlanResult>>
+  smallestMember(llvm::function_ref<bool(const PlanResult &)> isMember,
+                 uint64_t beat = UINT64_MAX);
   /// Every candidate plan, in the fixed order solve() reads them in.
   std::vector<PlanResult> &getPool();
   std::vector<SegmentChoice> fixedPlan(Strategy strategy) const;
@@ -259,6 +271,11 @@ struct RematProblem {
 llvm::Expected<std::unique_ptr<RematProblem>>
 prepareRematProblem(ir::Graph &graph, llvm::StringRef costProfilePath,
                     llvm::ArrayRef<std::string> boundaries);
+
+/// Calls \p work(i) for each i below \p count, on up to as many threads as
+/// the machine has cores (the calling thread is one); returns when all
+/// have. Calls for different i must not touch the same data.
+void forEachOnThreads(size_t count, llvm::function_ref<void(size_t)> work);
 
 /// The error for a budget no plan of \p strategy fits: the budget (and
 /// \p budgetText when it was a percentage), the smallest feasible planned

@@ -23,6 +23,12 @@ the types and the shape constants; the weights' data is dropped (remat
 plans without it). Prints one line per run, the growth per step of layers,
 and whether every pass time is under --limit seconds.
 
+When no plan fits --budget (Llama-7B's f32 weights are most of 40%), the
+run times the infeasible-budget error (its own row, the command's time),
+and a second run times a budget that has a plan: midway between the
+smallest feasible planned peak and the peak without remat, both read from
+that error (the same rule for every shape).
+
 Usage: remat_compile_time.py [--remat-opt PATH] [--layers 12,24,48,96|own]
                              [--shapes bert-large,gpt2-xl,llama-7b]
                              [--bind batch=8,seq=512] [--limit 5]
@@ -94,6 +100,32 @@ def write_graph(remat_opt, shape, layers, bind, directory):
     return path
 
 
+def time_run(remat_opt, path, budget):
+    """Times `remat-opt PATH --budget BUDGET --timing`. \returns the remat
+    pass's seconds, the command's wall and CPU seconds, its stderr and a
+    note ('' when a plan fits), or None after printing an error."""
+    command = [remat_opt, path, "--budget", budget, "--timing"]
+    started = time.monotonic()
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = subprocess.run(command, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, check=False)
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.monotonic() - started
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime +
+           cpu_after.ru_stime - cpu_before.ru_stime)
+    match = re.search(r"^\s*([0-9.]+)\s+[0-9.]+%\s+remat$", result.stderr,
+                      re.M)
+    if match:
+        return float(match.group(1)) / 1e3, wall, cpu, result.stderr, ""
+    if "is below every plan" in result.stderr:
+        # No timing table for a failed pass: the command's wall time bounds
+        # the pass's.
+        return wall, wall, cpu, result.stderr, ": no plan fits, command time"
+    print(f"error: {' '.join(command)}: no remat time in: "
+          f"{result.stderr.strip()[-2000:]}", file=sys.stderr)
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--remat-opt", default=os.path.join(
@@ -126,40 +158,38 @@ def main():
                 counts = [SHAPES[shape]["num_hidden_layers"]]
             else:
                 counts = [int(n) for n in args.layers.split(",")]
-            previous = None
+            previous = {}
             for layers in counts:
                 path = write_graph(args.remat_opt, shape, layers, args.bind,
                                    directory)
-                command = [args.remat_opt, path, "--budget", args.budget, "--timing"]
-                started = time.monotonic()
-                cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                result = subprocess.run(command, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, text=True,
-                                        check=False)
-                cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                wall = time.monotonic() - started
-                cpu = (cpu_after.ru_utime - cpu_before.ru_utime +
-                       cpu_after.ru_stime - cpu_before.ru_stime)
-                match = re.search(r"^\s*([0-9.]+)\s+[0-9.]+%\s+remat$",
-                                  result.stderr, re.M)
-                note = ""
-                if match:
-                    seconds = float(match.group(1)) / 1e3
-                elif "is below every plan" in result.stderr:
-                    # No timing table for a failed pass: the command's wall
-                    # time bounds the pass's.
-                    seconds = wall
-                    note = f"  (no plan fits {args.budget}: command time)"
-                else:
-                    print(f"error: {' '.join(command)}: no remat time in: "
-                          f"{result.stderr.strip()[-2000:]}", file=sys.stderr)
+                row = time_run(args.remat_opt, path, args.budget)
+                if row is None:
                     return 1
-                growth = f"x{seconds / previous:.2f}" if previous else ""
-                previous = seconds
-                over |= seconds > args.limit
-                over_cpu |= cpu > args.limit
-                print(f"{shape:<12} {layers:>6} {seconds:>8.2f} {growth:>7} "
-                      f"{wall:>9.2f} {cpu:>9.2f}{note}", flush=True)
+                rows = [(args.budget, row)]
+                floor = re.search(r"the smallest feasible planned peak is "
+                                  r"[^(]*\((\d+) B.*without remat it is "
+                                  r"([0-9.]+) GiB", row[3])
+                if floor:
+                    # No plan fits the budget: time a budget that has one
+                    # too, midway between the smallest feasible planned
+                    # peak and the peak without remat (both from the error).
+                    smallest = int(floor.group(1))
+                    base = float(floor.group(2)) * 2**30
+                    budget = f"{int((smallest + base) / 2) >> 20}MiB"
+                    row = time_run(args.remat_opt, path, budget)
+                    if row is None:
+                        return 1
+                    rows.append((budget, row))
+                for budget, (seconds, wall, cpu, _, note) in rows:
+                    kind = budget if note else "plan"
+                    growth = (f"x{seconds / previous[kind]:.2f}"
+                              if kind in previous else "")
+                    previous[kind] = seconds
+                    over |= seconds > args.limit
+                    over_cpu |= cpu > args.limit
+                    print(f"{shape:<12} {layers:>6} {seconds:>8.2f} "
+                          f"{growth:>7} {wall:>9.2f} {cpu:>9.2f}  "
+                          f"(--budget {budget}{note})", flush=True)
     print(f"goal: the remat pass under {args.limit:g} s (wall) in every run: "
           f"{'missed' if over else 'met'}; the whole command under "
           f"{args.limit:g} s of CPU in every run: "
