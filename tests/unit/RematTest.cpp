@@ -920,7 +920,8 @@ graph @moved(%q: f32[4,4,8] weight, %k: f32[4,8,4] weight, %v: f32[4,4,8] weight
   %st_grad = remat.SoftmaxGrad(%p_grad, %p) {axis = 2} : f32[4,4,4] bwd
   %q_grad = remat.PermutedMatMul(%st_grad, %k) {perm_a = [1, 0, 2], perm_b = [0, 2, 1]} : f32[4,4,8] bwd grad(%q)
   %k_grad = remat.PermutedMatMul(%q, %st_grad) {perm_a = [0, 2, 1], perm_b = [1, 0, 2]} : f32[4,8,4] bwd grad(%k)
-  return %loss, %q_grad, %k_grad, %v_grad
+  %q_sq = Mul(%q_grad, %q_grad) : f32[4,4,8] bwd
+  return %loss, %q_sq, %k_grad, %v_grad
 })");
   CHECK(recompute::findAttentionCores(*moved, whyNot).empty());
   CHECK(whyNot == "%p: the MatMul %st (PermutedMatMul) permutes the batch dim: "
@@ -939,7 +940,8 @@ graph @mixed(%q: f32[4,4,8] weight, %k: f32[4,8,4] weight, %v: f32[4,4,8] weight
   %s_grad = remat.SoftmaxGrad(%p_grad, %p) {axis = 2} : f32[4,4,4] bwd
   %q_grad = remat.PermutedMatMul(%s_grad, %k) {perm_a = [1, 0, 2], perm_b = [0, 2, 1]} : f32[4,4,8] bwd grad(%q)
   %k_grad = remat.PermutedMatMul(%q, %s_grad) {perm_a = [0, 2, 1]} : f32[4,8,4] bwd grad(%k)
-  return %loss, %q_grad, %k_grad, %v_grad
+  %q_sq = Mul(%q_grad, %q_grad) : f32[4,4,8] bwd
+  return %loss, %q_sq, %k_grad, %v_grad
 })");
   CHECK(recompute::findAttentionCores(*mixed, whyNot).empty());
   CHECK(whyNot == "%p: the MatMul %q_grad (PermutedMatMul) reads the core's "
