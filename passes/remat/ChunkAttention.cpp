@@ -69,6 +69,39 @@ bool isElementwise(OpKind op) {
          op == OpKind::Div || op == OpKind::Neg;
 }
 
+bool isMatMul(OpKind op) {
+  return op == OpKind::MatMul || op == OpKind::PermutedMatMul;
+}
+
+/// The 'perm_*' attribute \p name of a remat.PermutedMatMul, the identity
+/// when absent.
+llvm::SmallVector<int64_t, 6> permOf(const Node &node, llvm::StringRef name) {
+  unsigned rank = node.getResult(0)->getType().getRank();
+  if (auto perm = node.getAttrs().getInts(name))
+    return llvm::SmallVector<int64_t, 6>(perm->begin(), perm->end());
+  llvm::SmallVector<int64_t, 6> identity(rank);
+  for (unsigned d = 0; d < rank; ++d)
+    identity[d] = d;
+  return identity;
+}
+
+/// The dim of operand \p index of the batched product \p node whose
+/// entries make those of its result's dim 0, when that is a batch dim of
+/// the product (Note [Chunked attention core]): 0 for a MatMul of operands
+/// of the result's rank; for a remat.PermutedMatMul, the dim its perm maps
+/// to the product's dim perm_y[0]. \returns nullopt when the product's dim
+/// perm_y[0] is a matrix dim (the perms move the batch).
+std::optional<int64_t> batchAxisOf(const Node &node, unsigned index) {
+  if (node.getOp() == OpKind::MatMul)
+    return 0;
+  assert(node.getOp() == OpKind::PermutedMatMul && "a batched product");
+  int64_t rank = node.getResult(0)->getType().getRank();
+  int64_t product = permOf(node, "perm_y")[0];
+  if (product >= rank - 2)
+    return std::nullopt;
+  return permOf(node, index == 0 ? "perm_a" : "perm_b")[product];
+}
+
 /// \returns \p node's normalized axis attribute (default \p fallback).
 int64_t axisOf(const Node &node, int64_t fallback) {
   int64_t axis = node.getAttrs().getInt("axis").value_or(fallback);
@@ -107,7 +140,7 @@ public:
       if (def->getStage() != Stage::Forward)
         return fail("its scores come from a " + describe(*def) +
                     " outside forward");
-      if (def->getOp() == OpKind::MatMul) {
+      if (isMatMul(def->getOp())) {
         chain.push_back(def);
         break;
       }
@@ -135,18 +168,13 @@ public:
       probs = reader->getResult(0);
       reader = onlyForwardReader(probs);
     }
-    if (!reader || reader->getOp() != OpKind::MatMul ||
-        reader->getOperand(0) != probs)
+    if (!reader || !isMatMul(reader->getOp()) || reader->getOperand(0) != probs)
       return fail("its probabilities are not read by one MatMul(P, V) in "
                   "forward");
     chain.push_back(reader);
     for (Node *matmul : {chain.front(), chain.back()})
-      for (Value *operand : matmul->getOperands())
-        if (!isBatchLed(operand))
-          return fail("the MatMul " + describe(*matmul) + " reads " +
-                      percent(operand) + ", which is not [" +
-                      std::to_string(batch_) + ", ...] of rank " +
-                      std::to_string(rank_));
+      if (!checkProduct(*matmul, "the MatMul " + describe(*matmul)))
+        return std::nullopt;
     core.forward = chain;
     for (Node *node : chain)
       if (!checkSeparable(*node))
@@ -218,6 +246,20 @@ public:
           return fail(percent(value) + " is also read by " +
                       describe(*use.user));
     }
+    // A value of the core is chunked on its dim 0: a product reads it there.
+    for (const std::vector<Node *> *part : {&core.forward, &core.backward})
+      for (const Node *node : *part)
+        for (unsigned i = 0; i < node->getNumOperands(); ++i) {
+          const Value *operand = node->getOperand(i);
+          if (node->getOp() != OpKind::PermutedMatMul ||
+              operand->isGraphInput() ||
+              !inCore.count(operand->getDefiningNode()) ||
+              *batchAxisOf(*node, i) == 0)
+            continue;
+          return fail("the MatMul " + describe(*node) + " reads the core's " +
+                      percent(operand) + " with its batch in dim " +
+                      std::to_string(*batchAxisOf(*node, i)) + ", not dim 0");
+        }
     // Every operand from outside the backward part is defined before the
     // first reader of its results.
     const Node *first = firstOutsideReader(core.backward, inCore);
@@ -274,6 +316,30 @@ private:
     return type.getRank() == rank_ && type.getDim(0) == batch_;
   }
 
+  /// Whether each batch entry of the product \p node's result reads one
+  /// entry of each operand, on its batchAxisOf dim; refuses as \p what.
+  bool checkProduct(const Node &node, const std::string &what) {
+    for (unsigned i = 0; i < node.getNumOperands(); ++i) {
+      std::optional<int64_t> axis = batchAxisOf(node, i);
+      if (!axis) {
+        *why_ = what + " permutes the batch dim: its result's dim 0 is a "
+                       "matrix dim of its product";
+        return false;
+      }
+      const Value *operand = node.getOperand(i);
+      const ir::TensorType &type = operand->getType();
+      if (type.getRank() != rank_ || type.getDim(*axis) != batch_) {
+        *why_ = what + " reads " + percent(operand) + ", which is not " +
+                (*axis == 0 ? "[" + std::to_string(batch_) + ", ...]"
+                            : "of " + std::to_string(batch_) + " in dim " +
+                                  std::to_string(*axis)) +
+                " of rank " + std::to_string(rank_);
+        return false;
+      }
+    }
+    return true;
+  }
+
   /// A node each batch slice of which reads only that slice of its operands
   /// (Note [Chunked attention core]).
   bool checkSeparable(const Node &node) {
@@ -292,6 +358,8 @@ private:
           return refuse("multiplies by " + percent(operand) +
                         ", which is not batched");
       return true;
+    case OpKind::PermutedMatMul:
+      return checkProduct(node, "the core's node " + describe(node));
     case OpKind::Transpose: {
       auto perm = node.getAttrs().getInts("perm");
       if (!perm || perm->empty() || (*perm)[0] != 0)
@@ -353,12 +421,22 @@ public:
               return !inCore_.count(use.user);
             }))
           outputs[result];
+    // The dims other than 0 a product's operand is sliced on, made in
+    // forward: index() shares a constant with every later reader.
+    place(forwardAt, Stage::Forward);
+    for (const std::vector<Node *> *part : {&core_.forward, &core_.backward})
+      for (const Node *node : *part)
+        if (node->getOp() == OpKind::PermutedMatMul)
+          for (unsigned i = 0; i < node->getNumOperands(); ++i)
+            if (int64_t axis = *batchAxisOf(*node, i))
+              index(axis);
     unsigned chunks = 0;
     for (int64_t begin = 0; begin < core_.batch; begin += rows_, ++chunks) {
       int64_t end = std::min(core_.batch, begin + rows_);
       std::string name = base_ + std::to_string(chunks);
       // Forward: the chain on the chunk.
       llvm::DenseMap<const Value *, Value *> map;
+      slices_.clear();
       place(forwardAt, Stage::Forward);
       for (Node *node : core_.forward)
         clone(*node, map, begin, end, name);
@@ -366,6 +444,7 @@ public:
       // Backward: the chain again (its context only if read), then the
       // backward part.
       map.clear();
+      slices_.clear();
       place(backwardAt, Stage::Backward);
       for (Node *node : core_.forward)
         if (node != context || backwardReadsContext)
@@ -405,28 +484,37 @@ private:
     return it == map.end() ? value : it->second;
   }
 
-  /// The chunk's operand for \p operand of a core node: its clone, its
-  /// Slice [begin, end) on axis 0 when batch-led, or itself.
-  Value *operandFor(Value *operand, llvm::DenseMap<const Value *, Value *> &map,
-                    int64_t begin, int64_t end, const std::string &name,
-                    int layer) {
+  /// The chunk's operand for operand \p i of the core node \p node: its
+  /// clone, its Slice [begin, end) on the dim holding the batch (dim 0 when
+  /// batch-led; a product's batchAxisOf), or itself.
+  Value *operandFor(const Node &node, unsigned i,
+                    const llvm::DenseMap<const Value *, Value *> &map,
+                    int64_t begin, int64_t end, const std::string &name) {
+    Value *operand = node.getOperand(i);
     auto it = map.find(operand);
-    if (it != map.end())
+    std::optional<int64_t> axis;
+    if (node.getOp() == OpKind::PermutedMatMul)
+      axis = batchAxisOf(node, i);
+    else if (operand->getType().getRank() == core_.scores.getRank() &&
+             operand->getType().getDim(0) == core_.batch)
+      axis = 0;
+    if (it != map.end()) {
+      assert(axis == 0 && "a core value is chunked on dim 0");
       return it->second;
-    const ir::TensorType &type = operand->getType();
-    if (type.getRank() != core_.scores.getRank() ||
-        type.getDim(0) != core_.batch)
+    }
+    if (!axis)
       return operand;
-    builder_.setLayer(layer);
-    Value *slice =
-        create(OpKind::Slice, {operand, index(begin), index(end), index(0)}, {},
-               name + ".rows", layer);
-    map[operand] = slice;
+    Value *&slice = slices_[{operand, *axis}];
+    if (!slice)
+      slice = create(OpKind::Slice,
+                     {operand, index(begin), index(end), index(*axis)}, {},
+                     name + ".rows", node.getLayer());
     return slice;
   }
 
   /// The i64[1] constant \p value, made once per core: a chunk's bounds are
-  /// made by its forward Slices (the first), before its backward reads them.
+  /// made by its forward Slices (the first), before its backward reads them;
+  /// the dims other than 0 that Slices cut, before the first chunk (run).
   Value *index(int64_t value) {
     auto [it, isNew] = indices_.try_emplace(value, nullptr);
     if (isNew)
@@ -439,9 +527,8 @@ private:
     if (error_)
       return;
     llvm::SmallVector<Value *, 4> operands;
-    for (Value *operand : node.getOperands())
-      operands.push_back(
-          operandFor(operand, map, begin, end, name, node.getLayer()));
+    for (unsigned i = 0; i < node.getNumOperands(); ++i)
+      operands.push_back(operandFor(node, i, map, begin, end, name));
     ir::AttrList attrs = node.getAttrs();
     if (node.getOp() == OpKind::Dropout) {
       // The chunk's elements start at begin * (elements per batch entry).
@@ -478,6 +565,8 @@ private:
   int64_t rows_;
   llvm::DenseSet<const Node *> inCore_;
   llvm::DenseMap<int64_t, Value *> indices_;
+  /// The current chunk's Slices, by value and dim.
+  llvm::DenseMap<std::pair<const Value *, int64_t>, Value *> slices_;
 };
 
 llvm::DenseMap<const Node *, size_t> schedulePositions(ir::Graph &graph) {

@@ -19,17 +19,34 @@
 // (autodiff's dP, dScores, the transposed P, ...); its results read
 // elsewhere are the core's backward outputs (dV, dQ, dK^T). Every node of
 // the core must compute each batch slice from the same slice of its
-// operands alone: a MatMul of two rank-R operands, a Transpose keeping
-// axis 0 first, a Softmax or remat.SoftmaxGrad over another axis, a
-// Dropout, remat.DropoutGrad or elementwise Add/Sub/Mul/Div/Neg whose
+// operands alone: a MatMul of two rank-R operands, a remat.PermutedMatMul
+// as below, a Transpose keeping axis 0 first, a Softmax or
+// remat.SoftmaxGrad over another axis, a Dropout, remat.DropoutGrad or
+// elementwise Add/Sub/Mul/Div/Neg whose
 // operands are either batch-led (rank R, leading dim b) or broadcast along
 // the batch (lower rank or leading dim 1). Big values must be read by the
 // core alone.
 //
+// remat-run's CPU pipeline runs fold-transpose before remat, which makes
+// the cores' MatMuls, forward and backward, remat.PermutedMatMul
+// (Transpose(MatMul(Transpose(A, perm_a), Transpose(B, perm_b)), perm_y)):
+// Q and K read as [batch, seq, heads, dim], the context written so. Any of
+// the MatMuls above may be one. Its result's dim 0 is its product's dim
+// p = perm_y[0]; when p is a batch dim of the product (p < R - 2), each
+// entry of the result's dim 0 is one product, reading entry i of A's dim
+// perm_a[p] and of B's dim perm_b[p] alone. That is the dim a chunk slices
+// of an operand from outside the core (Q stored [seq, batch, dim] is cut on
+// its dim 1), and a value of the core, cut on its dim 0, must be read there
+// (perm_x[p] = 0). A perm_y that takes dim 0 from a matrix dim ("permutes
+// the batch dim"), or a core value read with its batch elsewhere, leaves
+// the core whole, and --explain says which. The chunk's clone keeps the
+// perms.
+//
 // The rewrite, for chunks of rows = ceil(b / K) batch entries:
 // - forward, before the first reader of the context: per chunk, the chain
-//   on the chunk's slice of each batch-led operand (Slice on axis 0), then
-//   the context is the Concat of the chunks' contexts;
+//   on the chunk's slice of each batch-led operand (Slice on axis 0; a
+//   remat.PermutedMatMul's operand on its batch dim, as above), then the
+//   context is the Concat of the chunks' contexts;
 // - backward, before the first reader of a backward output (every operand
 //   from outside the core is defined by then, or the core is left whole):
 //   per chunk, the chain again (the Slices of Q, K^T, V, the mask, which
@@ -44,7 +61,12 @@
 // - Batched MatMul with both operands batched is one product per batch
 //   entry; an element's bits depend on K alone, not on the tiling nor the
 //   number of products (Note [OpenBLAS threads] in runtime/cpu/Linalg.cpp):
-//   each chunk's product of a batch entry is the whole one's.
+//   each chunk's product of a batch entry is the whole one's. So for
+//   remat.PermutedMatMul (selectPermutedMatMul): one GEMM call per batch
+//   index with the whole op's M, N, K and transposes (the perms), only
+//   the leading dims and offsets follow the chunk's operands, and the packed
+//   kernel packs any layout with the same bits; a result stored
+//   column-major is C^T = op(B)^T op(A)^T, chosen by perm_y alone.
 // - Softmax and SoftmaxGrad work per row of the last axes, elementwise ops
 //   per element, Transpose and Slice/Concat move bits. Same bits.
 // - Dropout draws element i's mask from (seed, i) (runtime/DropoutMask.h):
@@ -58,9 +80,10 @@
 // So the step's outputs equal the unchunked step's to the bit, which
 // remat-run --check-equivalence checks. Not covered: REMAT_GEMM=openblas
 // and f64, whose tiles depend on the number of products when a chunk has
-// fewer than four (kMinTasks): there a product's rows may be cut
-// differently and round differently (each element within the bound of a
-// reassociated dot product of length K). CUDA: cuBLAS's batched GEMM picks
+// fewer than four (kMinTasks), MatMul and remat.PermutedMatMul alike:
+// there a product's rows may be cut differently and round differently
+// (each element within the bound of a reassociated dot product of length
+// K). CUDA: cuBLAS's batched GEMM picks
 // its kernel by shape, batch count included, so the same bound holds.
 //
 //===----------------------------------------------------------------------===//

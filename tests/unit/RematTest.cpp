@@ -759,7 +759,8 @@ unsigned countValuesOf(const Graph &graph, llvm::ArrayRef<int64_t> dims) {
 } // namespace
 
 TEST_CASE("remat: chunked attention cores give the whole cores' bits, and no "
-          "[batch, heads, seq, seq] value is left") {
+          "[batch, heads, seq, seq] value is left, also with their MatMuls "
+          "folded into remat.PermutedMatMul") {
   struct Case {
     const char *model, *bind, *options;
     std::vector<int64_t> scores;
@@ -784,24 +785,87 @@ TEST_CASE("remat: chunked attention cores give the whole cores' bits, and no "
                 "strategy=chain-dp budget=90% chunk-attention=2",
                 {3, 4, 96, 96}},
        }) {
-    INFO(std::string(c.model)
-         << " " << std::string(c.bind) << " " << std::string(c.options));
     std::unique_ptr<Graph> step = bertStep(c.model, c.bind);
     REQUIRE(countValuesOf(*step, c.scores) > 0);
     runtime::RunResult reference = runUnchanged(*step);
+    // remat-run's CPU pipeline folds the Transposes first: then the cores'
+    // MatMuls, forward and backward, are remat.PermutedMatMul.
+    for (bool fold : {false, true}) {
+      std::string pipeline = std::string(fold ? "fold-transpose," : "") +
+                             "remat{" + c.options + "},plan-memory";
+      INFO(std::string(c.model)
+           << " " << std::string(c.bind) << " " << pipeline);
+      std::unique_ptr<Graph> copy = step->clone();
+      if (fold) {
+        llvm::Error err = runPasses(*copy, "fold-transpose");
+        REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+        std::string whyNot;
+        std::vector<recompute::AttentionCore> cores =
+            recompute::findAttentionCores(*copy, whyNot);
+        CHECK(whyNot.empty());
+        REQUIRE(!cores.empty());
+        for (const recompute::AttentionCore &core : cores) {
+          CHECK(core.forward.front()->getOp() == OpKind::PermutedMatMul);
+          CHECK(core.forward.back()->getOp() == OpKind::PermutedMatMul);
+          CHECK(llvm::count_if(core.backward, [](const Node *node) {
+                  return node->getOp() == OpKind::PermutedMatMul;
+                }) == 4);
+        }
+        copy = step->clone();
+      }
+      llvm::Error err = runPasses(*copy, pipeline);
+      REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+      CHECK(countValuesOf(*copy, c.scores) == 0);
+      runtime::RunResult result = run(*copy);
+      int differs = firstDifference(reference, result);
+      CHECK_MESSAGE(differs == -1,
+                    "output "
+                        << differs << " ('"
+                        << step->getOutputs()[size_t(std::max(differs, 0))]
+                               ->getName()
+                               .str()
+                        << "') is not bitwise equal");
+    }
+  }
+}
+
+TEST_CASE("remat: a remat.PermutedMatMul in an attention core reads each "
+          "operand's batch where its perm puts it, bitwise") {
+  // Q stored sequence first, [seq, batch, dim], and no weight: fold-transpose
+  // makes the scores remat.PermutedMatMul(Q, K^T) {perm_a = [1, 0, 2]} and
+  // dK^T's remat.PermutedMatMul(Q, dS) {perm_a = [1, 2, 0]}: each chunk
+  // slices Q's dim 1.
+  const char *text = R"(
+graph @seqfirst(%q: f32[8,5,16], %k: f32[5,16,8] weight, %v: f32[5,8,16] weight) {
+  %qb = Transpose(%q) {perm = [1, 0, 2]} : f32[5,8,16]
+  %kt = Mul(%k, %k) : f32[5,16,8]
+  %s = MatMul(%qb, %kt) : f32[5,8,8]
+  %p = Softmax(%s) {axis = -1} : f32[5,8,8]
+  %o = MatMul(%p, %v) : f32[5,8,16]
+  %o2 = Mul(%o, %o) : f32[5,8,16]
+  %loss = ReduceSum(%o2) {keepdims = 0} : f32[]
+  return %loss
+})";
+  std::unique_ptr<Graph> step = trainingStep(parseText(text));
+  runtime::RunResult reference = runUnchanged(*step);
+  const std::vector<int64_t> scores{5, 8, 8};
+  for (const char *chunks : {"2", "5"}) {
+    INFO("chunk-attention=" << std::string(chunks));
     std::unique_ptr<Graph> copy = step->clone();
-    llvm::Error err =
-        runPasses(*copy, "remat{" + std::string(c.options) + "},plan-memory");
+    llvm::Error err = runPasses(*copy, "fold-transpose");
     REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
-    CHECK(countValuesOf(*copy, c.scores) == 0);
-    runtime::RunResult result = run(*copy);
-    int differs = firstDifference(reference, result);
-    CHECK_MESSAGE(
-        differs == -1,
-        "output "
-            << differs << " ('"
-            << step->getOutputs()[size_t(std::max(differs, 0))]->getName().str()
-            << "') is not bitwise equal");
+    std::string whyNot;
+    std::vector<recompute::AttentionCore> cores =
+        recompute::findAttentionCores(*copy, whyNot);
+    REQUIRE_MESSAGE(cores.size() == 1, whyNot);
+    const Node &product = *cores[0].forward.front();
+    REQUIRE(product.getOp() == OpKind::PermutedMatMul);
+    CHECK(product.getOperand(0) == copy->lookup("q"));
+    err = runPasses(*copy, "remat{strategy=none chunk-attention=" +
+                               std::string(chunks) + "},plan-memory");
+    REQUIRE_MESSAGE(!err, errorToString(std::move(err)));
+    CHECK(countValuesOf(*copy, scores) == 0);
+    CHECK(firstDifference(reference, run(*copy)) == -1);
   }
 }
 
@@ -842,6 +906,46 @@ graph @plain(%x: f32[4,8,16], %w: f32[16,16] weight) {
   CHECK(recompute::findAttentionCores(*plain, whyNot).empty());
   CHECK(whyNot == "%p: its probabilities are not read by one MatMul(P, V) in "
                   "forward");
+  // Scores whose dim 0 a remat.PermutedMatMul takes from a matrix dim of its
+  // product: each batch entry of %st reads every entry of %q.
+  std::unique_ptr<Graph> moved = parseText(R"(
+graph @moved(%q: f32[4,4,8] weight, %k: f32[4,8,4] weight, %v: f32[4,4,8] weight) {
+  %st = remat.PermutedMatMul(%q, %k) {perm_y = [1, 0, 2]} : f32[4,4,4]
+  %p = Softmax(%st) {axis = -1} : f32[4,4,4]
+  %o = MatMul(%p, %v) : f32[4,4,8]
+  %loss = ReduceSum(%o) {keepdims = 0} : f32[]
+  %one = Constant() {value = dense<f32[4,4,8]: 1.0>} : f32[4,4,8] bwd
+  %p_grad = remat.PermutedMatMul(%one, %v) {perm_b = [0, 2, 1]} : f32[4,4,4] bwd
+  %v_grad = remat.PermutedMatMul(%p, %one) {perm_a = [0, 2, 1]} : f32[4,4,8] bwd grad(%v)
+  %st_grad = remat.SoftmaxGrad(%p_grad, %p) {axis = 2} : f32[4,4,4] bwd
+  %q_grad = remat.PermutedMatMul(%st_grad, %k) {perm_a = [1, 0, 2], perm_b = [0, 2, 1]} : f32[4,4,8] bwd grad(%q)
+  %k_grad = remat.PermutedMatMul(%q, %st_grad) {perm_a = [0, 2, 1], perm_b = [1, 0, 2]} : f32[4,8,4] bwd grad(%k)
+  %q_sq = Mul(%q_grad, %q_grad) : f32[4,4,8] bwd
+  return %loss, %q_sq, %k_grad, %v_grad
+})");
+  CHECK(recompute::findAttentionCores(*moved, whyNot).empty());
+  CHECK(whyNot == "%p: the MatMul %st (PermutedMatMul) permutes the batch dim: "
+                  "its result's dim 0 is a matrix dim of its product");
+  // The forward keeps the batch, but a backward product reads the scores'
+  // gradient with its batch in dim 1 (mixing the entries of a chunk's dim 0).
+  std::unique_ptr<Graph> mixed = parseText(R"(
+graph @mixed(%q: f32[4,4,8] weight, %k: f32[4,8,4] weight, %v: f32[4,4,8] weight) {
+  %s = MatMul(%q, %k) : f32[4,4,4]
+  %p = Softmax(%s) {axis = -1} : f32[4,4,4]
+  %o = MatMul(%p, %v) : f32[4,4,8]
+  %loss = ReduceSum(%o) {keepdims = 0} : f32[]
+  %one = Constant() {value = dense<f32[4,4,8]: 1.0>} : f32[4,4,8] bwd
+  %p_grad = remat.PermutedMatMul(%one, %v) {perm_b = [0, 2, 1]} : f32[4,4,4] bwd
+  %v_grad = remat.PermutedMatMul(%p, %one) {perm_a = [0, 2, 1]} : f32[4,4,8] bwd grad(%v)
+  %s_grad = remat.SoftmaxGrad(%p_grad, %p) {axis = 2} : f32[4,4,4] bwd
+  %q_grad = remat.PermutedMatMul(%s_grad, %k) {perm_a = [1, 0, 2], perm_b = [0, 2, 1]} : f32[4,4,8] bwd grad(%q)
+  %k_grad = remat.PermutedMatMul(%q, %s_grad) {perm_a = [0, 2, 1]} : f32[4,8,4] bwd grad(%k)
+  %q_sq = Mul(%q_grad, %q_grad) : f32[4,4,8] bwd
+  return %loss, %q_sq, %k_grad, %v_grad
+})");
+  CHECK(recompute::findAttentionCores(*mixed, whyNot).empty());
+  CHECK(whyNot == "%p: the MatMul %q_grad (PermutedMatMul) reads the core's "
+                  "%s_grad with its batch in dim 1, not dim 0");
 }
 
 TEST_CASE("remat: auto chunks the attention cores when the budget needs it, "
