@@ -451,6 +451,21 @@ const RuleCase kCases[] = {
     %i = Constant() {value = dense<i32[2,2]: [2, 2, 0, 1]>} : i32[2,2]
     %y = GatherElements(%x, %i) {axis = 1} : f64[2,2]
     return %y })"},
+  {"scatterelements none axis 1", R"(graph @g(%x: f64[3,4] weight, %u: f64[3,2] weight) {
+    %i = Constant() {value = dense<i64[3,2]: [0, 3, 2, -1, 1, 0]>} : i64[3,2]
+    %y = ScatterElements(%x, %i, %u) {axis = 1} : f64[3,4]
+    return %y })"},
+  {"scatterelements add repeated", R"(graph @g(%x: f64[3,2] weight, %u: f64[4,2] weight) {
+    %i = Constant() {value = dense<i32[4,2]: [0, 2, 0, 2, 1, 0, -1, 2]>} : i32[4,2]
+    %y = ScatterElements(%x, %i, %u) {reduction = "add"} : f64[3,2]
+    return %y })"},
+  {"scatterelements none run-time indices", R"(graph @g(%x: f64[2,3] weight, %u: f64[1,3] weight) {
+    %z = Constant() {value = dense<f64[2,3]: [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]>} : f64[2,3]
+    %m = Mul(%x, %z) : f64[2,3]
+    %i = ArgMax(%z) {axis = 0, keepdims = 1} : i64[1,3]
+    %s = ScatterElements(%m, %i, %u) : f64[2,3]
+    %y = Mul(%s, %x) : f64[2,3]
+    return %y })"},
   {"pad constant crop", R"(graph @g(%x: f64[3,4] weight, %v: f64[] weight) {
     %p = Constant() {value = dense<i64[4]: [1, -1, 0, 2]>} : i64[4]
     %y = Pad(%x, %p, %v) : f64[4,5]
@@ -644,13 +659,27 @@ TEST_CASE("autodiff: errors") {
     return %l, %z })",
               "", "no weight reaches the loss 'l'");
   expectError(R"(graph @g(%a: f64[4] weight) {
-    %i = Constant() {value = dense<i64[2]: [0, 1]>} : i64[2]
-    %u = Constant() {value = dense<f64[2]: [1.0, 2.0]>} : f64[2]
-    %s = ScatterElements(%a, %i, %u) : f64[4]
+    %s = Mod(%a, %a) {fmod = 1} : f64[4]
     %l = ReduceSum(%s) {keepdims = 0} : f64[]
     return %l })",
-              "", "op ScatterElements has no gradient rule, but it is on a "
-                  "path from a weight to the loss 'l'");
+              "", "op Mod has no gradient rule, but it is on a path from a "
+                  "weight to the loss 'l'");
+  expectError(R"(graph @g(%a: f64[4] weight) {
+    %i = Constant() {value = dense<i64[2]: [0, 1]>} : i64[2]
+    %u = Constant() {value = dense<f64[2]: [1.0, 2.0]>} : f64[2]
+    %s = ScatterElements(%a, %i, %u) {reduction = "mul"} : f64[4]
+    %l = ReduceSum(%s) {keepdims = 0} : f64[]
+    return %l })",
+              "", "ScatterElements '%s': autodiff supports reduction \"none\" "
+                  "and \"add\", not \"mul\"");
+  expectError(R"(graph @g(%a: f64[2,4] weight, %u: f64[2,2] weight) {
+    %i = Constant() {value = dense<i64[2,2]: [0, 3, 1, -3]>} : i64[2,2]
+    %s = ScatterElements(%a, %i, %u) {axis = 1} : f64[2,4]
+    %l = ReduceSum(%s) {keepdims = 0} : f64[]
+    return %l })",
+              "", "ScatterElements '%s': duplicate indices under reduction "
+                  "\"none\" (ONNX leaves which update lands undefined), so "
+                  "the gradient is undefined");
   expectError(R"(graph @g(%a: f64[2] weight) {
     %l = ReduceSum(%a) {keepdims = 0} : f64[]
     %a_grad = Exp(%a) : f64[2] grad(%a)
