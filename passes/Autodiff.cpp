@@ -29,8 +29,10 @@
 // Sin Cos Abs Min Trilu CumSum
 // GatherElements (data) Pad (data, constant_value), Reciprocal and Conv (X
 // through ConvTranspose; W for group 1; B), Softplus (sigmoid(x) dy), TopK
-// (values into zeros at the indices). ConvTranspose has no rule (autodiff
-// emits it for Conv; it does not differentiate through one).
+// (values into zeros at the indices), ScatterElements (data, updates;
+// reduction none or add; none with constant duplicate indices is refused).
+// ConvTranspose has no rule (autodiff emits it for Conv; it does not
+// differentiate through one).
 //
 // Only float values carry gradients. Not differentiated through:
 // - Shape, Constant, ConstantOfShape (no operand, or an integer one) and
@@ -49,7 +51,7 @@
 //   is a constant to autodiff (Sign, Ceil, Floor). It emits no backward
 //   nodes for them, and a weight that reaches the loss only through one
 //   gets no gradient.
-// Any other op without a rule (ScatterElements, Mod, Range, OneHot) whose
+// Any other op without a rule (Mod, Range, OneHot) whose
 // float result depends on a weight and is on a path to the loss is an error
 // that names the node, rather than a silent zero gradient.
 //

@@ -15,7 +15,8 @@
 //     computed by nodes when the indices are not constant),
 //     CastLike -> Cast, ScatterND with constant indices -> Reshape +
 //     ScatterElements, SplitToSequence -> Split (SequenceAt at a constant
-//     position picks a piece),
+//     position picks a piece), Einsum -> Expand, ReduceSum, Transpose,
+//     Reshape and MatMul (frontends/onnx/Einsum.h),
 //     seeds for Dropout, ...). Every result type comes from ir::inferTypes;
 //     a node whose operands are all constants (or a Shape of a static type)
 //     is evaluated with ImportOptions::evaluator and replaced by a Constant
@@ -30,6 +31,7 @@
 
 #include "frontends/onnx/OnnxImporter.h"
 
+#include "frontends/onnx/Einsum.h"
 #include "frontends/onnx/OnnxTensor.h"
 
 #include "ir/GradientName.h"
@@ -337,6 +339,7 @@ private:
                                     int64_t batchDims, const std::string &name);
   Results convertCastLike(const FlatNode &flat, NodeArgs &args);
   Results convertScatterND(const FlatNode &flat, NodeArgs &args);
+  Results convertEinsum(const FlatNode &flat, NodeArgs &args);
   /// SequenceAt at a constant position.
   Error convertSequenceAt(const FlatNode &flat, const AttrList &attrs);
   /// SplitToSequence with a constant split.
@@ -1576,6 +1579,48 @@ Importer::Results Importer::convertScatterND(const FlatNode &flat,
   return emit(flat, OpKind::Reshape, {(*scattered)[0], shape}, {}, {name});
 }
 
+Importer::Results Importer::convertEinsum(const FlatNode &flat,
+                                          NodeArgs &args) {
+  const std::string &name = args.names[0];
+  std::optional<std::string> equation = args.attrs.getString("equation");
+  if (!equation)
+    return nodeError(flat, "needs the attribute 'equation'");
+  std::vector<std::vector<int64_t>> dims;
+  for (Value *operand : args.operands) {
+    ArrayRef<int64_t> d = operand->getType().getDims();
+    dims.emplace_back(d.begin(), d.end());
+  }
+  auto spec = parseEinsum(*equation, dims);
+  if (!spec)
+    return nodeError(flat, "equation '" + *equation +
+                               "': " + errorToString(spec.takeError()));
+  auto node = [&](OpKind op, ArrayRef<Value *> operands,
+                  AttrList attrs) -> Expected<Value *> {
+    auto results = emit(flat, op, operands, std::move(attrs),
+                        {freshName(name + ".einsum")});
+    if (!results)
+      return results.takeError();
+    return (*results)[0];
+  };
+  auto ints = [&](ArrayRef<int64_t> values) {
+    return emitConstant(
+        TensorData::fromInts(
+            TensorType(DType::I64, {static_cast<int64_t>(values.size())}),
+            values),
+        name + ".einsum.shape");
+  };
+  auto result = emitEinsum(*spec, args.operands, node, ints);
+  if (!result)
+    return result.takeError();
+  // The last node's result takes the node's name; an equation that only
+  // renames its operand ("ij->ij") becomes an Identity.
+  if (llvm::is_contained(args.operands, *result))
+    return emit(flat, OpKind::Identity, {*result}, {}, {name});
+  (*result)->setName(name);
+  producers_[name] = describe(flat);
+  return SmallVector<Value *, 2>{*result};
+}
+
 Importer::Results Importer::convertGatherND(const FlatNode &flat,
                                             NodeArgs &args) {
   ArrayRef<Value *> operands = args.operands;
@@ -1954,7 +1999,7 @@ Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
 // (Constant's value forms, ReduceMean/ReduceMax axes inputs, Split's
 // num_outputs, Dropout's seed, Cast's saturate). Then the op types remat
 // has no op for but converts at import with constant indices or sizes
-// (Flatten, GatherND, CastLike, ScatterND) and the two sequence ops
+// (Flatten, GatherND, CastLike, ScatterND, Einsum) and the two sequence ops
 // (SplitToSequence, SequenceAt), whose converters read the node's proto
 // because their inputs or results are sequences rather than tensors.
 const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
@@ -1985,6 +2030,7 @@ const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
     map[".GatherND"] = {std::nullopt, 11, &Importer::convertGatherND};
     map[".CastLike"] = {std::nullopt, 15, &Importer::convertCastLike};
     map[".ScatterND"] = {std::nullopt, 11, &Importer::convertScatterND};
+    map[".Einsum"] = {std::nullopt, 12, &Importer::convertEinsum};
     map[".SplitToSequence"] = {std::nullopt, 11, nullptr,
                                &Importer::convertSplitToSequence};
     map[".SequenceAt"] = {std::nullopt, 11, nullptr,

@@ -1,6 +1,6 @@
 //===- passes/autodiff/Indexing.cpp - Indexing gradient rules -------------===//
 //
-// Trilu, CumSum, GatherElements, Pad, Tile and TopK.
+// Trilu, CumSum, GatherElements, ScatterElements, Pad, Tile and TopK.
 //
 // Note [Autodiff] (passes/Autodiff.cpp) says what each rule differentiates.
 //
@@ -44,6 +44,70 @@ Error grad<OpKind::GatherElements>(Differentiator &d, const GradArgs &args) {
   d.contribute(args.in(0), d.emit(OpKind::ScatterElements,
                                   {d.zeros(args.typeOf(0)), args.in(1), args.g},
                                   attrs));
+  return Error::success();
+}
+
+/// Reduction "none": the data's gradient is the gradient with the written
+/// positions zeroed (the same scatter of zeros into it), the updates' the
+/// gradient gathered at their positions. ONNX leaves duplicate indices
+/// undefined under "none" (which update lands is up to the kernel; the CUDA
+/// one does not say), so constant indices with a duplicate are an error;
+/// run-time ones cannot be checked, and every duplicate gets the gradient
+/// of its position, as torch's scatter does. Reduction "add": the data's
+/// gradient is the gradient itself, the updates' the same gather. "mul"
+/// (and "max"/"min") are refused.
+template <>
+Error grad<OpKind::ScatterElements>(Differentiator &d, const GradArgs &args) {
+  Node &node = args.node;
+  std::string reduction =
+      node.getAttrs().getString("reduction").value_or("none");
+  if (reduction != "none" && reduction != "add")
+    return makeError(node.describe() +
+                     ": autodiff supports reduction "
+                     "\"none\" and \"add\", not \"" +
+                     reduction + "\"");
+  const TensorType &tx = args.typeOf(0);
+  int64_t axis = normAxis(intAttr(node, "axis", 0), tx.getRank());
+  if (reduction == "none") {
+    if (const TensorData *indices = getConstantValue(node.getOperand(1))) {
+      // Each update's target as a flat offset into the data.
+      const TensorType &ti = indices->getType();
+      std::vector<int64_t> raw = indices->getInts();
+      llvm::DenseSet<int64_t> targets;
+      for (int64_t p = 0; p < int64_t(raw.size()); ++p) {
+        int64_t offset = 0, linear = p, stride = 1;
+        for (int64_t dim = ti.getRank() - 1; dim >= 0; --dim) {
+          int64_t coord = linear % ti.getDim(dim);
+          linear /= ti.getDim(dim);
+          if (dim == axis)
+            coord = raw[p] < 0 ? raw[p] + tx.getDim(dim) : raw[p];
+          offset += coord * stride;
+          stride *= tx.getDim(dim);
+        }
+        if (!targets.insert(offset).second)
+          return makeError(
+              node.describe() +
+              ": duplicate indices under reduction \"none\" (ONNX leaves "
+              "which update lands undefined), so the gradient is undefined");
+      }
+    }
+    if (d.wants(node, 0)) {
+      AttrList attrs;
+      attrs.set("axis", axis);
+      d.contribute(args.in(0),
+                   d.emit(OpKind::ScatterElements,
+                          {args.g, args.in(1), d.zeros(args.typeOf(2))},
+                          attrs));
+    }
+  } else if (d.wants(node, 0)) {
+    d.contribute(args.in(0), args.g);
+  }
+  if (d.wants(node, 2)) {
+    AttrList attrs;
+    attrs.set("axis", axis);
+    d.contribute(args.in(2),
+                 d.emit(OpKind::GatherElements, {args.g, args.in(1)}, attrs));
+  }
   return Error::success();
 }
 

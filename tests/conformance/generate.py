@@ -81,6 +81,8 @@ IMPORTER_CONVERSIONS = {
     "CastLike": "converted to Cast to the second input's dtype",
     "ScatterND": "converted to Reshape + ScatterElements (constant indices "
                  "only)",
+    "Einsum": "lowered to Expand, ReduceSum, Transpose, Reshape and MatMul "
+              "(no repeated subscript within one operand)",
 }
 
 # Ops whose versions after opset 20 change nothing a case at opset 20 could
@@ -97,6 +99,7 @@ RETARGET = {
     "ConvTranspose": "22 adds bfloat16",
     "Cos": "22 adds bfloat16",
     "Dropout": "22 adds bfloat16 and float8 types",
+    "Einsum": "28 adds bfloat16",
     "Flatten": "21-25 add types",
     "Identity": "21-25 add types",
     "Mod": "28 allows floating-point inputs with fmod=0 (A - floor(A/B)*B)",

@@ -12,6 +12,21 @@ import subprocess
 import sys
 
 
+def onnx_missing():
+    """None when the onnx package imports, else the exit code: 77 (skipped),
+    or 1 under REMAT_REQUIRE_REFERENCE=1."""
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        if os.environ.get("REMAT_REQUIRE_REFERENCE", "0") == "1":
+            print("error: the onnx Python package is not installed and "
+                  "REMAT_REQUIRE_REFERENCE=1 (run scripts/setup.sh)")
+            return 1
+        print("SKIPPED: onnx Python package not installed")
+        return 77
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conformance", required=True,
@@ -22,16 +37,9 @@ def main():
     parser.add_argument("--work-dir", required=True,
                         help="where to write the cases (replaced)")
     args = parser.parse_args()
-
-    try:
-        import onnx  # noqa: F401
-    except ImportError:
-        if os.environ.get("REMAT_REQUIRE_REFERENCE", "0") == "1":
-            print("error: the onnx Python package is not installed and "
-                  "REMAT_REQUIRE_REFERENCE=1 (run scripts/setup.sh)")
-            return 1
-        print("SKIPPED: onnx Python package not installed")
-        return 77
+    missing = onnx_missing()
+    if missing is not None:
+        return missing
 
     here = os.path.dirname(os.path.abspath(__file__))
     generate = subprocess.run(

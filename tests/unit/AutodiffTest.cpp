@@ -9,9 +9,10 @@
 // eps * |terms of the loss| / h ~ 1e-10 for these sizes, with margin.
 //
 //===----------------------------------------------------------------------===//
+#include "driver/RunDriver.h"
 #include "frontends/bert/BertBuilder.h"
 #include "frontends/bert/BertConfig.h"
-#include "driver/RunDriver.h"
+#include "frontends/onnx/Einsum.h"
 #include "ir/Builder.h"
 #include "ir/Parser.h"
 #include "ir/Support.h"
@@ -451,6 +452,21 @@ const RuleCase kCases[] = {
     %i = Constant() {value = dense<i32[2,2]: [2, 2, 0, 1]>} : i32[2,2]
     %y = GatherElements(%x, %i) {axis = 1} : f64[2,2]
     return %y })"},
+  {"scatterelements none axis 1", R"(graph @g(%x: f64[3,4] weight, %u: f64[3,2] weight) {
+    %i = Constant() {value = dense<i64[3,2]: [0, 3, 2, -1, 1, 0]>} : i64[3,2]
+    %y = ScatterElements(%x, %i, %u) {axis = 1} : f64[3,4]
+    return %y })"},
+  {"scatterelements add repeated", R"(graph @g(%x: f64[3,2] weight, %u: f64[4,2] weight) {
+    %i = Constant() {value = dense<i32[4,2]: [0, 2, 0, 2, 1, 0, -1, 2]>} : i32[4,2]
+    %y = ScatterElements(%x, %i, %u) {reduction = "add"} : f64[3,2]
+    return %y })"},
+  {"scatterelements none run-time indices", R"(graph @g(%x: f64[2,3] weight, %u: f64[1,3] weight) {
+    %z = Constant() {value = dense<f64[2,3]: [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]>} : f64[2,3]
+    %m = Mul(%x, %z) : f64[2,3]
+    %i = ArgMax(%z) {axis = 0, keepdims = 1} : i64[1,3]
+    %s = ScatterElements(%m, %i, %u) : f64[2,3]
+    %y = Mul(%s, %x) : f64[2,3]
+    return %y })"},
   {"pad constant crop", R"(graph @g(%x: f64[3,4] weight, %v: f64[] weight) {
     %p = Constant() {value = dense<i64[4]: [1, -1, 0, 2]>} : i64[4]
     %y = Pad(%x, %p, %v) : f64[4,5]
@@ -591,6 +607,46 @@ TEST_CASE("autodiff: every gradient rule matches central differences") {
   CHECK(total > 400);
 }
 
+TEST_CASE("autodiff: lowered Einsums match central differences") {
+  // The importer lowers Einsum to Expand, ReduceSum, Transpose, Reshape and
+  // MatMul (frontends/onnx/Einsum.h); their rules give its gradient.
+  struct EinsumCase {
+    const char *equation;
+    std::vector<std::vector<int64_t>> dims;
+  };
+  const EinsumCase cases[] = {
+      {"bind,bjnd->bnij", {{2, 3, 2, 4}, {2, 5, 2, 4}}},
+      {"...qhd,...khd->...hqk", {{2, 1, 3, 2, 4}, {3, 5, 2, 4}}},
+      {"ij,jk,kl->li", {{2, 3}, {3, 4}, {4, 2}}},
+      {"ibnd,hnd->ibh", {{3, 1, 2, 4}, {5, 2, 4}}},
+  };
+  for (const EinsumCase &c : cases) {
+    INFO("equation '" << std::string(c.equation) << "', seed " << kSeed);
+    Graph graph("einsum");
+    std::vector<Value *> operands;
+    for (size_t i = 0; i < c.dims.size(); ++i)
+      operands.push_back(graph.addInput("x" + std::to_string(i),
+                                        TensorType(DType::F64, c.dims[i]),
+                                        /*isWeight=*/true));
+    auto spec = onnx_frontend::parseEinsum(c.equation, c.dims);
+    REQUIRE_MESSAGE(bool(spec), errorToString(spec.takeError()));
+    Builder builder(graph);
+    auto node = [&](OpKind op, llvm::ArrayRef<Value *> ins, AttrList attrs) {
+      return builder.createValue(op, ins, attrs);
+    };
+    auto ints = [&](llvm::ArrayRef<int64_t> values) {
+      return builder.createConstant(TensorData::fromInts(
+          TensorType(DType::I64, {int64_t(values.size())}), values));
+    };
+    auto y = onnx_frontend::emitEinsum(*spec, operands, node, ints);
+    REQUIRE_MESSAGE(bool(y), errorToString(y.takeError()));
+    graph.addOutput(*y);
+    addLoss(graph, kSeed);
+    auto inputs = uniformInputs(graph, kSeed, -1, 1);
+    CHECK(checkAgainstFD(graph, std::move(inputs), c.equation) >= 26);
+  }
+}
+
 TEST_CASE("autodiff: outputs are the loss then gradients in weight order") {
   auto graph = parseOk(R"(graph @g(%x: f64[2] , %b: f64[2] weight, %a: f64[2] weight) {
     %m = Mul(%x, %a) : f64[2]
@@ -644,13 +700,27 @@ TEST_CASE("autodiff: errors") {
     return %l, %z })",
               "", "no weight reaches the loss 'l'");
   expectError(R"(graph @g(%a: f64[4] weight) {
-    %i = Constant() {value = dense<i64[2]: [0, 1]>} : i64[2]
-    %u = Constant() {value = dense<f64[2]: [1.0, 2.0]>} : f64[2]
-    %s = ScatterElements(%a, %i, %u) : f64[4]
+    %s = Mod(%a, %a) {fmod = 1} : f64[4]
     %l = ReduceSum(%s) {keepdims = 0} : f64[]
     return %l })",
-              "", "op ScatterElements has no gradient rule, but it is on a "
-                  "path from a weight to the loss 'l'");
+              "", "op Mod has no gradient rule, but it is on a path from a "
+                  "weight to the loss 'l'");
+  expectError(R"(graph @g(%a: f64[4] weight) {
+    %i = Constant() {value = dense<i64[2]: [0, 1]>} : i64[2]
+    %u = Constant() {value = dense<f64[2]: [1.0, 2.0]>} : f64[2]
+    %s = ScatterElements(%a, %i, %u) {reduction = "mul"} : f64[4]
+    %l = ReduceSum(%s) {keepdims = 0} : f64[]
+    return %l })",
+              "", "ScatterElements '%s': autodiff supports reduction \"none\" "
+                  "and \"add\", not \"mul\"");
+  expectError(R"(graph @g(%a: f64[2,4] weight, %u: f64[2,2] weight) {
+    %i = Constant() {value = dense<i64[2,2]: [0, 3, 1, -3]>} : i64[2,2]
+    %s = ScatterElements(%a, %i, %u) {axis = 1} : f64[2,4]
+    %l = ReduceSum(%s) {keepdims = 0} : f64[]
+    return %l })",
+              "", "ScatterElements '%s': duplicate indices under reduction "
+                  "\"none\" (ONNX leaves which update lands undefined), so "
+                  "the gradient is undefined");
   expectError(R"(graph @g(%a: f64[2] weight) {
     %l = ReduceSum(%a) {keepdims = 0} : f64[]
     %a_grad = Exp(%a) : f64[2] grad(%a)

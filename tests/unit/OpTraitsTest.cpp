@@ -104,8 +104,7 @@ const Sample kSamples[] = {
     %y = Gather(%w, %i) : f64[1,3])"},
   {OpKind::ScatterElements, "f64[2,3]", R"(%i = Constant() {value = dense<i64[1,3]: [0, 1, 0]>} : i64[1,3]
     %u = Constant() {value = dense<f64[1,3]: [1.0, 2.0, 3.0]>} : f64[1,3]
-    %y = ScatterElements(%w, %i, %u) : f64[2,3])",
-   "op ScatterElements has no gradient rule"},
+    %y = ScatterElements(%w, %i, %u) : f64[2,3])"},
   {OpKind::Shape, "f64[2,3]", R"(%s = Shape(%w) : i64[2]
     %y = Cast(%s) {to = 11} : f64[2])", kNoWeight},
   {OpKind::ConstantOfShape, "f64[2,3]", R"(%s = Shape(%w) : i64[2]
@@ -232,7 +231,8 @@ TEST_CASE("op traits: a few ops") {
   CHECK(hasTrait(OpKind::Dropout, kRandom));
   CHECK_FALSE(hasTrait(OpKind::Gelu, kRandom));
   CHECK(hasTrait(OpKind::Gelu, kDifferentiable));
-  CHECK_FALSE(hasTrait(OpKind::ScatterElements, kDifferentiable));
+  CHECK(hasTrait(OpKind::ScatterElements, kDifferentiable));
+  CHECK_FALSE(hasTrait(OpKind::Mod, kDifferentiable));
   CHECK(getOpInfo(OpKind::MatMul).cost == CostClass::Gemm);
   CHECK(getOpInfo(OpKind::Gemm).cost == CostClass::Gemm);
   CHECK(getOpInfo(OpKind::Softmax).cost == CostClass::Reduction);
