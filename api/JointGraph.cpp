@@ -66,6 +66,7 @@ Result<uint64_t> getSmallestPeak(std::string_view text) {
   auto problem = passes::recompute::prepareRematProblem(**graph, "", {});
   if (!problem)
     return toStatus(problem.takeError());
+  (*problem)->solver->setNestedPlans(false);
   auto smallest = (*problem)->solver->smallestPlan();
   if (!smallest)
     return toStatus(smallest.takeError());
@@ -89,11 +90,16 @@ Result<JointPlan> planJointGraph(std::string_view rirText,
   pipelineOptions.costProfile = options.costProfile;
   pipelineOptions.explain = options.explain;
   // The joint graph's own order is the schedule the front end runs: no
-  // schedule pass, so that the planned peak is the one of that order.
+  // schedule pass, so that the planned peak is the one of that order. The
+  // front end's backward reads a set of saved values and rebuilds each
+  // other value once from them, which neither a nested plan (Note [Nested
+  // recompute]) nor a chunked head or attention core is.
   JointPlan plan;
   llvm::raw_string_ostream diag(plan.diagnostics);
-  auto result = session::runPipeline(**graph, "remat,plan-memory",
-                                    pipelineOptions, diag);
+  auto result = session::runPipeline(
+      **graph,
+      "remat{nested=false chunk-loss=off chunk-attention=off},plan-memory",
+      pipelineOptions, diag);
   diag.flush();
   if (!result)
     return toStatus(result.takeError());

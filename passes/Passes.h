@@ -245,6 +245,8 @@ private:
   std::string chunkLoss_ = "auto";
   /// auto, off or a number of chunks (Note [Chunked attention core]).
   std::string chunkAttention_ = "auto";
+  /// Whether nested plans are candidates (Note [Nested recompute]).
+  bool nested_ = true;
   std::string dumpModel_;
   std::optional<llvm::json::Object> report_;
 };

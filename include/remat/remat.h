@@ -230,8 +230,12 @@ struct JointPlan {
 /// Plans a training step another front end wrote (remat.torch's joint
 /// forward+backward graph) as one graph of .rir text: forward nodes, then
 /// backward ones (stage bwd), ops remat has no kernel for as remat.Extern.
-/// The graph's order is its schedule. An impossible budget is remat-opt's
-/// error naming the smallest feasible planned peak.
+/// The graph's order is its schedule. Only plans whose backward reads a set
+/// of saved values and rebuilds each other value once are candidates: no
+/// nested groups, no chunked loss head or attention core (the remat pass's
+/// nested, chunk-loss and chunk-attention options off). An impossible
+/// budget is remat-opt's error naming the smallest feasible planned peak of
+/// those plans.
 REMAT_API Result<JointPlan> planJointGraph(std::string_view rirText,
                                            const JointPlanOptions &options);
 

@@ -49,6 +49,11 @@ RematPass::RematPass() {
                 "(when the solver's plan needs it), off, or a number of "
                 "chunks",
                 &chunkAttention_);
+  declareOption("nested",
+                "also consider plans that rebuild a recomputed group again "
+                "inside its own backward (false for a front end whose "
+                "backward can only read a set of saved values)",
+                &nested_);
   declareOption("dump-model",
                 "write remat's model of the step (nodes, bytes, predicted "
                 "seconds, stash) as JSON to this file, for "
@@ -197,6 +202,7 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
     return makeError("strategy '" + strategy_ +
                      "' needs a budget (budget=6GiB or budget=40%)");
   Solver &solver = *(*problem)->solver;
+  solver.setNestedPlans(nested_);
   if (!dumpModel_.empty())
     if (auto err = writeOutputFile(
             dumpModel_,
@@ -279,6 +285,7 @@ llvm::Expected<bool> RematPass::run(ir::Graph &graph) {
     if (!*step)
       continue;
     Solver *stepSolver = (*step)->problem->solver.get();
+    stepSolver->setNestedPlans(nested_);
     pools.push_back(
         {stepSolver, std::move(*step), build.loss, build.attention});
   }

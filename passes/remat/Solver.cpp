@@ -480,10 +480,11 @@ std::vector<PlanResult> &Solver::getPool() {
     }
   }
   // Every plan so far with its groups cut again inside (Note [Nested
-  // recompute]).
+  // recompute]), unless the caller cannot run them.
   std::vector<std::pair<std::string, std::vector<SegmentChoice>>> flat;
-  for (const PlanResult &plan : pool_)
-    flat.push_back({plan.strategy, plan.choices});
+  if (nestedPlansAllowed_)
+    for (const PlanResult &plan : pool_)
+      flat.push_back({plan.strategy, plan.choices});
   // No decision above reads their estimates: they are made when the order
   // or a budget first reads them (ensureEstimate), and the recompute time
   // that orders the pool comes from a dry run of the rewrite.

@@ -140,6 +140,14 @@ public:
   /// Plans the graph as it is (the no-remat reference); call once first.
   llvm::Error initialize();
 
+  /// Whether the pool also holds nested plans (Note [Nested recompute]):
+  /// on by default; off for a front end whose backward can only read a set
+  /// of saved values (remat::planJointGraph). Set before the first solve.
+  void setNestedPlans(bool allowed) {
+    assert(!poolBuilt_ && "the pool is already built");
+    nestedPlansAllowed_ = allowed;
+  }
+
   /// The planned peak (persistent + arena) of the graph as it is.
   uint64_t getBasePeakBytes() const { return basePeakBytes_; }
   /// The predicted seconds of a step without remat, and under \p plan.
@@ -247,6 +255,7 @@ private:
   std::vector<double> forwardSeconds_;
   std::vector<PlanResult> pool_;
   bool poolBuilt_ = false;
+  bool nestedPlansAllowed_ = true;
   /// Rungs of the budget ladder and of the selective prefixes.
   static constexpr unsigned kLadderSteps = 12;
 };

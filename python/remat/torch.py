@@ -16,8 +16,9 @@ backward otherwise) and its cost (aten mm/bmm/addmm/baddbmm/convolution and
 scaled-dot-product attention compute-bound with their FLOPs, the rest
 memory-bound with their bytes); views are their base tensor. remat's own
 solver (remat::planJointGraph: the segments, strategies, candidate pool and
-monotone choice of remat-opt) plans it under the budget; the forward module
-then saves exactly the values remat keeps, and the backward module
+monotone choice of remat-opt, less the nested and chunked plans, which a
+set of saved values cannot express) plans it under the budget; the forward
+module then saves exactly the values remat keeps, and the backward module
 recomputes everything else it needs from them, each value just before its
 first use (torch's own extraction and reordering helpers, as the min-cut
 partitioner uses them).
