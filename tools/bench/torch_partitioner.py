@@ -4,7 +4,9 @@
   eager; eager with gradient_checkpointing_enable(); torch.compile with
   PyTorch's min-cut partitioner at activation_memory_budget 1.0 ... 0.0;
   torch.compile with remat's backend at byte budgets from the no-remat
-  planned peak down to the smallest feasible one;
+  planned peak down to the smallest feasible one, and (--match, the
+  default) at the measured peak of the checkpointing point and of each
+  min-cut point, so that each is compared with remat at its own memory;
 all compiled points with the same forward/backward compiler (aot_eager's:
 the modules run as traced), so only the save/recompute decision differs.
 
@@ -194,6 +196,23 @@ def remat_budgets(probe, count):
     return [top - (top - bottom) * i // (count - 1) for i in range(count)]
 
 
+def matched_budgets(rows, probe, taken):
+    """remat budgets at the measured peaks of the checkpointing and min-cut
+    points of \p rows: those remat can reach and that are not already
+    \p taken. Within 1% of the no-remat planned peak, remat's no-remat
+    point stands for them."""
+    budgets = []
+    for row in rows:
+        if "error" in row or not (row["point"] == "checkpoint" or
+                                  row["point"].startswith("mincut=")):
+            continue
+        budget = row["measured_peak"]
+        if probe["smallest"] <= budget < 0.99 * probe["no_remat_peak"] and \
+                budget not in taken and budget not in budgets:
+            budgets.append(budget)
+    return sorted(budgets, reverse=True)
+
+
 def summarize(model, rows):
     """Medians per point, ratios to eager, and the goals."""
     by_point = {}
@@ -253,6 +272,10 @@ def main():
     parser.add_argument("--remat-points", type=int, default=8)
     parser.add_argument("--mincut", default=",".join(
         str(b) for b in MIN_CUT_BUDGETS))
+    parser.add_argument("--match", action=argparse.BooleanOptionalAction,
+                        default=True, help="also run remat at the measured "
+                        "peak of the checkpointing and each min-cut point "
+                        "(default: on)")
     parser.add_argument("--timeout", type=int, default=3600)
     parser.add_argument("--json", help="write the results here (after "
                         "each model, so that a stopped run keeps them)")
@@ -289,13 +312,21 @@ def main():
             continue
         points = ["eager", "checkpoint"]
         points += ["mincut=%s" % b for b in args.mincut.split(",") if b]
-        points += ["remat=%d" % b for b in remat_budgets(
-            probe, args.remat_points)]
+        ladder = remat_budgets(probe, args.remat_points)
+        points += ["remat=%d" % b for b in ladder]
         rows = []
         for round_index in range(args.rounds):
             order = points if round_index % 2 == 0 else points[::-1]
             for point in order:
                 rows.append(spawn(args, model, point))
+            if round_index == 0 and args.match:
+                # The baselines' peaks do not depend on load: the first
+                # round's are the budgets of the matched points.
+                matched = ["remat=%d" % b for b in
+                           matched_budgets(rows, probe, ladder)]
+                for point in matched:
+                    rows.append(spawn(args, model, point))
+                points += matched
         summary = summarize(model, rows)
         summary["probe"] = probe
         summary["failed"] = [r for r in rows if "error" in r]
