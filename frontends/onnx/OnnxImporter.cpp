@@ -2066,6 +2066,7 @@ Error Importer::checkAttributeNames(const FlatNode &flat) const {
       {"CastLike", {"saturate"}},         // opset 19
       {"Gelu", {"approximate"}},          // opset 20
       {"Pad", {"mode"}},                  // opset 18 ('wrap')
+      {"AveragePool", {"dilations"}},     // opset 19
       {"ReduceMean", {"keepdims", "noop_with_empty_axes"}}, // opset 18
       {"ReduceMax", {"keepdims", "noop_with_empty_axes"}},  // opset 18
   };

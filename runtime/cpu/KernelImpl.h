@@ -350,7 +350,8 @@ llvm::Expected<Kernel> selectDataMovement(const ir::Node &node);
 llvm::Expected<Kernel> selectElementwiseMore(const ir::Node &node);
 /// GatherElements, Trilu, CumSum, Pad, Tile, TopK (Indexing.cpp).
 llvm::Expected<Kernel> selectIndexing(const ir::Node &node);
-/// Conv and ConvTranspose (Conv.cpp).
+/// Conv, ConvTranspose, MaxPool, AveragePool, remat.MaxPoolGrad and
+/// remat.AveragePoolGrad (Conv.cpp).
 llvm::Expected<Kernel> selectConv(const ir::Node &node);
 
 } // namespace remat::runtime::cpu::detail

@@ -21,7 +21,8 @@
 //                      Less, LessOrEqual, Greater, Or, Sign, Ceil, Clip,
 //                      Floor, Softplus
 //   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK
-//   Conv.cpp           Conv, ConvTranspose
+//   Conv.cpp           Conv, ConvTranspose, MaxPool, AveragePool and their
+//                      gradients
 //
 // Note [CPU dtypes]
 // ~~~~~~~~~~~~~~~~~

@@ -90,6 +90,7 @@ IMPORTER_CONVERSIONS = {
 # unset (checked per node against the opset-20 schema). Such cases are
 # retargeted to opset 20.
 RETARGET = {
+    "AveragePool": "22 adds bfloat16",
     "Cast": "21-25 add 4-bit, 2-bit and float8e8m0 types; 'round_mode' (25) "
             "only affects float8/float4",
     "CastLike": "21-25 add 4-bit, 2-bit and float8e8m0 types",
@@ -102,6 +103,7 @@ RETARGET = {
     "Einsum": "28 adds bfloat16",
     "Flatten": "21-25 add types",
     "Identity": "21-25 add types",
+    "MaxPool": "22 adds bfloat16",
     "Mod": "28 allows floating-point inputs with fmod=0 (A - floor(A/B)*B)",
     "OneHot": "28 adds bfloat16 values",
     "Range": "27 adds float16/bfloat16 and 'stash_type'",

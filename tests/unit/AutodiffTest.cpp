@@ -590,6 +590,24 @@ const RuleCase kCases[] = {
     %s = ReduceSum(%t) {keepdims = 0} : f64[]
     %y = Add(%x, %s) : f64[2,3]
     return %y })"},
+  // Pooling (issue 40: Canine, Funnel): MaxPool's gradient goes to each
+  // window's maximum (random inputs have no ties), AveragePool's spreads
+  // dy / count; pads, strides, dilations, ceil_mode and count_include_pad.
+  {"maxpool 1d pads ceil_mode", R"(graph @g(%x: f64[2,3,10] weight) {
+    %y = MaxPool(%x) {ceil_mode = 1, kernel_shape = [3], pads = [1, 1], strides = [2]} : f64[2,3,6]
+    return %y })"},
+  {"maxpool 2d overlapping dilated", R"(graph @g(%x: f64[1,2,6,5] weight) {
+    %y = MaxPool(%x) {dilations = [2, 1], kernel_shape = [2, 2], pads = [0, 1, 1, 0], strides = [1, 2]} : f64[1,2,5,3]
+    return %y })"},
+  {"averagepool 2d pads ceil_mode", R"(graph @g(%x: f64[1,2,5,5] weight) {
+    %y = AveragePool(%x) {ceil_mode = 1, kernel_shape = [2, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f64[1,2,3,3]
+    return %y })"},
+  {"averagepool count_include_pad", R"(graph @g(%x: f64[1,2,5,5] weight) {
+    %y = AveragePool(%x) {count_include_pad = 1, kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 1]} : f64[1,2,3,5]
+    return %y })"},
+  {"averagepool funnel", R"(graph @g(%x: f64[2,1,7,4] weight) {
+    %y = AveragePool(%x) {ceil_mode = 1, count_include_pad = 1, kernel_shape = [2, 1], strides = [2, 1]} : f64[2,1,4,4]
+    return %y })"},
 };
 // clang-format on
 

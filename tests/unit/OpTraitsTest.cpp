@@ -204,6 +204,14 @@ const Sample kSamples[] = {
     %y = Cast(%i) {to = 11} : f64[1,3])", kNoWeight},
   {OpKind::TopK, "f64[2,3]", R"(%k = Constant() {value = dense<i64[1]: [2]>} : i64[1]
     %y, %i = TopK(%w, %k) : f64[2,2], i64[2,2])"},
+  {OpKind::MaxPool, "f64[1,2,5]", "%y = MaxPool(%w) {kernel_shape = [2]} : f64[1,2,4]"},
+  {OpKind::AveragePool, "f64[1,2,4,4]", "%y = AveragePool(%w) {kernel_shape = [2, 2], strides = [2, 2]} : f64[1,2,2,2]"},
+  {OpKind::MaxPoolGrad, "f64[1,1,4]", R"(%x = Constant() {value = dense<f64[1,1,5]: [1.0, 3.0, 2.0, 5.0, 4.0]>} : f64[1,1,5]
+    %y = remat.MaxPoolGrad(%w, %x) {kernel_shape = [2]} : f64[1,1,5])",
+   "op remat.MaxPoolGrad has no gradient rule"},
+  {OpKind::AveragePoolGrad, "f64[1,1,4]", R"(%s = Constant() {value = dense<i64[3]: [1, 1, 5]>} : i64[3]
+    %y = remat.AveragePoolGrad(%w, %s) {kernel_shape = [2]} : f64[1,1,5])",
+   "op remat.AveragePoolGrad has no gradient rule"},
 };
 // clang-format on
 
