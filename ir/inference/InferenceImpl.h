@@ -15,7 +15,8 @@
 //   DataMovement.cpp   shape ops, Concat, Slice, Split, Expand, Gather,
 //                      ScatterElements, Shape, Constant, ConstantOfShape,
 //                      Range, OneHot, remat.Extern (types as declared)
-//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK
+//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK,
+//                      EyeLike
 //
 // Each rule is infer<Infer> for an Infer of ir/Ops.def (Note [The op
 // table]); ops that type alike share one (Arithmetic, UnaryFloat,

@@ -19,8 +19,9 @@
 //                      ConstantOfShape, Range, OneHot, Identity
 //   ElementwiseMore.cpp Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf, Min,
 //                      Less, LessOrEqual, Greater, Or, Sign, Ceil, Clip,
-//                      Floor, Softplus
-//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK
+//                      Floor, Softplus, Acos
+//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK,
+//                      EyeLike
 //   Conv.cpp           Conv, ConvTranspose, MaxPool, AveragePool and their
 //                      gradients
 //

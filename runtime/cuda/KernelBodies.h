@@ -88,7 +88,8 @@ enum class UnaryOp : uint8_t {
   // Issue 40 (float operands only): runtime/cpu/ElementwiseMore.cpp.
   Ceil,
   Floor,
-  Softplus
+  Softplus,
+  Acos
 };
 
 /// One element of a unary op: runtime/cpu/Elementwise.cpp's formulas.
@@ -161,6 +162,8 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
       T positive = x > T(0) ? x : T(0);
       return positive + std::log1p(expOf(x > T(0) ? -x : x));
     }
+    case UnaryOp::Acos:
+      return std::acos(x);
     }
     return x;
   }

@@ -90,6 +90,7 @@ IMPORTER_CONVERSIONS = {
 # unset (checked per node against the opset-20 schema). Such cases are
 # retargeted to opset 20.
 RETARGET = {
+    "Acos": "22 adds bfloat16",
     "AveragePool": "22 adds bfloat16",
     "Cast": "21-25 add 4-bit, 2-bit and float8e8m0 types; 'round_mode' (25) "
             "only affects float8/float4",
@@ -101,6 +102,7 @@ RETARGET = {
     "Cos": "22 adds bfloat16",
     "Dropout": "22 adds bfloat16 and float8 types",
     "Einsum": "28 adds bfloat16",
+    "EyeLike": "22 adds bfloat16",
     "Flatten": "21-25 add types",
     "Identity": "21-25 add types",
     "MaxPool": "22 adds bfloat16",

@@ -608,6 +608,14 @@ const RuleCase kCases[] = {
   {"averagepool funnel", R"(graph @g(%x: f64[2,1,7,4] weight) {
     %y = AveragePool(%x) {ceil_mode = 1, count_include_pad = 1, kernel_shape = [2, 1], strides = [2, 1]} : f64[2,1,4,4]
     return %y })"},
+  // Acos inside (-1, 1) (Yoso); EyeLike's gradient is zero (XLNet).
+  {"acos", R"(graph @g(%x: f64[3,4] weight) {
+    %y = Acos(%x) : f64[3,4]
+    return %y })", -0.9, 0.9},
+  {"eyelike", R"(graph @g(%x: f64[3,4] weight) {
+    %e = EyeLike(%x) {k = 1} : f64[3,4]
+    %y = Mul(%e, %x) : f64[3,4]
+    return %y })"},
 };
 // clang-format on
 

@@ -153,6 +153,7 @@ TEST_CASE("cuda bodies: unary ops give the CPU kernels' bits") {
       {OpKind::Ceil, body::UnaryOp::Ceil, nullptr},
       {OpKind::Floor, body::UnaryOp::Floor, nullptr},
       {OpKind::Softplus, body::UnaryOp::Softplus, nullptr},
+      {OpKind::Acos, body::UnaryOp::Acos, nullptr},
   };
   for (const Case &c : cases) {
     AttrList attrs;

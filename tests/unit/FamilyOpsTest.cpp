@@ -2,8 +2,8 @@
 //
 // Sin, Cos, Abs, Not, IsNaN, Min, Trilu, CumSum, GatherElements, Pad, Conv
 // and ConvTranspose, and Ceil, Clip, Tile, Floor, Softplus, ArgMax, ArgMin
-// and TopK, MaxPool, AveragePool and their gradients (issue 40): shape
-// inference and its errors, the CPU
+// and TopK, MaxPool, AveragePool and their gradients, Acos and EyeLike
+// (issue 40): shape inference and its errors, the CPU
 // kernels against examples from the ONNX operator docs and against
 // references written here (Conv in double, loop by loop from the definition;
 // ConvTranspose as Conv's adjoint; pooling as torch's 2-D CPU loops), the same
@@ -931,6 +931,47 @@ TEST_CASE("pooling shape inference names the node and the attribute") {
     %y = remat.MaxPoolGrad(%d, %x) {kernel_shape = [2], strides = [2]} : f32[1,2,8]
     return %y })") == "remat.MaxPoolGrad '%y': operand 0 (%d) of type "
                       "f32[1,2,3] must be f32[1,2,4]");
+}
+
+//===----------------------------------------------------------------------===//
+// Acos, EyeLike (issue 40)
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("Acos is libm's acos, NaN outside [-1, 1]") {
+  std::vector<double> xs = {-1, -0.5, -0.0, 0.3, 1, 1.5};
+  auto y = runOnX("f64[6]", "%y = Acos(%x) : f64[6]",
+                  doubles(TensorType(DType::F64, {6}), xs));
+  for (size_t i = 0; i + 1 < xs.size(); ++i)
+    CHECK(y->getDouble(i) == std::acos(xs[i]));
+  CHECK(y->getDouble(0) == M_PI);
+  CHECK(std::isnan(y->getDouble(5)));
+  auto f32 = runOnX("f32[2]", "%y = Acos(%x) : f32[2]",
+                    doubles(TensorType(DType::F32, {2}), {0.25, -1}));
+  CHECK(f32->getDouble(0) == double(std::acos(0.25f)));
+}
+
+TEST_CASE("EyeLike puts ones on diagonal k in the dtype asked for") {
+  auto y = runOnX(
+      "f32[3,4]", "%y = EyeLike(%x) {k = 1} : f32[3,4]",
+      doubles(TensorType(DType::F32, {3, 4}), std::vector<double>(12, 7.0)));
+  CHECK(valuesOf(*y) ==
+        std::vector<double>{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+  // dtype 7 is int64; k below the diagonal.
+  auto i64 = runOnX(
+      "f32[3,2]", "%y = EyeLike(%x) {dtype = 7, k = -1} : i64[3,2]",
+      doubles(TensorType(DType::F32, {3, 2}), std::vector<double>(6, 0.0)));
+  CHECK(valuesOf(*i64) == std::vector<double>{0, 0, 1, 0, 0, 1});
+  auto b = runOnX("f32[2,2]", "%y = EyeLike(%x) {dtype = 9} : bool[2,2]",
+                  doubles(TensorType(DType::F32, {2, 2}), {1, 2, 3, 4}));
+  CHECK(valuesOf(*b) == std::vector<double>{1, 0, 0, 1});
+  CHECK(inferError(R"(graph @g(%x: f32[2,2,2]) {
+    %y = EyeLike(%x) : f32[2,2,2]
+    return %y })") == "EyeLike '%y': operand 0 (%x) must have rank 2, got "
+                      "f32[2,2,2]");
+  CHECK(inferError(R"(graph @g(%x: f32[2,2]) {
+    %y = EyeLike(%x) {dtype = 8} : f32[2,2]
+    return %y })") == "EyeLike '%y': attribute 'dtype' is 8, which is not "
+                      "an ONNX dtype code remat supports");
 }
 
 //===----------------------------------------------------------------------===//
