@@ -11,7 +11,8 @@
 //                      remat gradients
 //   Normalization.cpp  Softmax, LogSoftmax, LayerNormalization,
 //                      SoftmaxCrossEntropyLoss and their remat gradients
-//   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax, ArgMax, ArgMin
+//   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax, ReduceL2,
+//                      ReduceLogSumExp, ArgMax, ArgMin
 //   DataMovement.cpp   shape ops, Concat, Slice, Split, Expand, Gather,
 //                      ScatterElements, Shape, Constant, ConstantOfShape,
 //                      Range, OneHot, remat.Extern (types as declared)

@@ -556,12 +556,13 @@ REMAT_HOST_DEVICE inline T reduceCrossEntropy(const T *losses, const L *labels,
 // Reductions
 //===----------------------------------------------------------------------===//
 
-enum class ReduceOp : uint8_t { Sum, Mean, Max };
+enum class ReduceOp : uint8_t { Sum, Mean, Max, L2, LogSumExp };
 
 /// Output element \p o of a reduction: its inputs are \p reduced's index
 /// space (row-major, the CPU's order) from the offset of \p o in \p kept.
 /// Floats accumulate in T; Max starts from the first input and lets NaN
-/// win, Sum and Mean start from 0; Mean divides by the count.
+/// win, Sum, Mean and L2 (squares) start from 0; Mean divides by the count,
+/// L2 takes the square root; LogSumExp is the CPU's two passes.
 template <typename T>
 REMAT_HOST_DEVICE inline T reduceElement(ReduceOp op, const T *x,
                                          const Dims &keptSpace,
@@ -570,6 +571,23 @@ REMAT_HOST_DEVICE inline T reduceElement(ReduceOp op, const T *x,
                                          const Strides &reduced,
                                          int64_t reduceCount, int64_t o) {
   int64_t base = offsetOf(keptSpace, kept, o);
+  if (op == ReduceOp::LogSumExp) {
+    // The CPU's two passes: the max (NaN wins), taken as 0 when infinite,
+    // then log(sum(exp(x - max))) + max; -inf over no elements.
+    if (reduceCount == 0)
+      return -std::numeric_limits<T>::infinity();
+    T m = x[base + offsetOf(reducedSpace, reduced, 0)];
+    for (int64_t r = 1; r < reduceCount && !std::isnan(m); ++r) {
+      T v = x[base + offsetOf(reducedSpace, reduced, r)];
+      m = std::isnan(v) || v > m ? v : m;
+    }
+    if (std::isinf(m))
+      m = T(0);
+    T sum = T(0);
+    for (int64_t r = 0; r < reduceCount; ++r)
+      sum += expOf(x[base + offsetOf(reducedSpace, reduced, r)] - m);
+    return std::log(sum) + m;
+  }
   T acc = op == ReduceOp::Max ? x[base + offsetOf(reducedSpace, reduced, 0)]
                               : T(0);
   for (int64_t r = 0; r < reduceCount; ++r) {
@@ -581,12 +599,16 @@ REMAT_HOST_DEVICE inline T reduceElement(ReduceOp op, const T *x,
         acc = value;
       else
         acc = value > acc ? value : acc;
+    } else if (op == ReduceOp::L2) {
+      acc = acc + value * value;
     } else {
       acc = acc + value;
     }
   }
   if (op == ReduceOp::Mean)
     return acc / static_cast<T>(reduceCount);
+  if (op == ReduceOp::L2)
+    return std::sqrt(acc);
   return acc;
 }
 

@@ -616,6 +616,20 @@ const RuleCase kCases[] = {
     %e = EyeLike(%x) {k = 1} : f64[3,4]
     %y = Mul(%e, %x) : f64[3,4]
     return %y })"},
+  // ReduceL2 (Yoso, NeoMME); ReduceLogSumExp (GraniteSWA).
+  {"reducel2", R"(graph @g(%x: f64[2,3,4] weight) {
+    %y = ReduceL2(%x) {axes = [1]} : f64[2,1,4]
+    return %y })"},
+  {"reducel2 all", R"(graph @g(%x: f64[2,3] weight) {
+    %n = ReduceL2(%x) {keepdims = 0} : f64[]
+    %y = Div(%x, %n) : f64[2,3]
+    return %y })"},
+  {"reducelogsumexp", R"(graph @g(%x: f64[2,3,4] weight) {
+    %y = ReduceLogSumExp(%x) {axes = [-1]} : f64[2,3,1]
+    return %y })", -4, 4},
+  {"reducelogsumexp two axes", R"(graph @g(%x: f64[2,3,4] weight) {
+    %y = ReduceLogSumExp(%x) {axes = [0, 2], keepdims = 0} : f64[3]
+    return %y })", -4, 4},
 };
 // clang-format on
 

@@ -517,7 +517,9 @@ TEST_CASE("cuda bodies: reductions sum in the CPU's order") {
     body::ReduceOp body;
   } cases[] = {{OpKind::ReduceSum, body::ReduceOp::Sum},
                {OpKind::ReduceMean, body::ReduceOp::Mean},
-               {OpKind::ReduceMax, body::ReduceOp::Max}};
+               {OpKind::ReduceMax, body::ReduceOp::Max},
+               {OpKind::ReduceL2, body::ReduceOp::L2},
+               {OpKind::ReduceLogSumExp, body::ReduceOp::LogSumExp}};
   for (const Case &c : cases) {
     // Reduce axes 0 and 2, keep dims.
     auto axes = ints(DType::I64, {2}, {0, 2});

@@ -2,8 +2,8 @@
 //
 // Sin, Cos, Abs, Not, IsNaN, Min, Trilu, CumSum, GatherElements, Pad, Conv
 // and ConvTranspose, and Ceil, Clip, Tile, Floor, Softplus, ArgMax, ArgMin
-// and TopK, MaxPool, AveragePool and their gradients, Acos and EyeLike
-// (issue 40): shape inference and its errors, the CPU
+// and TopK, MaxPool, AveragePool and their gradients, Acos, EyeLike, ReduceL2
+// and ReduceLogSumExp (issue 40): shape inference and its errors, the CPU
 // kernels against examples from the ONNX operator docs and against
 // references written here (Conv in double, loop by loop from the definition;
 // ConvTranspose as Conv's adjoint; pooling as torch's 2-D CPU loops), the same
@@ -25,6 +25,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -972,6 +973,76 @@ TEST_CASE("EyeLike puts ones on diagonal k in the dtype asked for") {
     %y = EyeLike(%x) {dtype = 8} : f32[2,2]
     return %y })") == "EyeLike '%y': attribute 'dtype' is 8, which is not "
                       "an ONNX dtype code remat supports");
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceL2, ReduceLogSumExp (issue 40)
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("ReduceL2 and ReduceLogSumExp match long double references") {
+  Rng rng(4003);
+  INFO("seed 4003");
+  const std::vector<int64_t> dims = {3, 4, 5};
+  auto x = randomData(TensorType(DType::F64, dims), rng);
+  struct Axes {
+    std::string attr;
+    std::vector<bool> reduced;
+    std::string yType;
+  };
+  const Axes cases[] = {
+      {"axes = [2]", {false, false, true}, "f64[3,4,1]"},
+      {"axes = [0, 2], keepdims = 0", {true, false, true}, "f64[4]"},
+      {"axes = [-2]", {false, true, false}, "f64[3,1,5]"},
+      {"keepdims = 0", {true, true, true}, "f64[]"},
+  };
+  for (const Axes &a : cases)
+    for (bool l2 : {true, false}) {
+      std::string op = l2 ? "ReduceL2" : "ReduceLogSumExp";
+      INFO(op << " {" << a.attr << "}");
+      auto y = runOnX("f64[3,4,5]",
+                      "%y = " + op + "(%x) {" + a.attr + "} : " + a.yType, x);
+      // Each output sums the elements whose kept indices match, in long
+      // double: sqrt(sum x^2), or log(sum exp(x)) directly.
+      std::vector<long double> acc;
+      std::vector<int64_t> keyOf(60);
+      std::map<std::vector<int64_t>, size_t> slot;
+      for (int64_t e = 0; e < 60; ++e) {
+        std::vector<int64_t> key;
+        int64_t idx[3] = {e / 20, (e / 5) % 4, e % 5};
+        for (int d = 0; d < 3; ++d)
+          if (!a.reduced[d])
+            key.push_back(idx[d]);
+        auto [it, fresh] = slot.emplace(key, acc.size());
+        if (fresh)
+          acc.push_back(0);
+        long double v = x->getDouble(e);
+        acc[it->second] += l2 ? v * v : std::exp(v);
+      }
+      REQUIRE(y->getNumElements() == int64_t(acc.size()));
+      for (size_t o = 0; o < acc.size(); ++o) {
+        double want = double(l2 ? std::sqrt(acc[o]) : std::log(acc[o]));
+        CHECK(std::fabs(y->getDouble(o) - want) <=
+              1e-14 * (1 + std::fabs(want)));
+      }
+    }
+  // LogSumExp keeps large values finite and an all -inf row at -inf, as
+  // torch.logsumexp; L2 of zeros is 0.
+  double inf = std::numeric_limits<double>::infinity();
+  auto big =
+      runOnX("f64[2,2]", "%y = ReduceLogSumExp(%x) {axes = [1]} : f64[2,1]",
+             doubles(TensorType(DType::F64, {2, 2}), {1000, 1000, -inf, -inf}));
+  CHECK(std::fabs(big->getDouble(0) - (1000 + std::log(2.0))) <= 1e-12);
+  CHECK(big->getDouble(1) == -inf);
+  auto zero = runOnX("f32[2]", "%y = ReduceL2(%x) {keepdims = 0} : f32[]",
+                     doubles(TensorType(DType::F32, {2}), {0, 0}));
+  CHECK(zero->getDouble(0) == 0);
+  CHECK(runError(R"(graph @g(%x: i64[2]) {
+    %y = ReduceL2(%x) : i64[1]
+    return %y })",
+                 {doubles(TensorType(DType::I64, {2}), {3, 4})})
+            .find("ReduceL2 '%y': the cpu backend has no ReduceL2 kernel for "
+                  "operand of dtype i64 (supported: f32, f64)") !=
+        std::string::npos);
 }
 
 //===----------------------------------------------------------------------===//

@@ -217,6 +217,8 @@ const Sample kSamples[] = {
   // is zero, as Ceil's.
   {OpKind::EyeLike, "f64[2,3]", R"(%e = EyeLike(%w) : f64[2,3]
     %y = Mul(%e, %w) : f64[2,3])"},
+  {OpKind::ReduceL2, "f64[2,3]", "%y = ReduceL2(%w) {axes = [1]} : f64[2,1]"},
+  {OpKind::ReduceLogSumExp, "f64[2,3]", "%y = ReduceLogSumExp(%w) {axes = [0], keepdims = 0} : f64[3]"},
 };
 // clang-format on
 
