@@ -590,6 +590,11 @@ Expected<ConvGeometry> getConvGeometry(const Node &node) {
   return convGeometry(node);
 }
 
+Expected<PoolGeometry> getPoolGeometry(const Node &node,
+                                       ArrayRef<int64_t> inputDims) {
+  return poolGeometry(node, inputDims);
+}
+
 std::optional<SmallVector<int64_t, 4>> broadcastShapes(ArrayRef<int64_t> a,
                                                        ArrayRef<int64_t> b) {
   size_t rank = std::max(a.size(), b.size());

@@ -72,6 +72,27 @@ struct ConvGeometry {
 /// naming the node and the attribute or operand at fault.
 llvm::Expected<ConvGeometry> getConvGeometry(const Node &node);
 
+/// The resolved geometry of a pooling node (MaxPool, AveragePool and their
+/// remat gradients): one entry per spatial dim, pads resolved from auto_pad,
+/// the window count rule, and the pooled dims.
+struct PoolGeometry {
+  llvm::SmallVector<int64_t, 3> kernel;
+  llvm::SmallVector<int64_t, 3> strides;
+  llvm::SmallVector<int64_t, 3> dilations;
+  llvm::SmallVector<int64_t, 3> padBegin;
+  llvm::SmallVector<int64_t, 3> padEnd;
+  /// AveragePool's count_include_pad; false for MaxPool.
+  bool countIncludePad = false;
+  /// [N, C, pooled spatial...].
+  llvm::SmallVector<int64_t, 5> resultDims;
+};
+
+/// \returns the geometry of pooling node \p node over an input of dims
+/// \p inputDims ([N, C, spatial...]), or an error naming the node and the
+/// attribute at fault.
+llvm::Expected<PoolGeometry> getPoolGeometry(const Node &node,
+                                             llvm::ArrayRef<int64_t> inputDims);
+
 } // namespace remat::ir
 
 #endif // REMAT_IR_SHAPEINFERENCE_H

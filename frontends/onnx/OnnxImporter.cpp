@@ -325,7 +325,8 @@ private:
   /// Emits args.op as it is: the op's ONNX and remat forms agree.
   Results convertDirect(const FlatNode &flat, NodeArgs &args);
   Results convertConstant(const FlatNode &flat, NodeArgs &args);
-  /// ReduceMean and ReduceMax, whose axes are an input from opset 18.
+  /// ReduceMean, ReduceMax, ReduceL2 and ReduceLogSumExp, whose axes are an
+  /// input from opset 18.
   Results convertAttrReduction(const FlatNode &flat, NodeArgs &args);
   Results convertSplit(const FlatNode &flat, NodeArgs &args);
   Results convertDropout(const FlatNode &flat, NodeArgs &args);
@@ -1213,8 +1214,8 @@ Importer::Results Importer::convertConstant(const FlatNode &flat,
 
 Importer::Results Importer::convertAttrReduction(const FlatNode &flat,
                                                  NodeArgs &args) {
-  // ReduceMean/ReduceMax take axes as an optional input from opset 18; remat
-  // keeps opset 17's attribute.
+  // ReduceMean/ReduceMax/ReduceL2/ReduceLogSumExp take axes as an optional
+  // input from opset 18; remat keeps opset 17's attribute.
   if (flat.opset < 18)
     return convertDirect(flat, args);
   OpKind op = *args.op;
@@ -1996,11 +1997,11 @@ Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
 // its ONNX name with that opset; each remat op under "remat.Name", with no
 // opset bound. They convert directly (the node becomes the op as it is),
 // except the few whose ONNX form differs from remat's opset-17 one
-// (Constant's value forms, ReduceMean/ReduceMax axes inputs, Split's
-// num_outputs, Dropout's seed, Cast's saturate). Then the op types remat
-// has no op for but converts at import with constant indices or sizes
-// (Flatten, GatherND, CastLike, ScatterND, Einsum) and the two sequence ops
-// (SplitToSequence, SequenceAt), whose converters read the node's proto
+// (Constant's value forms, ReduceMean/ReduceMax/ReduceL2/ReduceLogSumExp axes
+// inputs, Split's num_outputs, Dropout's seed, Cast's saturate). Then the op
+// types remat has no op for but converts at import with constant indices or
+// sizes (Flatten, GatherND, CastLike, ScatterND, Einsum) and the two sequence
+// ops (SplitToSequence, SequenceAt), whose converters read the node's proto
 // because their inputs or results are sequences rather than tensors.
 const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
   // Keyed by "domain.opType", "" for the default domain; built once,
@@ -2023,6 +2024,8 @@ const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
     setConvert(".Constant", &Importer::convertConstant);
     setConvert(".ReduceMean", &Importer::convertAttrReduction);
     setConvert(".ReduceMax", &Importer::convertAttrReduction);
+    setConvert(".ReduceL2", &Importer::convertAttrReduction);
+    setConvert(".ReduceLogSumExp", &Importer::convertAttrReduction);
     setConvert(".Split", &Importer::convertSplit);
     setConvert(".Dropout", &Importer::convertDropout);
     setConvert(".Cast", &Importer::convertCast);
@@ -2061,13 +2064,16 @@ Error Importer::checkAttributeNames(const FlatNode &flat) const {
   if (!isDefaultDomain(node.domain()) || node.attribute_size() == 0)
     return Error::success();
   static const llvm::StringMap<std::vector<StringRef>> kAddedAfterOpset17 = {
-      {"Split", {"num_outputs"}},         // opset 18
-      {"Cast", {"saturate"}},             // opset 19
-      {"CastLike", {"saturate"}},         // opset 19
-      {"Gelu", {"approximate"}},          // opset 20
-      {"Pad", {"mode"}},                  // opset 18 ('wrap')
+      {"Split", {"num_outputs"}},                           // opset 18
+      {"Cast", {"saturate"}},                               // opset 19
+      {"CastLike", {"saturate"}},                           // opset 19
+      {"Gelu", {"approximate"}},                            // opset 20
+      {"Pad", {"mode"}},                                    // opset 18 ('wrap')
+      {"AveragePool", {"dilations"}},                       // opset 19
       {"ReduceMean", {"keepdims", "noop_with_empty_axes"}}, // opset 18
       {"ReduceMax", {"keepdims", "noop_with_empty_axes"}},  // opset 18
+      {"ReduceL2", {"keepdims", "noop_with_empty_axes"}},   // opset 18
+      {"ReduceLogSumExp", {"keepdims", "noop_with_empty_axes"}}, // opset 18
   };
   const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
       node.op_type(), int(std::min<int64_t>(flat.opset, INT_MAX)), "");

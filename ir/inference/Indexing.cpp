@@ -1,6 +1,6 @@
 //===- ir/inference/Indexing.cpp - Indexing inference rules ---------------===//
 //
-// GatherElements, Trilu, CumSum, Pad, Tile and TopK.
+// GatherElements, Trilu, CumSum, Pad, Tile, TopK and EyeLike.
 //
 // The rules are infer<Infer> for the Infer column of ir/Ops.def
 // (Note [The op table]).
@@ -238,6 +238,29 @@ Expected<Results> inferTopK(const Node &node) {
   dims[*axis] = (*k)[0];
   return Results{known(data.withDims(dims)),
                  known(TensorType(DType::I64, dims))};
+}
+
+/// EyeLike: a 2-D operand of any dtype; the result has its shape and the
+/// dtype of attribute 'dtype' (an ONNX code), or the operand's.
+Expected<Results> inferEyeLike(const Node &node) {
+  if (auto err = checkRank(node, 0, 2))
+    return std::move(err);
+  const TensorType &x = operandType(node, 0);
+  auto code = optionalIntAttr(node, "dtype");
+  if (!code)
+    return code.takeError();
+  DType dtype = x.getDType();
+  if (*code) {
+    std::optional<DType> chosen = fromOnnxCode(**code);
+    if (!chosen)
+      return nodeError(node, "attribute 'dtype' is " + Twine(**code) +
+                                 ", which is not an ONNX dtype code remat "
+                                 "supports");
+    dtype = *chosen;
+  }
+  if (auto k = intAttr(node, "k", 0); !k)
+    return k.takeError();
+  return Results{known(x.withDType(dtype))};
 }
 
 } // namespace remat::ir::inference

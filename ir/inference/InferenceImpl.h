@@ -7,14 +7,17 @@
 //                      Max/Min, Mod, Pow, Cast, IsNaN, IsInf, Dropout, Clip,
 //                      remat.Gelu, remat.GeluGrad, remat.DropoutGrad
 //   Linalg.cpp         MatMul, Gemm, Conv, ConvTranspose,
-//                      remat.PermutedMatMul
+//                      remat.PermutedMatMul, MaxPool, AveragePool and their
+//                      remat gradients
 //   Normalization.cpp  Softmax, LogSoftmax, LayerNormalization,
 //                      SoftmaxCrossEntropyLoss and their remat gradients
-//   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax, ArgMax, ArgMin
+//   Reductions.cpp     ReduceSum, ReduceMean, ReduceMax, ReduceL2,
+//                      ReduceLogSumExp, ArgMax, ArgMin
 //   DataMovement.cpp   shape ops, Concat, Slice, Split, Expand, Gather,
 //                      ScatterElements, Shape, Constant, ConstantOfShape,
 //                      Range, OneHot, remat.Extern (types as declared)
-//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK
+//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK,
+//                      EyeLike
 //
 // Each rule is infer<Infer> for an Infer of ir/Ops.def (Note [The op
 // table]); ops that type alike share one (Arithmetic, UnaryFloat,
@@ -269,6 +272,11 @@ Error checkOperandType(const Node &node, unsigned i, const TensorType &wanted);
 /// \returns the geometry of Conv or ConvTranspose node \p node, or an error
 /// naming the node and the attribute or operand at fault.
 Expected<ConvGeometry> convGeometry(const Node &node);
+
+/// \returns the geometry of pooling node \p node over an input of dims
+/// \p inputDims, or an error naming the node and the attribute at fault.
+Expected<PoolGeometry> poolGeometry(const Node &node,
+                                    ArrayRef<int64_t> inputDims);
 
 //===----------------------------------------------------------------------===//
 // The rules

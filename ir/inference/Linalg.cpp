@@ -1,6 +1,8 @@
 //===- ir/inference/Linalg.cpp - Linear algebra inference rules -----------===//
 //
-// MatMul, Gemm, Conv, ConvTranspose and remat.PermutedMatMul.
+// MatMul, Gemm, Conv, ConvTranspose and remat.PermutedMatMul; MaxPool,
+// AveragePool and their gradients remat.MaxPoolGrad, remat.AveragePoolGrad
+// (issue 40).
 //
 // The rules are infer<Infer> for the Infer column of ir/Ops.def
 // (Note [The op table]).
@@ -14,6 +16,8 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace remat::ir::inference {
@@ -123,6 +127,33 @@ Expected<SmallVector<int64_t, 3>> convInts(const Node &node, StringRef name,
   return result;
 }
 
+/// Reads attribute 'auto_pad' (default NOTSET): NOTSET, VALID, SAME_UPPER or
+/// SAME_LOWER.
+Expected<std::string> autoPadAttr(const Node &node) {
+  auto autoPad = stringAttr(node, "auto_pad", "NOTSET");
+  if (!autoPad)
+    return autoPad.takeError();
+  if (*autoPad != "NOTSET" && *autoPad != "VALID" && *autoPad != "SAME_UPPER" &&
+      *autoPad != "SAME_LOWER")
+    return nodeError(node, "attribute 'auto_pad' is \"" + *autoPad +
+                               "\", expected NOTSET, VALID, SAME_UPPER or "
+                               "SAME_LOWER");
+  return autoPad;
+}
+
+/// The begin pad of one dim under auto_pad SAME_UPPER (\p upper) or
+/// SAME_LOWER, for a result of ceil(in / stride) positions: the total
+/// padding the last window needs, its odd unit at the end for SAME_UPPER.
+/// \returns {begin, end}.
+std::pair<int64_t, int64_t> samePads(int64_t in, int64_t stride, int64_t extent,
+                                     bool upper) {
+  int64_t out = (in + stride - 1) / stride;
+  int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
+  int64_t half = total / 2;
+  int64_t begin = upper ? half : total - half;
+  return {begin, total - begin};
+}
+
 } // namespace
 
 Expected<ConvGeometry> convGeometry(const Node &node) {
@@ -227,14 +258,9 @@ Expected<ConvGeometry> convGeometry(const Node &node) {
       outputShape = dims;
     }
   }
-  auto autoPad = stringAttr(node, "auto_pad", "NOTSET");
+  auto autoPad = autoPadAttr(node);
   if (!autoPad)
     return autoPad.takeError();
-  if (*autoPad != "NOTSET" && *autoPad != "VALID" && *autoPad != "SAME_UPPER" &&
-      *autoPad != "SAME_LOWER")
-    return nodeError(node, "attribute 'auto_pad' is \"" + *autoPad +
-                               "\", expected NOTSET, VALID, SAME_UPPER or "
-                               "SAME_LOWER");
   auto pads = intsAttr(node, "pads");
   if (!pads)
     return pads.takeError();
@@ -298,13 +324,9 @@ Expected<ConvGeometry> convGeometry(const Node &node) {
       geometry.resultDims.push_back(out);
       continue;
     }
-    if (*autoPad == "SAME_UPPER" || *autoPad == "SAME_LOWER") {
-      int64_t out = (in + stride - 1) / stride;
-      int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
-      int64_t half = total / 2;
-      geometry.padBegin[i] = *autoPad == "SAME_UPPER" ? half : total - half;
-      geometry.padEnd[i] = total - geometry.padBegin[i];
-    }
+    if (*autoPad == "SAME_UPPER" || *autoPad == "SAME_LOWER")
+      std::tie(geometry.padBegin[i], geometry.padEnd[i]) =
+          samePads(in, stride, extent, *autoPad == "SAME_UPPER");
     int64_t padded = in + geometry.padBegin[i] + geometry.padEnd[i];
     if (padded < extent)
       return nodeError(node, "the kernel extent " + Twine(extent) +
@@ -398,6 +420,136 @@ Expected<Results> inferPermutedMatMul(const Node &node) {
   for (int64_t d : perms[2])
     dims.push_back(product[d]);
   return Results{known(TensorType(a.getDType(), dims))};
+}
+
+Expected<PoolGeometry> poolGeometry(const Node &node,
+                                    ArrayRef<int64_t> inputDims) {
+  bool average = node.getOp() == OpKind::AveragePool ||
+                 node.getOp() == OpKind::AveragePoolGrad;
+  if (inputDims.size() < 3)
+    return nodeError(node,
+                     "pools an input of dims " + formatDims(inputDims) +
+                         ", expected rank 3 or more ([N, C, spatial...])");
+  size_t spatial = inputDims.size() - 2;
+  PoolGeometry geometry;
+  auto kernelShape = intsAttr(node, "kernel_shape");
+  if (!kernelShape)
+    return kernelShape.takeError();
+  if (!*kernelShape)
+    return nodeError(node, "needs attribute 'kernel_shape'");
+  auto kernel = convInts(node, "kernel_shape", spatial, 1, 1);
+  if (!kernel)
+    return kernel.takeError();
+  auto strides = convInts(node, "strides", spatial, 1, 1);
+  if (!strides)
+    return strides.takeError();
+  auto dilations = convInts(node, "dilations", spatial, 1, 1);
+  if (!dilations)
+    return dilations.takeError();
+  geometry.kernel = *kernel;
+  geometry.strides = *strides;
+  geometry.dilations = *dilations;
+  auto ceilMode = flagAttr(node, "ceil_mode", false);
+  if (!ceilMode)
+    return ceilMode.takeError();
+  if (average) {
+    auto countIncludePad = flagAttr(node, "count_include_pad", false);
+    if (!countIncludePad)
+      return countIncludePad.takeError();
+    geometry.countIncludePad = *countIncludePad;
+  } else {
+    // storage_order only orders the Indices result, which is refused.
+    auto storageOrder = flagAttr(node, "storage_order", false);
+    if (!storageOrder)
+      return storageOrder.takeError();
+  }
+  auto autoPad = autoPadAttr(node);
+  if (!autoPad)
+    return autoPad.takeError();
+  auto pads = convInts(node, "pads", 2 * spatial, 0, 0);
+  if (!pads)
+    return pads.takeError();
+  if (*autoPad != "NOTSET" && llvm::any_of(*pads, [](int64_t p) { return p; }))
+    return nodeError(node, "attributes 'pads' and 'auto_pad' \"" + *autoPad +
+                               "\" exclude each other");
+  geometry.resultDims = {inputDims[0], inputDims[1]};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t in = inputDims[i + 2];
+    int64_t extent = geometry.dilations[i] * (geometry.kernel[i] - 1) + 1;
+    int64_t stride = geometry.strides[i];
+    int64_t begin = (*pads)[i], end = (*pads)[i + spatial];
+    if (*autoPad == "SAME_UPPER" || *autoPad == "SAME_LOWER")
+      std::tie(begin, end) =
+          samePads(in, stride, extent, *autoPad == "SAME_UPPER");
+    if (begin >= extent || end >= extent)
+      return nodeError(node, "pads " + Twine(begin) + " and " + Twine(end) +
+                                 " of spatial dim " + Twine(i) +
+                                 " must be below the window extent " +
+                                 Twine(extent) + " (a window of pads only)");
+    int64_t padded = in + begin + end;
+    if (padded < extent)
+      return nodeError(node, "the window extent " + Twine(extent) +
+                                 " exceeds the padded input size " +
+                                 Twine(padded) + " in spatial dim " + Twine(i) +
+                                 " of an input of dims " +
+                                 formatDims(inputDims));
+    int64_t out = (padded - extent) / stride + 1;
+    if (*ceilMode && (padded - extent) % stride != 0) {
+      ++out;
+      // As torch: no window starts in the end pads.
+      if ((out - 1) * stride >= in + begin)
+        --out;
+    }
+    geometry.padBegin.push_back(begin);
+    geometry.padEnd.push_back(end);
+    geometry.resultDims.push_back(out);
+  }
+  return geometry;
+}
+
+/// MaxPool and AveragePool: a float operand [N, C, spatial...]; MaxPool's
+/// Indices result is refused.
+Expected<Results> inferPool(const Node &node) {
+  if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
+    return std::move(err);
+  if (node.getNumResults() > 1)
+    return nodeError(node, "has an Indices result, which remat does not "
+                           "support (only Y)");
+  const TensorType &x = operandType(node, 0);
+  auto geometry = poolGeometry(node, x.getDims());
+  if (!geometry)
+    return geometry.takeError();
+  return Results{known(TensorType(x.getDType(), geometry->resultDims))};
+}
+
+/// remat.MaxPoolGrad(dy, X) and remat.AveragePoolGrad(dy, shape of X): dy
+/// of the pooled type; the result has X's type.
+Expected<Results> inferPoolGrad(const Node &node) {
+  if (auto err = checkDType(node, 0, isFloatType, "a float dtype"))
+    return std::move(err);
+  const TensorType &dy = operandType(node, 0);
+  Dims input;
+  if (node.getOp() == OpKind::MaxPoolGrad) {
+    if (auto err = checkSameDType(node, 1, 0))
+      return std::move(err);
+    input.assign(operandType(node, 1).getDims().begin(),
+                 operandType(node, 1).getDims().end());
+  } else {
+    if (auto err = checkI64Vector(node, 1))
+      return std::move(err);
+    auto values = constantInts(node.getOperand(1));
+    if (!values)
+      return nodeError(node, "needs the shape " + operandName(node, 1) +
+                                 " as a constant");
+    input.assign(values->begin(), values->end());
+  }
+  auto geometry = poolGeometry(node, input);
+  if (!geometry)
+    return geometry.takeError();
+  if (auto err = checkOperandType(
+          node, 0, TensorType(dy.getDType(), geometry->resultDims)))
+    return std::move(err);
+  return Results{known(TensorType(dy.getDType(), input))};
 }
 
 } // namespace remat::ir::inference

@@ -1,7 +1,8 @@
 //===- ir/inference/Reductions.cpp - Reduction inference rules ------------===//
 //
-// ReduceSum (axes as an operand) and ReduceMean, ReduceMax (axes as an
-// attribute, opset 17); ArgMax and ArgMin (issue 40).
+// ReduceSum (axes as an operand) and ReduceMean, ReduceMax, ReduceL2,
+// ReduceLogSumExp (axes as an attribute, opset 17); ArgMax and ArgMin
+// (issue 40).
 //
 // The rules are infer<Infer> for the Infer column of ir/Ops.def
 // (Note [The op table]).
@@ -37,7 +38,8 @@ Expected<Results> reduceOver(const Node &node, ArrayRef<int64_t> axes,
 
 } // namespace
 
-/// ReduceMean and ReduceMax: axes and keepdims are attributes in opset 17.
+/// ReduceMean, ReduceMax, ReduceL2 and ReduceLogSumExp: axes and keepdims
+/// are attributes in opset 17.
 Expected<Results> inferAttrReduction(const Node &node) {
   if (auto err = checkDType(node, 0, isNumeric, "a numeric dtype"))
     return std::move(err);

@@ -1,7 +1,7 @@
 //===- passes/autodiff/Elementwise.cpp - Elementwise gradient rules -------===//
 //
 // Arithmetic, unary ops, Cast, Where, Max/Min, Gelu, Dropout, Clip and
-// Softplus.
+// Softplus, Acos.
 //
 // Note [Autodiff] (passes/Autodiff.cpp) says what each rule differentiates.
 //
@@ -332,6 +332,16 @@ template <> Error grad<OpKind::Clip>(Differentiator &d, const GradArgs &args) {
   d.contribute(
       x, inside ? d.emit(OpKind::Where, {inside, args.g, d.scalar(args.dt, 0)})
                 : args.g);
+  return Error::success();
+}
+
+/// dy/dx = -1 / sqrt(1 - x^2), as torch's acos backward (infinite at +-1).
+template <> Error grad<OpKind::Acos>(Differentiator &d, const GradArgs &args) {
+  Value *x = args.in(0);
+  Value *root = d.emit(OpKind::Sqrt,
+                       {d.emit(OpKind::Sub, {d.scalar(args.dt, 1),
+                                             d.emit(OpKind::Mul, {x, x})})});
+  d.contribute(x, d.emit(OpKind::Neg, {d.emit(OpKind::Div, {args.g, root})}));
   return Error::success();
 }
 

@@ -1,6 +1,6 @@
 //===- passes/autodiff/Linalg.cpp - Linear algebra gradient rules ---------===//
 //
-// MatMul, Gemm and Conv.
+// MatMul, Gemm and Conv; MaxPool and AveragePool (issue 40).
 //
 // Note [Autodiff] (passes/Autodiff.cpp) says what each rule differentiates.
 //
@@ -203,6 +203,26 @@ template <> Error grad<OpKind::Conv>(Differentiator &d, const GradArgs &args) {
     d.contribute(args.in(2),
                  d.emit(OpKind::ReduceSum, {args.g, d.ints(axes)}, keep));
   }
+  return Error::success();
+}
+
+/// dX = remat.MaxPoolGrad(g, X): each window's gradient goes to the position
+/// of its maximum (the first of equals, as torch), recomputed from X rather
+/// than kept as indices.
+template <>
+Error grad<OpKind::MaxPool>(Differentiator &d, const GradArgs &args) {
+  d.contribute(args.in(0), d.emit(OpKind::MaxPoolGrad, {args.g, args.in(0)},
+                                  args.node.getAttrs()));
+  return Error::success();
+}
+
+/// dX = remat.AveragePoolGrad(g, shape of X): each window's gradient over its
+/// count goes to each of its positions inside X; X itself is not needed.
+template <>
+Error grad<OpKind::AveragePool>(Differentiator &d, const GradArgs &args) {
+  d.contribute(args.in(0), d.emit(OpKind::AveragePoolGrad,
+                                  {args.g, d.ints(args.typeOf(0).getDims())},
+                                  args.node.getAttrs()));
   return Error::success();
 }
 

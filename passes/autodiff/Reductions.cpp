@@ -1,6 +1,7 @@
 //===- passes/autodiff/Reductions.cpp - Reduction gradient rules ----------===//
 //
-// ReduceMean, ReduceSum and ReduceMax.
+// ReduceMean, ReduceSum and ReduceMax; ReduceL2 and ReduceLogSumExp
+// (issue 40).
 //
 // Note [Autodiff] (passes/Autodiff.cpp) says what each rule differentiates.
 //
@@ -16,7 +17,9 @@ namespace remat::passes::autodiff {
 
 namespace {
 
-/// The rule of ReduceMean, ReduceSum and ReduceMax.
+/// The rule of ReduceMean, ReduceSum, ReduceMax, ReduceL2 and
+/// ReduceLogSumExp. As torch: ReduceL2's is x * (dy / norm), zero where the
+/// norm is 0; ReduceLogSumExp's dy * exp(x - result), softmax(x) * dy.
 Error gradReduce(Differentiator &d, const GradArgs &args) {
   Node &node = args.node;
   Value *g = args.g;
@@ -51,6 +54,22 @@ Error gradReduce(Differentiator &d, const GradArgs &args) {
       axes.push_back(i);
   auto kd = keepDims(tx, axes);
   Value *gk = d.reshape(g, kd);
+  if (node.getOp() == OpKind::ReduceL2) {
+    Value *yk = d.reshape(y, kd);
+    Value *scale =
+        d.emit(OpKind::Where, {d.emit(OpKind::Equal, {yk, d.scalar(dt, 0)}),
+                               d.scalar(dt, 0), d.emit(OpKind::Div, {gk, yk})});
+    d.contribute(args.in(0), d.emit(OpKind::Mul, {args.in(0), scale}));
+    return Error::success();
+  }
+  if (node.getOp() == OpKind::ReduceLogSumExp) {
+    Value *yk = d.reshape(y, kd);
+    d.contribute(args.in(0),
+                 d.emit(OpKind::Mul,
+                        {gk, d.emit(OpKind::Exp,
+                                    {d.emit(OpKind::Sub, {args.in(0), yk})})}));
+    return Error::success();
+  }
   if (node.getOp() == OpKind::ReduceMax) {
     Value *yk = d.reshape(y, kd);
     d.contribute(args.in(0),
@@ -83,6 +102,16 @@ Error grad<OpKind::ReduceSum>(Differentiator &d, const GradArgs &args) {
 
 template <>
 Error grad<OpKind::ReduceMax>(Differentiator &d, const GradArgs &args) {
+  return gradReduce(d, args);
+}
+
+template <>
+Error grad<OpKind::ReduceL2>(Differentiator &d, const GradArgs &args) {
+  return gradReduce(d, args);
+}
+
+template <>
+Error grad<OpKind::ReduceLogSumExp>(Differentiator &d, const GradArgs &args) {
   return gradReduce(d, args);
 }
 

@@ -70,6 +70,11 @@ struct SoftplusOp {
   }
 };
 
+/// acos(x), NaN outside [-1, 1] (issue 40).
+struct AcosOp {
+  template <typename T> static T apply(T x) { return std::acos(x); }
+};
+
 template <typename Op, typename In, typename Out> Kernel makeMapKernel() {
   return [](const KernelContext &ctx) -> Error {
     const In *in = static_cast<const In *>(ctx.inputs[0].getData());
@@ -257,6 +262,7 @@ Expected<Kernel> selectElementwiseMore(const ir::Node &node) {
   case OpKind::Ceil:
   case OpKind::Floor:
   case OpKind::Softplus:
+  case OpKind::Acos:
     if (!isF32OrF64(dtype))
       return unsupportedDType(node, "operand", dtype, "f32, f64");
     return dispatchFloat(dtype, [&](auto tag) -> Kernel {
@@ -265,6 +271,8 @@ Expected<Kernel> selectElementwiseMore(const ir::Node &node) {
         return makeMapKernel<CeilOp, T, T>();
       if (node.getOp() == OpKind::Floor)
         return makeMapKernel<FloorOp, T, T>();
+      if (node.getOp() == OpKind::Acos)
+        return makeMapKernel<AcosOp, T, T>();
       return makeMapKernel<SoftplusOp, T, T>();
     });
   case OpKind::Clip: {

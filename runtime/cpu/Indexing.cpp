@@ -1,7 +1,8 @@
 //===- runtime/cpu/Indexing.cpp - Index-driven ops ------------------------===//
 //
 // The index-driven ops added for the transformer families (issue 13), kept
-// apart from DataMovement.cpp, and Tile and TopK, added since (issue 40).
+// apart from DataMovement.cpp, and Tile, TopK and EyeLike, added since
+// (issue 40).
 // GatherElements, Trilu, Pad and Tile only move elements and work on every
 // dtype; CumSum adds in the element type, sequentially along the axis, one line
 // per task, so its result does not depend on the thread count; TopK sorts one
@@ -443,6 +444,37 @@ Expected<Kernel> selectTopK(const ir::Node &node) {
 
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// EyeLike
+//===----------------------------------------------------------------------===//
+
+/// Zeros, and ones where column - row == k, in the result's dtype (bool
+/// true is the byte 1).
+template <typename T> Kernel makeEyeLikeKernel(int64_t k, int64_t cols) {
+  return [=](const KernelContext &ctx) -> Error {
+    T *out = static_cast<T *>(ctx.outputs[0].getData());
+    int64_t count = ctx.outputs[0].getNumElements();
+    for (int64_t e = 0; e < count; ++e)
+      out[e] = e % cols - e / cols == k ? T(1) : T(0);
+    return Error::success();
+  };
+}
+
+Expected<Kernel> selectEyeLike(const ir::Node &node) {
+  const ir::TensorType &type = node.getResult(0)->getType();
+  int64_t k = node.getAttrs().getInt("k").value_or(0);
+  int64_t cols = type.getDim(1);
+  if (type.getDType() == ir::DType::Bool)
+    return makeEyeLikeKernel<BoolByte>(k, cols);
+  if (!isComputeNumeric(type.getDType()))
+    return unsupportedDType(node, "result", type.getDType(),
+                            "f32, f64, i64, i32, i8, u8, bool");
+  return dispatchNumeric(type.getDType(), [&](auto tag) -> Kernel {
+    using T = decltype(tag);
+    return makeEyeLikeKernel<T>(k, cols);
+  });
+}
+
 Expected<Kernel> selectIndexing(const ir::Node &node) {
   switch (node.getOp()) {
   case OpKind::GatherElements:
@@ -457,6 +489,8 @@ Expected<Kernel> selectIndexing(const ir::Node &node) {
     return selectTile(node);
   case OpKind::TopK:
     return selectTopK(node);
+  case OpKind::EyeLike:
+    return selectEyeLike(node);
   default:
     llvm_unreachable("not an op of Indexing.cpp");
   }

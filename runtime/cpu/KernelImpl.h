@@ -346,11 +346,12 @@ llvm::Expected<Kernel> selectArgReduce(const ir::Node &node);
 llvm::Expected<Kernel> selectDataMovement(const ir::Node &node);
 
 /// Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf, Min, Less, LessOrEqual,
-/// Greater, Or, Sign, Ceil, Clip, Floor, Softplus (ElementwiseMore.cpp).
+/// Greater, Or, Sign, Ceil, Clip, Floor, Softplus, Acos (ElementwiseMore.cpp).
 llvm::Expected<Kernel> selectElementwiseMore(const ir::Node &node);
-/// GatherElements, Trilu, CumSum, Pad, Tile, TopK (Indexing.cpp).
+/// GatherElements, Trilu, CumSum, Pad, Tile, TopK, EyeLike (Indexing.cpp).
 llvm::Expected<Kernel> selectIndexing(const ir::Node &node);
-/// Conv and ConvTranspose (Conv.cpp).
+/// Conv, ConvTranspose, MaxPool, AveragePool, remat.MaxPoolGrad and
+/// remat.AveragePoolGrad (Conv.cpp).
 llvm::Expected<Kernel> selectConv(const ir::Node &node);
 
 } // namespace remat::runtime::cpu::detail

@@ -19,9 +19,11 @@
 //                      ConstantOfShape, Range, OneHot, Identity
 //   ElementwiseMore.cpp Sin, Cos, Abs, Reciprocal, Not, IsNaN, IsInf, Min,
 //                      Less, LessOrEqual, Greater, Or, Sign, Ceil, Clip,
-//                      Floor, Softplus
-//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK
-//   Conv.cpp           Conv, ConvTranspose
+//                      Floor, Softplus, Acos
+//   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK,
+//                      EyeLike
+//   Conv.cpp           Conv, ConvTranspose, MaxPool, AveragePool and their
+//                      gradients
 //
 // Note [CPU dtypes]
 // ~~~~~~~~~~~~~~~~~

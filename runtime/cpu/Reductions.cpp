@@ -1,4 +1,4 @@
-//===- runtime/cpu/Reductions.cpp - ReduceSum/Mean/Max, ArgMax, ArgMin ----===//
+//===- runtime/cpu/Reductions.cpp - Reduce*, ArgMax, ArgMin ---------------===//
 //
 // Every output element accumulates its inputs in one fixed order: row-major
 // over the reduced dims, sequentially, in one thread. Threads split only the
@@ -16,24 +16,32 @@
 // Integers accumulate in int64 (wrapping) and are wrapped to the dtype when
 // stored; ReduceMean of integers truncates (C's division).
 //
+// ReduceL2 (issue 40) accumulates squares as Sum does and takes the square
+// root at the end. ReduceLogSumExp (issue 40) takes two passes per output
+// element, in the row-major order of its reduced dims: the max m, then the
+// sum of exp(x - m) (m taken as 0 where it is infinite, as torch), giving
+// log(sum) + m; over no elements, -inf.
+//
 // ArgMax and ArgMin (issue 40) scan their one axis in index order for each
 // output element, threads splitting the output elements.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/MathF32.h"
 #include "runtime/cpu/KernelImpl.h"
 
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 namespace remat::runtime::cpu::detail {
 
 namespace {
 
-enum class ReduceKind { Sum, Mean, Max };
+enum class ReduceKind { Sum, Mean, Max, L2 };
 
 /// One group of collapsed dims: its size and input stride.
 struct Group {
@@ -146,6 +154,8 @@ template <ReduceKind K, typename T> struct Accumulate {
           return value;
       }
       return value > acc ? value : acc;
+    } else if constexpr (K == ReduceKind::L2) {
+      return acc + value * value;
     } else if constexpr (std::is_integral_v<T>) {
       return wrapAdd<int64_t>(acc, value);
     } else {
@@ -158,6 +168,8 @@ template <ReduceKind K, typename T> struct Accumulate {
         return acc / static_cast<T>(count);
       else
         return static_cast<T>(acc / count);
+    } else if constexpr (K == ReduceKind::L2) {
+      return std::sqrt(acc);
     } else {
       return static_cast<T>(acc);
     }
@@ -384,6 +396,58 @@ Kernel makeArgReduceKernel(int64_t outer, int64_t count, int64_t inner,
   };
 }
 
+/// ReduceLogSumExp of float \p dims over \p reduced: one task per output
+/// element, which walks its reduced dims row-major twice (the max, then the
+/// sum of exp(x - max)).
+template <typename T>
+Kernel makeLogSumExpKernel(ArrayRef<int64_t> dims, ArrayRef<bool> reduced) {
+  Dims strides = rowMajorStrides(dims);
+  Dims keptDims, keptStrides, redDims, redStrides;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    (reduced[d] ? redDims : keptDims).push_back(dims[d]);
+    (reduced[d] ? redStrides : keptStrides).push_back(strides[d]);
+  }
+  return [=](const KernelContext &ctx) -> Error {
+    const T *x = ctx.inputs[0].getData<T>();
+    T *out = ctx.outputs[0].getData<T>();
+    int64_t count = product(redDims);
+    auto offset = [](ArrayRef<int64_t> space, ArrayRef<int64_t> steps,
+                     int64_t linear) {
+      int64_t at = 0;
+      for (size_t d = space.size(); d > 0; --d) {
+        at += (linear % space[d - 1]) * steps[d - 1];
+        linear /= space[d - 1];
+      }
+      return at;
+    };
+    ctx.parallel.run(
+        ctx.outputs[0].getNumElements(),
+        std::max<int64_t>(1,
+                          kReduceGrainElements / std::max<int64_t>(count, 1)),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t o = begin; o < end; ++o) {
+            if (count == 0) {
+              out[o] = -std::numeric_limits<T>::infinity(); // log(0)
+              continue;
+            }
+            const T *base = x + offset(keptDims, keptStrides, o);
+            T m = base[0];
+            for (int64_t r = 1; r < count && !std::isnan(m); ++r) {
+              T v = base[offset(redDims, redStrides, r)];
+              m = std::isnan(v) || v > m ? v : m;
+            }
+            if (std::isinf(m))
+              m = T(0);
+            T sum = T(0);
+            for (int64_t r = 0; r < count; ++r)
+              sum += expOf(base[offset(redDims, redStrides, r)] - m);
+            out[o] = std::log(sum) + m;
+          }
+        });
+    return Error::success();
+  };
+}
+
 } // namespace
 
 Expected<Kernel> selectArgReduce(const ir::Node &node) {
@@ -445,11 +509,24 @@ Expected<Kernel> selectReduce(const ir::Node &node) {
     return reduced.takeError();
   auto plan =
       std::make_shared<ReducePlan>(makeReducePlan(type.getDims(), *reduced));
-  if (op != OpKind::ReduceSum && plan->reduceCount == 0 && plan->outCount > 0)
+  // The sum of nothing is 0, its L2 norm 0 and its log-sum-exp -inf.
+  bool emptyDefined = op == OpKind::ReduceSum || op == OpKind::ReduceL2 ||
+                      op == OpKind::ReduceLogSumExp;
+  if (!emptyDefined && plan->reduceCount == 0 && plan->outCount > 0)
     return nodeError(node, "reduces over an empty axis of " + type.str() +
                                " (the " +
                                (op == OpKind::ReduceMean ? "mean" : "max") +
                                " of nothing is undefined in opset 17)");
+  if (op == OpKind::ReduceL2 || op == OpKind::ReduceLogSumExp) {
+    if (!isF32OrF64(dtype))
+      return unsupportedDType(node, "operand", dtype, "f32, f64");
+    return dispatchFloat(dtype, [&](auto tag) -> Kernel {
+      using T = decltype(tag);
+      if (op == OpKind::ReduceL2)
+        return makeStaticReduceKernel<ReduceKind::L2, T>(plan);
+      return makeLogSumExpKernel<T>(type.getDims(), *reduced);
+    });
+  }
   return dispatchNumeric(dtype, [&](auto tag) -> Kernel {
     using T = decltype(tag);
     switch (op) {

@@ -52,6 +52,8 @@ std::optional<body::UnaryOp> unaryOpOf(const ir::Node &node) {
     return body::UnaryOp::Floor;
   case OpKind::Softplus:
     return body::UnaryOp::Softplus;
+  case OpKind::Acos:
+    return body::UnaryOp::Acos;
   default:
     return std::nullopt;
   }

@@ -88,7 +88,8 @@ enum class UnaryOp : uint8_t {
   // Issue 40 (float operands only): runtime/cpu/ElementwiseMore.cpp.
   Ceil,
   Floor,
-  Softplus
+  Softplus,
+  Acos
 };
 
 /// One element of a unary op: runtime/cpu/Elementwise.cpp's formulas.
@@ -161,6 +162,8 @@ template <typename T> REMAT_HOST_DEVICE inline T unary(UnaryOp op, T x) {
       T positive = x > T(0) ? x : T(0);
       return positive + std::log1p(expOf(x > T(0) ? -x : x));
     }
+    case UnaryOp::Acos:
+      return std::acos(x);
     }
     return x;
   }
@@ -553,12 +556,13 @@ REMAT_HOST_DEVICE inline T reduceCrossEntropy(const T *losses, const L *labels,
 // Reductions
 //===----------------------------------------------------------------------===//
 
-enum class ReduceOp : uint8_t { Sum, Mean, Max };
+enum class ReduceOp : uint8_t { Sum, Mean, Max, L2, LogSumExp };
 
 /// Output element \p o of a reduction: its inputs are \p reduced's index
 /// space (row-major, the CPU's order) from the offset of \p o in \p kept.
 /// Floats accumulate in T; Max starts from the first input and lets NaN
-/// win, Sum and Mean start from 0; Mean divides by the count.
+/// win, Sum, Mean and L2 (squares) start from 0; Mean divides by the count,
+/// L2 takes the square root; LogSumExp is the CPU's two passes.
 template <typename T>
 REMAT_HOST_DEVICE inline T reduceElement(ReduceOp op, const T *x,
                                          const Dims &keptSpace,
@@ -567,6 +571,23 @@ REMAT_HOST_DEVICE inline T reduceElement(ReduceOp op, const T *x,
                                          const Strides &reduced,
                                          int64_t reduceCount, int64_t o) {
   int64_t base = offsetOf(keptSpace, kept, o);
+  if (op == ReduceOp::LogSumExp) {
+    // The CPU's two passes: the max (NaN wins), taken as 0 when infinite,
+    // then log(sum(exp(x - max))) + max; -inf over no elements.
+    if (reduceCount == 0)
+      return -std::numeric_limits<T>::infinity();
+    T m = x[base + offsetOf(reducedSpace, reduced, 0)];
+    for (int64_t r = 1; r < reduceCount && !std::isnan(m); ++r) {
+      T v = x[base + offsetOf(reducedSpace, reduced, r)];
+      m = std::isnan(v) || v > m ? v : m;
+    }
+    if (std::isinf(m))
+      m = T(0);
+    T sum = T(0);
+    for (int64_t r = 0; r < reduceCount; ++r)
+      sum += expOf(x[base + offsetOf(reducedSpace, reduced, r)] - m);
+    return std::log(sum) + m;
+  }
   T acc = op == ReduceOp::Max ? x[base + offsetOf(reducedSpace, reduced, 0)]
                               : T(0);
   for (int64_t r = 0; r < reduceCount; ++r) {
@@ -578,12 +599,16 @@ REMAT_HOST_DEVICE inline T reduceElement(ReduceOp op, const T *x,
         acc = value;
       else
         acc = value > acc ? value : acc;
+    } else if (op == ReduceOp::L2) {
+      acc = acc + value * value;
     } else {
       acc = acc + value;
     }
   }
   if (op == ReduceOp::Mean)
     return acc / static_cast<T>(reduceCount);
+  if (op == ReduceOp::L2)
+    return std::sqrt(acc);
   return acc;
 }
 
@@ -926,6 +951,151 @@ REMAT_HOST_DEVICE inline int64_t lowerBound(const int64_t *keys, int64_t n,
       hi = mid;
   }
   return lo;
+}
+
+//===----------------------------------------------------------------------===//
+// MaxPool, AveragePool and their gradients (issue 40; runtime/cpu/Conv.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The geometry of a pooling op: N-d, one entry per spatial dim.
+struct PoolShape {
+  int rank = 0;
+  int64_t inSpatial[kMaxRank] = {}, outSpatial[kMaxRank] = {};
+  int64_t kernel[kMaxRank] = {}, strides[kMaxRank] = {};
+  int64_t dilations[kMaxRank] = {}, padBegin[kMaxRank] = {};
+  int64_t padEnd[kMaxRank] = {};
+  bool countIncludePad = false;
+};
+
+/// Visits the window of pooled position \p pos: \p fn(offset) for each of its
+/// positions inside the input plane, kernel positions row-major; \returns
+/// the window's count (inside, or inside the padded input when
+/// countIncludePad), as the CPU's forEachInWindow.
+template <typename Fn>
+REMAT_HOST_DEVICE inline int64_t poolWindow(const PoolShape &shape,
+                                            const int64_t *pos, Fn &&fn) {
+  int64_t kernelSize = 1;
+  for (int d = 0; d < shape.rank; ++d)
+    kernelSize *= shape.kernel[d];
+  int64_t count = 0;
+  for (int64_t kk = 0; kk < kernelSize; ++kk) {
+    int64_t rest = kk, offset = 0, scale = 1;
+    bool inside = true, insidePadded = true;
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      int64_t k = rest % shape.kernel[d];
+      rest /= shape.kernel[d];
+      int64_t i = pos[d] * shape.strides[d] - shape.padBegin[d] +
+                  k * shape.dilations[d];
+      inside = inside && i >= 0 && i < shape.inSpatial[d];
+      insidePadded = insidePadded && i < shape.inSpatial[d] + shape.padEnd[d];
+      offset += i * scale;
+      scale *= shape.inSpatial[d];
+    }
+    if (inside)
+      fn(offset);
+    if (shape.countIncludePad ? insidePadded : inside)
+      ++count;
+  }
+  return count;
+}
+
+/// The plane offset of the maximum of window \p pos (the first of equals, a
+/// NaN replacing it), or -1 for a window of pads only.
+template <typename T>
+REMAT_HOST_DEVICE inline int64_t
+poolArgMax(const PoolShape &shape, const T *plane, const int64_t *pos) {
+  int64_t best = -1;
+  poolWindow(shape, pos, [&](int64_t offset) {
+    if (best < 0 || plane[offset] > plane[best] || std::isnan(plane[offset]))
+      best = offset;
+  });
+  return best;
+}
+
+/// Result element \p e ([N, C, pooled...] row-major) of MaxPool (\p max) or
+/// AveragePool of \p x.
+template <typename T>
+REMAT_HOST_DEVICE inline T poolElement(const PoolShape &shape, bool max,
+                                       const T *x, int64_t e) {
+  int64_t outSize = 1, inSize = 1;
+  for (int d = 0; d < shape.rank; ++d) {
+    outSize *= shape.outSpatial[d];
+    inSize *= shape.inSpatial[d];
+  }
+  const T *plane = x + (e / outSize) * inSize;
+  int64_t o = e % outSize;
+  int64_t pos[kMaxRank] = {};
+  for (int d = shape.rank - 1; d >= 0; --d) {
+    pos[d] = o % shape.outSpatial[d];
+    o /= shape.outSpatial[d];
+  }
+  if (max) {
+    int64_t best = poolArgMax(shape, plane, pos);
+    return best < 0 ? -std::numeric_limits<T>::infinity() : plane[best];
+  }
+  T sum = T(0);
+  int64_t count =
+      poolWindow(shape, pos, [&](int64_t offset) { sum += plane[offset]; });
+  return sum / static_cast<T>(count);
+}
+
+/// Element \p e of dx ([N, C, spatial...] row-major) of remat.MaxPoolGrad
+/// (\p x the pooled input) or remat.AveragePoolGrad (\p x null): the sum,
+/// over the windows covering it in row-major order, of the window's \p dy
+/// when its maximum is this element, or of dy / count.
+template <typename T>
+REMAT_HOST_DEVICE inline T poolGradElement(const PoolShape &shape, const T *dy,
+                                           const T *x, int64_t e) {
+  int64_t outSize = 1, inSize = 1;
+  for (int d = 0; d < shape.rank; ++d) {
+    outSize *= shape.outSpatial[d];
+    inSize *= shape.inSpatial[d];
+  }
+  int64_t p = e / inSize, self = e % inSize;
+  int64_t at[kMaxRank] = {}, lo[kMaxRank] = {}, box[kMaxRank] = {};
+  int64_t rest = self, windows = 1;
+  for (int d = shape.rank - 1; d >= 0; --d) {
+    at[d] = rest % shape.inSpatial[d];
+    rest /= shape.inSpatial[d];
+  }
+  for (int d = 0; d < shape.rank; ++d) {
+    int64_t extent = shape.dilations[d] * (shape.kernel[d] - 1) + 1;
+    int64_t from = at[d] + shape.padBegin[d] - extent + 1;
+    lo[d] = from <= 0 ? 0 : (from + shape.strides[d] - 1) / shape.strides[d];
+    int64_t hi = (at[d] + shape.padBegin[d]) / shape.strides[d];
+    if (hi > shape.outSpatial[d] - 1)
+      hi = shape.outSpatial[d] - 1;
+    box[d] = hi >= lo[d] ? hi - lo[d] + 1 : 0;
+    windows *= box[d];
+  }
+  T acc = T(0);
+  for (int64_t w = 0; w < windows; ++w) {
+    int64_t pos[kMaxRank] = {};
+    int64_t r = w;
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      pos[d] = lo[d] + r % box[d];
+      r /= box[d];
+    }
+    bool covers = true;
+    int64_t outOffset = 0;
+    for (int d = 0; d < shape.rank; ++d) {
+      covers =
+          covers && (at[d] + shape.padBegin[d] - pos[d] * shape.strides[d]) %
+                            shape.dilations[d] ==
+                        0;
+      outOffset = outOffset * shape.outSpatial[d] + pos[d];
+    }
+    if (!covers)
+      continue;
+    T g = dy[p * outSize + outOffset];
+    if (x) {
+      if (poolArgMax(shape, x + p * inSize, pos) == self)
+        acc += g;
+    } else {
+      acc += g / static_cast<T>(poolWindow(shape, pos, [](int64_t) {}));
+    }
+  }
+  return acc;
 }
 
 } // namespace remat::runtime::cuda::body

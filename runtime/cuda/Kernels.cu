@@ -805,4 +805,46 @@ int launchConv(StreamHandle stream, ElemType type, const void *x,
   });
 }
 
+namespace {
+
+template <typename T>
+__global__ void poolKernel(const T *x, T *y, body::PoolShape shape, bool max,
+                           int64_t count) {
+  REMAT_GRID_LOOP(e, count) { y[e] = body::poolElement(shape, max, x, e); }
+}
+
+template <typename T>
+__global__ void poolGradKernel(const T *dy, const T *x, T *dx,
+                               body::PoolShape shape, int64_t count) {
+  REMAT_GRID_LOOP(e, count) { dx[e] = body::poolGradElement(shape, dy, x, e); }
+}
+
+} // namespace
+
+int launchPool(StreamHandle stream, ElemType type, const void *x, void *y,
+               const body::PoolShape &shape, bool max, int64_t count) {
+  if (count == 0)
+    return 0;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    poolKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(x), static_cast<T *>(y), shape, max, count);
+    return lastError();
+  });
+}
+
+int launchPoolGrad(StreamHandle stream, ElemType type, const void *dy,
+                   const void *x, void *dx, const body::PoolShape &shape,
+                   int64_t count) {
+  if (count == 0)
+    return 0;
+  return dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    poolGradKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+        static_cast<const T *>(dy), static_cast<const T *>(x),
+        static_cast<T *>(dx), shape, count);
+    return lastError();
+  });
+}
+
 } // namespace remat::runtime::cuda

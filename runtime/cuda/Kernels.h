@@ -216,6 +216,17 @@ int launchConv(StreamHandle stream, ElemType type, const void *x,
                const void *w, const void *bias, void *y,
                const body::ConvShape &shape, int64_t count);
 
+/// MaxPool (\p max) or AveragePool of f32/f64 \p x into \p count result
+/// elements.
+int launchPool(StreamHandle stream, ElemType type, const void *x, void *y,
+               const body::PoolShape &shape, bool max, int64_t count);
+
+/// remat.MaxPoolGrad (\p x the pooled input) or remat.AveragePoolGrad (\p x
+/// null) of \p dy into \p count elements of dx.
+int launchPoolGrad(StreamHandle stream, ElemType type, const void *dy,
+                   const void *x, void *dx, const body::PoolShape &shape,
+                   int64_t count);
+
 } // namespace remat::runtime::cuda
 
 #endif // REMAT_RUNTIME_CUDA_KERNELS_H

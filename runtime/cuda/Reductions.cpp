@@ -1,8 +1,8 @@
 //===- runtime/cuda/Reductions.cpp - Reduce*, ArgMax, ArgMin --------------===//
 //
-// ReduceSum, ReduceMean, ReduceMax: one kernel over the kept and the reduced
-// axes, each as strides. ArgMax, ArgMin: one thread per output element
-// scans the axis.
+// ReduceSum, ReduceMean, ReduceMax, ReduceL2, ReduceLogSumExp: one kernel
+// over the kept and the reduced axes, each as strides. ArgMax, ArgMin: one
+// thread per output element scans the axis.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/RunnerImpl.h"
@@ -60,10 +60,24 @@ MaybeRunner selectReduce(const ir::Node &node, const KnownValues &known) {
   }
   if (count == 0 && node.getOp() != ir::OpKind::ReduceSum)
     return std::nullopt; // the CPU's error
-  body::ReduceOp op = node.getOp() == ir::OpKind::ReduceSum ? body::ReduceOp::Sum
-                      : node.getOp() == ir::OpKind::ReduceMean
-                          ? body::ReduceOp::Mean
-                          : body::ReduceOp::Max;
+  body::ReduceOp op;
+  switch (node.getOp()) {
+  case ir::OpKind::ReduceSum:
+    op = body::ReduceOp::Sum;
+    break;
+  case ir::OpKind::ReduceMean:
+    op = body::ReduceOp::Mean;
+    break;
+  case ir::OpKind::ReduceL2:
+    op = body::ReduceOp::L2;
+    break;
+  case ir::OpKind::ReduceLogSumExp:
+    op = body::ReduceOp::LogSumExp;
+    break;
+  default:
+    op = body::ReduceOp::Max;
+    break;
+  }
   ElemType type = *elemType(dtype);
   return Runner([&node, op, type, keptSpace, kept, reducedSpace, red,
                  count](const RunContext &ctx, ArrayRef<Tensor> in,

@@ -18,7 +18,8 @@
 //                      Concat, Split, Slice, Gather, ScatterElements,
 //                      ConstantOfShape
 //   Indexing.cpp       GatherElements, Trilu, CumSum, Pad, Tile, TopK
-//   Conv.cpp           Conv, ConvTranspose
+//   Conv.cpp           Conv, ConvTranspose, MaxPool, AveragePool and their
+//                      gradients
 //
 // Selection runs once per node on the host and touches no device: a runner
 // captures its plan by value and only queues kernels. A family returns
@@ -328,7 +329,7 @@ MaybeRunner selectDataMovement(const ir::Node &node, const KnownValues &known,
                                uint64_t &scratchBytes);
 /// GatherElements, Trilu, CumSum, Pad, Tile, TopK (Indexing.cpp).
 MaybeRunner selectIndexing(const ir::Node &node, const KnownValues &known);
-/// Conv and ConvTranspose (Conv.cpp).
+/// Conv, ConvTranspose, MaxPool, AveragePool and their gradients (Conv.cpp).
 MaybeRunner selectConv(const ir::Node &node);
 
 } // namespace remat::runtime::cuda::detail

@@ -58,6 +58,8 @@ STATIC_OPERANDS = {
     "OneHot": (1,),
     "Pad": (1, 3),
     "Range": (0, 1, 2),
+    "ReduceL2": (1,),
+    "ReduceLogSumExp": (1,),
     "ReduceMax": (1,),
     "ReduceMean": (1,),
     "ReduceSum": (1,),
@@ -90,6 +92,8 @@ IMPORTER_CONVERSIONS = {
 # unset (checked per node against the opset-20 schema). Such cases are
 # retargeted to opset 20.
 RETARGET = {
+    "Acos": "22 adds bfloat16",
+    "AveragePool": "22 adds bfloat16",
     "Cast": "21-25 add 4-bit, 2-bit and float8e8m0 types; 'round_mode' (25) "
             "only affects float8/float4",
     "CastLike": "21-25 add 4-bit, 2-bit and float8e8m0 types",
@@ -100,12 +104,15 @@ RETARGET = {
     "Cos": "22 adds bfloat16",
     "Dropout": "22 adds bfloat16 and float8 types",
     "Einsum": "28 adds bfloat16",
+    "EyeLike": "22 adds bfloat16",
     "Flatten": "21-25 add types",
     "Identity": "21-25 add types",
+    "MaxPool": "22 adds bfloat16",
     "Mod": "28 allows floating-point inputs with fmod=0 (A - floor(A/B)*B)",
     "OneHot": "28 adds bfloat16 values",
     "Range": "27 adds float16/bfloat16 and 'stash_type'",
     "Pad": "21-25 add types",
+    "ReduceLogSumExp": "28 keeps the float types only (same semantics)",
     "Reshape": "21-25 add types",
     "Shape": "21-25 add types",
     "Sin": "22 adds bfloat16",

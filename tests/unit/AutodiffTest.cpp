@@ -590,6 +590,46 @@ const RuleCase kCases[] = {
     %s = ReduceSum(%t) {keepdims = 0} : f64[]
     %y = Add(%x, %s) : f64[2,3]
     return %y })"},
+  // Pooling (issue 40: Canine, Funnel): MaxPool's gradient goes to each
+  // window's maximum (random inputs have no ties), AveragePool's spreads
+  // dy / count; pads, strides, dilations, ceil_mode and count_include_pad.
+  {"maxpool 1d pads ceil_mode", R"(graph @g(%x: f64[2,3,10] weight) {
+    %y = MaxPool(%x) {ceil_mode = 1, kernel_shape = [3], pads = [1, 1], strides = [2]} : f64[2,3,6]
+    return %y })"},
+  {"maxpool 2d overlapping dilated", R"(graph @g(%x: f64[1,2,6,5] weight) {
+    %y = MaxPool(%x) {dilations = [2, 1], kernel_shape = [2, 2], pads = [0, 1, 1, 0], strides = [1, 2]} : f64[1,2,5,3]
+    return %y })"},
+  {"averagepool 2d pads ceil_mode", R"(graph @g(%x: f64[1,2,5,5] weight) {
+    %y = AveragePool(%x) {ceil_mode = 1, kernel_shape = [2, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f64[1,2,3,3]
+    return %y })"},
+  {"averagepool count_include_pad", R"(graph @g(%x: f64[1,2,5,5] weight) {
+    %y = AveragePool(%x) {count_include_pad = 1, kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 1]} : f64[1,2,3,5]
+    return %y })"},
+  {"averagepool funnel", R"(graph @g(%x: f64[2,1,7,4] weight) {
+    %y = AveragePool(%x) {ceil_mode = 1, count_include_pad = 1, kernel_shape = [2, 1], strides = [2, 1]} : f64[2,1,4,4]
+    return %y })"},
+  // Acos inside (-1, 1) (Yoso); EyeLike's gradient is zero (XLNet).
+  {"acos", R"(graph @g(%x: f64[3,4] weight) {
+    %y = Acos(%x) : f64[3,4]
+    return %y })", -0.9, 0.9},
+  {"eyelike", R"(graph @g(%x: f64[3,4] weight) {
+    %e = EyeLike(%x) {k = 1} : f64[3,4]
+    %y = Mul(%e, %x) : f64[3,4]
+    return %y })"},
+  // ReduceL2 (Yoso, NeoMME); ReduceLogSumExp (GraniteSWA).
+  {"reducel2", R"(graph @g(%x: f64[2,3,4] weight) {
+    %y = ReduceL2(%x) {axes = [1]} : f64[2,1,4]
+    return %y })"},
+  {"reducel2 all", R"(graph @g(%x: f64[2,3] weight) {
+    %n = ReduceL2(%x) {keepdims = 0} : f64[]
+    %y = Div(%x, %n) : f64[2,3]
+    return %y })"},
+  {"reducelogsumexp", R"(graph @g(%x: f64[2,3,4] weight) {
+    %y = ReduceLogSumExp(%x) {axes = [-1]} : f64[2,3,1]
+    return %y })", -4, 4},
+  {"reducelogsumexp two axes", R"(graph @g(%x: f64[2,3,4] weight) {
+    %y = ReduceLogSumExp(%x) {axes = [0, 2], keepdims = 0} : f64[3]
+    return %y })", -4, 4},
 };
 // clang-format on
 

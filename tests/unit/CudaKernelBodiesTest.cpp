@@ -153,6 +153,7 @@ TEST_CASE("cuda bodies: unary ops give the CPU kernels' bits") {
       {OpKind::Ceil, body::UnaryOp::Ceil, nullptr},
       {OpKind::Floor, body::UnaryOp::Floor, nullptr},
       {OpKind::Softplus, body::UnaryOp::Softplus, nullptr},
+      {OpKind::Acos, body::UnaryOp::Acos, nullptr},
   };
   for (const Case &c : cases) {
     AttrList attrs;
@@ -516,7 +517,9 @@ TEST_CASE("cuda bodies: reductions sum in the CPU's order") {
     body::ReduceOp body;
   } cases[] = {{OpKind::ReduceSum, body::ReduceOp::Sum},
                {OpKind::ReduceMean, body::ReduceOp::Mean},
-               {OpKind::ReduceMax, body::ReduceOp::Max}};
+               {OpKind::ReduceMax, body::ReduceOp::Max},
+               {OpKind::ReduceL2, body::ReduceOp::L2},
+               {OpKind::ReduceLogSumExp, body::ReduceOp::LogSumExp}};
   for (const Case &c : cases) {
     // Reduce axes 0 and 2, keep dims.
     auto axes = ints(DType::I64, {2}, {0, 2});
@@ -789,6 +792,99 @@ TEST_CASE("cuda bodies: Conv and ConvTranspose give the CPU's bits") {
                                                 : nullptr,
                                          e),
                        elems<float>(y[0])[e]));
+  }
+}
+
+TEST_CASE("cuda bodies: pooling and its gradients give the CPU's bits") {
+  struct Case {
+    const char *name;
+    OpKind op;
+    Dims x;
+    std::vector<int64_t> kernel, strides, pads, dilations;
+    bool ceil, includePad;
+  } cases[] = {
+      {"canine max 1-d",
+       OpKind::MaxPool,
+       {2, 3, 12},
+       {4},
+       {4},
+       {0, 0},
+       {1},
+       false,
+       false},
+      {"max 2-d padded dilated ceil",
+       OpKind::MaxPool,
+       {1, 2, 7, 6},
+       {3, 2},
+       {2, 1},
+       {1, 0, 1, 1},
+       {1, 2},
+       true,
+       false},
+      {"funnel avg",
+       OpKind::AveragePool,
+       {2, 1, 7, 4},
+       {2, 1},
+       {2, 1},
+       {0, 0, 0, 0},
+       {1, 1},
+       true,
+       true},
+      {"avg padded",
+       OpKind::AveragePool,
+       {1, 2, 5, 5},
+       {3, 3},
+       {2, 1},
+       {1, 1, 1, 1},
+       {1, 1},
+       true,
+       false},
+  };
+  uint64_t seed = 400;
+  for (const Case &c : cases) {
+    INFO(c.name);
+    size_t rank = c.x.size() - 2;
+    bool max = c.op == OpKind::MaxPool;
+    AttrList attrs;
+    attrs.set("kernel_shape", c.kernel);
+    attrs.set("strides", c.strides);
+    attrs.set("pads", c.pads);
+    attrs.set("dilations", c.dilations);
+    attrs.set("ceil_mode", int64_t(c.ceil));
+    if (!max)
+      attrs.set("count_include_pad", int64_t(c.includePad));
+    auto x = randomFloats(c.x, ++seed);
+    auto y = runCpu(c.op, {x}, 1, attrs);
+    const Dims &yDims = y[0]->getType().getDims();
+    body::PoolShape shape;
+    shape.rank = int(rank);
+    shape.countIncludePad = c.includePad;
+    for (size_t d = 0; d < rank; ++d) {
+      shape.inSpatial[d] = c.x[2 + d];
+      shape.outSpatial[d] = yDims[2 + d];
+      shape.kernel[d] = c.kernel[d];
+      shape.strides[d] = c.strides[d];
+      shape.dilations[d] = c.dilations[d];
+      shape.padBegin[d] = c.pads[d];
+      shape.padEnd[d] = c.pads[rank + d];
+    }
+    int64_t count = y[0]->getNumElements();
+    REQUIRE(count > 0);
+    for (int64_t e = 0; e < count; ++e)
+      REQUIRE(sameBits(body::poolElement(shape, max, elems<float>(x), e),
+                       elems<float>(y[0])[e]));
+    // The gradient, of a random dy.
+    auto dy = randomFloats(yDims, ++seed);
+    auto dx = max ? runCpu(OpKind::MaxPoolGrad, {dy, x}, 1, attrs)
+                  : runCpu(OpKind::AveragePoolGrad,
+                           {dy, ints(DType::I64, {int64_t(c.x.size())}, c.x)},
+                           1, attrs, {false, true});
+    REQUIRE(dx[0]->getNumElements() == x->getNumElements());
+    for (int64_t e = 0; e < x->getNumElements(); ++e)
+      REQUIRE(
+          sameBits(body::poolGradElement(shape, elems<float>(dy),
+                                         max ? elems<float>(x) : nullptr, e),
+                   elems<float>(dx[0])[e]));
   }
 }
 

@@ -2,12 +2,13 @@
 //
 // Sin, Cos, Abs, Not, IsNaN, Min, Trilu, CumSum, GatherElements, Pad, Conv
 // and ConvTranspose, and Ceil, Clip, Tile, Floor, Softplus, ArgMax, ArgMin
-// and TopK (issue 40): shape inference and its errors, the CPU kernels against
-// examples from the ONNX operator docs and against references written here
-// (Conv in double, loop by loop from the definition; ConvTranspose as Conv's
-// adjoint), the same bits on one and four threads and through evaluateNode
-// (what constant folding computes), and value errors at run time. Random
-// cases print their seed.
+// and TopK, MaxPool, AveragePool and their gradients, Acos, EyeLike, ReduceL2
+// and ReduceLogSumExp (issue 40): shape inference and its errors, the CPU
+// kernels against examples from the ONNX operator docs and against
+// references written here (Conv in double, loop by loop from the definition;
+// ConvTranspose as Conv's adjoint; pooling as torch's 2-D CPU loops), the same
+// bits on one and four threads and through evaluateNode (what constant folding
+// computes), and value errors at run time. Random cases print their seed.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Evaluator.h"
@@ -24,6 +25,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -692,6 +694,355 @@ TEST_CASE("Conv gives the same bits on 1 and 4 threads") {
   runAll(c, {randomData(TensorType(DType::F32, {2, 3, 32, 32}), rng),
              randomData(TensorType(DType::F32, {16, 3, 8, 8}), rng),
              randomData(TensorType(DType::F32, {16}), rng)});
+}
+
+//===----------------------------------------------------------------------===//
+// MaxPool, AveragePool and their gradients (issue 40)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A 1-D or 2-D pooling case; 1-D cases have one entry per list.
+struct PoolCase {
+  bool max;
+  std::vector<int64_t> x; // [N, C, spatial...]
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  bool ceil = false, includePad = false;
+};
+
+/// The pooled size of one dim, as torch's pooling_output_shape computes it
+/// (with a floating-point floor or ceil): a window may start in the begin
+/// pads or the input, never in the end pads.
+int64_t pooledSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb,
+                   int64_t pe, bool ceil) {
+  double span = double(in + pb + pe - d * (k - 1) - 1) / double(s);
+  int64_t out = int64_t(ceil ? std::ceil(span) : std::floor(span)) + 1;
+  if (ceil && (out - 1) * s >= in + pb)
+    --out;
+  return out;
+}
+
+/// The reference of a case, written as torch's 2-D CPU kernels are: 1-D
+/// cases pool a [H = 1] dim first. For each output position, MaxPool
+/// scans its window (the first maximum, a NaN replacing it) and
+/// AveragePool divides the sum by torch's divisor (hend - hstart) * (wend -
+/// wstart) clipped to the padded input, or to the input without
+/// count_include_pad. The gradients scatter: dy into the argmax, or dy /
+/// divisor into every position inside. Positions are row-major.
+struct PoolReference {
+  std::vector<int64_t> yDims;
+  std::vector<double> y;
+  /// Flat x index of each output's argmax (MaxPool), or -1.
+  std::vector<int64_t> argmax;
+  std::vector<double> divisor;
+  /// For each output, the flat x indices its window covers inside x.
+  std::vector<std::vector<int64_t>> window;
+};
+
+PoolReference poolReference(const PoolCase &pc, const TensorData &x) {
+  bool oneD = pc.kernel.size() == 1;
+  auto at = [&](const std::vector<int64_t> &v, int d, int64_t none) {
+    return oneD ? (d == 0 ? none : v[0]) : v[d];
+  };
+  int64_t n = pc.x[0], c = pc.x[1];
+  int64_t H = oneD ? 1 : pc.x[2], W = oneD ? pc.x[2] : pc.x[3];
+  int64_t kh = at(pc.kernel, 0, 1), kw = at(pc.kernel, 1, 1);
+  int64_t sh = at(pc.strides, 0, 1), sw = at(pc.strides, 1, 1);
+  int64_t dh = at(pc.dilations, 0, 1), dw = at(pc.dilations, 1, 1);
+  int64_t ph = oneD ? 0 : pc.pads[0], pw = oneD ? pc.pads[0] : pc.pads[1];
+  int64_t peh = oneD ? 0 : pc.pads[2], pew = oneD ? pc.pads[1] : pc.pads[3];
+  int64_t OH = pooledSize(H, kh, sh, dh, ph, peh, pc.ceil);
+  int64_t OW = pooledSize(W, kw, sw, dw, pw, pew, pc.ceil);
+  PoolReference r;
+  r.yDims = {n, c};
+  if (!oneD)
+    r.yDims.push_back(OH);
+  r.yDims.push_back(OW);
+  for (int64_t p = 0; p < n * c; ++p)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t hstart = oh * sh - ph, wstart = ow * sw - pw;
+        std::vector<int64_t> cells;
+        int64_t best = -1;
+        double sum = 0;
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j) {
+            int64_t h = hstart + i * dh, w = wstart + j * dw;
+            if (h < 0 || h >= H || w < 0 || w >= W)
+              continue;
+            int64_t flat = (p * H + h) * W + w;
+            double v = x.getDouble(flat);
+            if (best < 0 || v > x.getDouble(best) || std::isnan(v))
+              best = flat;
+            sum += v;
+            cells.push_back(flat);
+          }
+        // torch's avg_pool2d divisor (dilation 1).
+        int64_t hend = std::min(hstart + kh, H + peh);
+        int64_t wend = std::min(wstart + kw, W + pew);
+        int64_t padded = (hend - hstart) * (wend - wstart);
+        int64_t inside = (std::min(hend, H) - std::max<int64_t>(hstart, 0)) *
+                         (std::min(wend, W) - std::max<int64_t>(wstart, 0));
+        double divisor = double(pc.includePad ? padded : inside);
+        r.argmax.push_back(best);
+        r.divisor.push_back(divisor);
+        r.window.push_back(cells);
+        r.y.push_back(pc.max ? x.getDouble(best) : sum / divisor);
+      }
+  return r;
+}
+
+std::string poolAttrs(const PoolCase &pc) {
+  std::string text = "{";
+  if (pc.ceil)
+    text += "ceil_mode = 1, ";
+  if (pc.includePad)
+    text += "count_include_pad = 1, ";
+  return text + "dilations = " + list(pc.dilations) +
+         ", kernel_shape = " + list(pc.kernel) + ", pads = " + list(pc.pads) +
+         ", strides = " + list(pc.strides) + "}";
+}
+
+const PoolCase kPoolCases[] = {
+    // Canine's downsampling: MaxPool1d, stride = kernel.
+    {true, {2, 3, 12}, {4}, {4}, {1}, {0, 0}},
+    {true, {2, 2, 10}, {3}, {2}, {1}, {1, 1}, true},
+    {true, {1, 2, 7, 6}, {3, 2}, {2, 2}, {1, 2}, {1, 0, 1, 1}, true},
+    {true, {1, 1, 6, 5}, {2, 2}, {1, 2}, {2, 1}, {0, 1, 1, 0}},
+    // Funnel's pooling: avg_pool2d((2, 1), ceil_mode = True) on odd lengths.
+    {false, {2, 1, 7, 4}, {2, 1}, {2, 1}, {1, 1}, {0, 0, 0, 0}, true, true},
+    {false, {1, 2, 5, 5}, {2, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true},
+    {false, {1, 2, 5, 5}, {3, 3}, {2, 1}, {1, 1}, {1, 1, 1, 1}, false, true},
+    {false, {2, 2, 9}, {3}, {2}, {1}, {1, 1}, true, false},
+    {false, {2, 2, 9}, {3}, {2}, {1}, {1, 1}, true, true},
+};
+
+} // namespace
+
+TEST_CASE("MaxPool and AveragePool match torch's pooling loops") {
+  Rng rng(4001);
+  INFO("seed 4001");
+  for (const PoolCase &pc : kPoolCases) {
+    TensorType xType(DType::F64, pc.x);
+    auto x = randomData(xType, rng);
+    PoolReference ref = poolReference(pc, *x);
+    std::string text = "graph @g(%x: " + typeText("f64", pc.x) +
+                       ") {\n  %y = " + (pc.max ? "MaxPool" : "AveragePool") +
+                       "(%x) " + poolAttrs(pc) + " : " +
+                       typeText("f64", ref.yDims) + "\n  return %y }";
+    INFO(text);
+    Case c = parse(text);
+    std::vector<double> got = valuesOf(*runAll(c, {x}));
+    REQUIRE(got.size() == ref.y.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      CHECK(std::fabs(got[i] - ref.y[i]) <= 1e-15 * (1 + std::fabs(ref.y[i])));
+  }
+}
+
+TEST_CASE("MaxPoolGrad and AveragePoolGrad scatter dy as torch does") {
+  Rng rng(4002);
+  INFO("seed 4002");
+  for (const PoolCase &pc : kPoolCases) {
+    TensorType xType(DType::F64, pc.x);
+    auto x = randomData(xType, rng);
+    PoolReference ref = poolReference(pc, *x);
+    auto dy = randomData(TensorType(DType::F64, ref.yDims), rng);
+    std::vector<double> want(xType.getNumElements(), 0.0);
+    for (size_t o = 0; o < ref.y.size(); ++o) {
+      if (pc.max) {
+        want[ref.argmax[o]] += dy->getDouble(o);
+        continue;
+      }
+      for (int64_t cell : ref.window[o])
+        want[cell] += dy->getDouble(o) / ref.divisor[o];
+    }
+    std::string shape = "%s = Constant() {value = dense<i64[" +
+                        std::to_string(pc.x.size()) + "]: " + list(pc.x) +
+                        ">} : i64[" + std::to_string(pc.x.size()) + "]\n  ";
+    std::string text =
+        "graph @g(%d: " + typeText("f64", ref.yDims) +
+        ", %x: " + typeText("f64", pc.x) + ") {\n  " +
+        (pc.max ? "%y = remat.MaxPoolGrad(%d, %x) "
+                : shape + "%y = remat.AveragePoolGrad(%d, %s) ") +
+        poolAttrs(pc) + " : " + typeText("f64", pc.x) + "\n  return %y }";
+    INFO(text);
+    Case c = parse(text);
+    std::vector<double> got = valuesOf(*runAll(c, {dy, x}));
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      CHECK(std::fabs(got[i] - want[i]) <= 1e-15 * (1 + std::fabs(want[i])));
+  }
+}
+
+TEST_CASE("MaxPool: the first of equal maxima and a NaN take the window") {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  // Windows [2, 2], [3, nan], [1, 1]; f32 too.
+  auto x = doubles(TensorType(DType::F64, {1, 1, 6}), {2, 2, 3, nan, 1, 1});
+  auto y = runOnX("f64[1,1,6]",
+                  "%y = MaxPool(%x) {kernel_shape = [2], strides = [2]} : "
+                  "f64[1,1,3]",
+                  x);
+  CHECK(y->getDouble(0) == 2);
+  CHECK(std::isnan(y->getDouble(1)));
+  CHECK(y->getDouble(2) == 1);
+  Case c = parse(R"(graph @g(%d: f64[1,1,3], %x: f64[1,1,6]) {
+    %y = remat.MaxPoolGrad(%d, %x) {kernel_shape = [2], strides = [2]} : f64[1,1,6]
+    return %y })");
+  auto dy = doubles(TensorType(DType::F64, {1, 1, 3}), {10, 20, 30});
+  CHECK(valuesOf(*runAll(c, {dy, x})) ==
+        std::vector<double>{10, 0, 0, 20, 30, 0});
+  auto f32 =
+      runOnX("f32[1,1,2,2]",
+             "%y = AveragePool(%x) {kernel_shape = [2, 2]} : "
+             "f32[1,1,1,1]",
+             doubles(TensorType(DType::F32, {1, 1, 2, 2}), {1, 2, 3, 4.5}));
+  CHECK(f32->getDouble(0) == 2.625);
+}
+
+TEST_CASE("pooling shape inference names the node and the attribute") {
+  CHECK(inferError(R"(graph @g(%x: f32[1,2,8]) {
+    %y = MaxPool(%x) {strides = [2]} : f32[1,2,4]
+    return %y })") == "MaxPool '%y': needs attribute 'kernel_shape'");
+  CHECK(inferError(R"(graph @g(%x: f32[1,2,8]) {
+    %y, %i = MaxPool(%x) {kernel_shape = [2]} : f32[1,2,7], i64[1,2,7]
+    return %y })") == "MaxPool '%y': has an Indices result, which remat does "
+                      "not support (only Y)");
+  CHECK(inferError(R"(graph @g(%x: f32[1,2,8]) {
+    %y = AveragePool(%x) {kernel_shape = [2, 2]} : f32[1,2,7]
+    return %y })") ==
+        "AveragePool '%y': attribute 'kernel_shape' [2,2] must have 1 "
+        "entries (one per spatial dim)");
+  CHECK(inferError(R"(graph @g(%x: f32[1,2,8]) {
+    %y = MaxPool(%x) {kernel_shape = [2], pads = [2, 0]} : f32[1,2,7]
+    return %y })") == "MaxPool '%y': pads 2 and 0 of spatial dim 0 must be "
+                      "below the window extent 2 (a window of pads only)");
+  CHECK(inferError(R"(graph @g(%x: f32[1,2,3]) {
+    %y = MaxPool(%x) {kernel_shape = [4]} : f32[1,2,1]
+    return %y })") == "MaxPool '%y': the window extent 4 exceeds the padded "
+                      "input size 3 in spatial dim 0 of an input of dims "
+                      "[1,2,3]");
+  CHECK(inferError(R"(graph @g(%x: i64[1,2,3]) {
+    %y = MaxPool(%x) {kernel_shape = [2]} : i64[1,2,2]
+    return %y })") == "MaxPool '%y': operand 0 (%x) must have a float "
+                      "dtype, got i64[1,2,3]");
+  CHECK(inferError(R"(graph @g(%x: f32[1,2,8]) {
+    %y = AveragePool(%x) {auto_pad = "SAME_UPPER", kernel_shape = [3], strides = [3]} : f32[1,2,3]
+    return %y })") == "");
+  CHECK(inferError(R"(graph @g(%d: f32[1,2,3], %x: f32[1,2,8]) {
+    %y = remat.MaxPoolGrad(%d, %x) {kernel_shape = [2], strides = [2]} : f32[1,2,8]
+    return %y })") == "remat.MaxPoolGrad '%y': operand 0 (%d) of type "
+                      "f32[1,2,3] must be f32[1,2,4]");
+}
+
+//===----------------------------------------------------------------------===//
+// Acos, EyeLike (issue 40)
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("Acos is libm's acos, NaN outside [-1, 1]") {
+  std::vector<double> xs = {-1, -0.5, -0.0, 0.3, 1, 1.5};
+  auto y = runOnX("f64[6]", "%y = Acos(%x) : f64[6]",
+                  doubles(TensorType(DType::F64, {6}), xs));
+  for (size_t i = 0; i + 1 < xs.size(); ++i)
+    CHECK(y->getDouble(i) == std::acos(xs[i]));
+  CHECK(y->getDouble(0) == M_PI);
+  CHECK(std::isnan(y->getDouble(5)));
+  auto f32 = runOnX("f32[2]", "%y = Acos(%x) : f32[2]",
+                    doubles(TensorType(DType::F32, {2}), {0.25, -1}));
+  CHECK(f32->getDouble(0) == double(std::acos(0.25f)));
+}
+
+TEST_CASE("EyeLike puts ones on diagonal k in the dtype asked for") {
+  auto y = runOnX(
+      "f32[3,4]", "%y = EyeLike(%x) {k = 1} : f32[3,4]",
+      doubles(TensorType(DType::F32, {3, 4}), std::vector<double>(12, 7.0)));
+  CHECK(valuesOf(*y) ==
+        std::vector<double>{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+  // dtype 7 is int64; k below the diagonal.
+  auto i64 = runOnX(
+      "f32[3,2]", "%y = EyeLike(%x) {dtype = 7, k = -1} : i64[3,2]",
+      doubles(TensorType(DType::F32, {3, 2}), std::vector<double>(6, 0.0)));
+  CHECK(valuesOf(*i64) == std::vector<double>{0, 0, 1, 0, 0, 1});
+  auto b = runOnX("f32[2,2]", "%y = EyeLike(%x) {dtype = 9} : bool[2,2]",
+                  doubles(TensorType(DType::F32, {2, 2}), {1, 2, 3, 4}));
+  CHECK(valuesOf(*b) == std::vector<double>{1, 0, 0, 1});
+  CHECK(inferError(R"(graph @g(%x: f32[2,2,2]) {
+    %y = EyeLike(%x) : f32[2,2,2]
+    return %y })") == "EyeLike '%y': operand 0 (%x) must have rank 2, got "
+                      "f32[2,2,2]");
+  CHECK(inferError(R"(graph @g(%x: f32[2,2]) {
+    %y = EyeLike(%x) {dtype = 8} : f32[2,2]
+    return %y })") == "EyeLike '%y': attribute 'dtype' is 8, which is not "
+                      "an ONNX dtype code remat supports");
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceL2, ReduceLogSumExp (issue 40)
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("ReduceL2 and ReduceLogSumExp match long double references") {
+  Rng rng(4003);
+  INFO("seed 4003");
+  const std::vector<int64_t> dims = {3, 4, 5};
+  auto x = randomData(TensorType(DType::F64, dims), rng);
+  struct Axes {
+    std::string attr;
+    std::vector<bool> reduced;
+    std::string yType;
+  };
+  const Axes cases[] = {
+      {"axes = [2]", {false, false, true}, "f64[3,4,1]"},
+      {"axes = [0, 2], keepdims = 0", {true, false, true}, "f64[4]"},
+      {"axes = [-2]", {false, true, false}, "f64[3,1,5]"},
+      {"keepdims = 0", {true, true, true}, "f64[]"},
+  };
+  for (const Axes &a : cases)
+    for (bool l2 : {true, false}) {
+      std::string op = l2 ? "ReduceL2" : "ReduceLogSumExp";
+      INFO(op << " {" << a.attr << "}");
+      auto y = runOnX("f64[3,4,5]",
+                      "%y = " + op + "(%x) {" + a.attr + "} : " + a.yType, x);
+      // Each output sums the elements whose kept indices match, in long
+      // double: sqrt(sum x^2), or log(sum exp(x)) directly.
+      std::vector<long double> acc;
+      std::vector<int64_t> keyOf(60);
+      std::map<std::vector<int64_t>, size_t> slot;
+      for (int64_t e = 0; e < 60; ++e) {
+        std::vector<int64_t> key;
+        int64_t idx[3] = {e / 20, (e / 5) % 4, e % 5};
+        for (int d = 0; d < 3; ++d)
+          if (!a.reduced[d])
+            key.push_back(idx[d]);
+        auto [it, fresh] = slot.emplace(key, acc.size());
+        if (fresh)
+          acc.push_back(0);
+        long double v = x->getDouble(e);
+        acc[it->second] += l2 ? v * v : std::exp(v);
+      }
+      REQUIRE(y->getNumElements() == int64_t(acc.size()));
+      for (size_t o = 0; o < acc.size(); ++o) {
+        double want = double(l2 ? std::sqrt(acc[o]) : std::log(acc[o]));
+        CHECK(std::fabs(y->getDouble(o) - want) <=
+              1e-14 * (1 + std::fabs(want)));
+      }
+    }
+  // LogSumExp keeps large values finite and an all -inf row at -inf, as
+  // torch.logsumexp; L2 of zeros is 0.
+  double inf = std::numeric_limits<double>::infinity();
+  auto big =
+      runOnX("f64[2,2]", "%y = ReduceLogSumExp(%x) {axes = [1]} : f64[2,1]",
+             doubles(TensorType(DType::F64, {2, 2}), {1000, 1000, -inf, -inf}));
+  CHECK(std::fabs(big->getDouble(0) - (1000 + std::log(2.0))) <= 1e-12);
+  CHECK(big->getDouble(1) == -inf);
+  auto zero = runOnX("f32[2]", "%y = ReduceL2(%x) {keepdims = 0} : f32[]",
+                     doubles(TensorType(DType::F32, {2}), {0, 0}));
+  CHECK(zero->getDouble(0) == 0);
+  CHECK(runError(R"(graph @g(%x: i64[2]) {
+    %y = ReduceL2(%x) : i64[1]
+    return %y })",
+                 {doubles(TensorType(DType::I64, {2}), {3, 4})})
+            .find("ReduceL2 '%y': the cpu backend has no ReduceL2 kernel for "
+                  "operand of dtype i64 (supported: f32, f64)") !=
+        std::string::npos);
 }
 
 //===----------------------------------------------------------------------===//

@@ -204,6 +204,21 @@ const Sample kSamples[] = {
     %y = Cast(%i) {to = 11} : f64[1,3])", kNoWeight},
   {OpKind::TopK, "f64[2,3]", R"(%k = Constant() {value = dense<i64[1]: [2]>} : i64[1]
     %y, %i = TopK(%w, %k) : f64[2,2], i64[2,2])"},
+  {OpKind::MaxPool, "f64[1,2,5]", "%y = MaxPool(%w) {kernel_shape = [2]} : f64[1,2,4]"},
+  {OpKind::AveragePool, "f64[1,2,4,4]", "%y = AveragePool(%w) {kernel_shape = [2, 2], strides = [2, 2]} : f64[1,2,2,2]"},
+  {OpKind::MaxPoolGrad, "f64[1,1,4]", R"(%x = Constant() {value = dense<f64[1,1,5]: [1.0, 3.0, 2.0, 5.0, 4.0]>} : f64[1,1,5]
+    %y = remat.MaxPoolGrad(%w, %x) {kernel_shape = [2]} : f64[1,1,5])",
+   "op remat.MaxPoolGrad has no gradient rule"},
+  {OpKind::AveragePoolGrad, "f64[1,1,4]", R"(%s = Constant() {value = dense<i64[3]: [1, 1, 5]>} : i64[3]
+    %y = remat.AveragePoolGrad(%w, %s) {kernel_shape = [2]} : f64[1,1,5])",
+   "op remat.AveragePoolGrad has no gradient rule"},
+  {OpKind::Acos, "f64[2,3]", "%y = Acos(%w) : f64[2,3]"},
+  // EyeLike's result does not depend on its operand's values: its gradient
+  // is zero, as Ceil's.
+  {OpKind::EyeLike, "f64[2,3]", R"(%e = EyeLike(%w) : f64[2,3]
+    %y = Mul(%e, %w) : f64[2,3])"},
+  {OpKind::ReduceL2, "f64[2,3]", "%y = ReduceL2(%w) {axes = [1]} : f64[2,1]"},
+  {OpKind::ReduceLogSumExp, "f64[2,3]", "%y = ReduceLogSumExp(%w) {axes = [0], keepdims = 0} : f64[3]"},
 };
 // clang-format on
 
@@ -258,8 +273,8 @@ TEST_CASE("op traits: in place and shape-only sets") {
   // (Exp, Sub and Mul were in place) for the loss. remat.SoftmaxGrad and
   // remat.LayerNormalizationGrad replaced in-place Mul and Sub chains for
   // Softmax and LayerNormalization, remat.DropoutGrad Dropout's Cast, Mul
-  // and Mul. Sign came later still (issue 36), and Ceil, Floor and Softplus
-  // (issue 40).
+  // and Mul. Sign came later still (issue 36), and Ceil, Floor, Softplus and
+  // Acos (issue 40).
   std::set<OpKind> inPlace = {
       OpKind::Add,     OpKind::Sub,     OpKind::Mul,  OpKind::Div,
       OpKind::Sqrt,    OpKind::Erf,     OpKind::Tanh, OpKind::Relu,
@@ -268,7 +283,8 @@ TEST_CASE("op traits: in place and shape-only sets") {
       OpKind::Not,     OpKind::GeluGrad};
   inPlace.insert({OpKind::SoftmaxCrossEntropyGrad, OpKind::SoftmaxGrad,
                   OpKind::LayerNormalizationGrad, OpKind::DropoutGrad,
-                  OpKind::Sign, OpKind::Ceil, OpKind::Floor, OpKind::Softplus});
+                  OpKind::Sign, OpKind::Ceil, OpKind::Floor, OpKind::Softplus,
+                  OpKind::Acos});
   CHECK(opsWith(kInPlace) == inPlace);
   // Overwriting operand element i with result element i is only safe when
   // nothing else reads operand element i: elementwise ops; the loss
