@@ -1935,3 +1935,24 @@ TEST_CASE("NonZero of run-time data names the inputs it depends on") {
         "'labels'; remat needs static shapes, so it evaluates NonZero only "
         "on constants");
 }
+
+TEST_CASE("OneHot of constants folds, so a Tile it sizes is static") {
+  // FalconH1's repeat_interleave as the TorchScript exporter writes it:
+  // repeats = Reshape(OneHot([3], 5, [1, 4]), [-1]) = [1, 1, 1, 4, 1].
+  ModelBuilder m;
+  m.input("x", kFloat, {2, 1, 1, 1, 1});
+  m.ints("idx", {1}, {3});
+  m.ints("depth", {}, {5});
+  m.ints("values", {2}, {1, 4});
+  m.node("OneHot", {"idx", "depth", "values"}, {"oh"}, "onehot");
+  m.constInts("flat", {-1});
+  m.node("Reshape", {"oh", "flat"}, {"repeats"}, "reshape");
+  m.node("Tile", {"x", "repeats"}, {"y"}, "tile");
+  m.output("y");
+  auto graph = importOk(m.bytes());
+  REQUIRE(graph);
+  CHECK(graph->lookup("y")->getType().str() == "f32[2,1,1,4,1]");
+  const TensorData *repeats = getConstantValue(graph->lookup("repeats"));
+  REQUIRE(repeats);
+  CHECK(repeats->getInts() == std::vector<int64_t>{1, 1, 1, 4, 1});
+}
