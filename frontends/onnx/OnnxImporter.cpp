@@ -16,7 +16,8 @@
 //     CastLike -> Cast, ScatterND with constant indices -> Reshape +
 //     ScatterElements, SplitToSequence -> Split (SequenceAt at a constant
 //     position picks a piece), Einsum -> Expand, ReduceSum, Transpose,
-//     Reshape and MatMul (frontends/onnx/Einsum.h),
+//     Reshape and MatMul (frontends/onnx/Einsum.h), NonZero of a constant
+//     -> Constant,
 //     seeds for Dropout, ...). Every result type comes from ir::inferTypes;
 //     a node whose operands are all constants (or a Shape of a static type)
 //     is evaluated with ImportOptions::evaluator and replaced by a Constant
@@ -341,6 +342,12 @@ private:
   Results convertCastLike(const FlatNode &flat, NodeArgs &args);
   Results convertScatterND(const FlatNode &flat, NodeArgs &args);
   Results convertEinsum(const FlatNode &flat, NodeArgs &args);
+  /// NonZero of a constant, evaluated at import (its result's shape is the
+  /// number of nonzero elements).
+  Results convertNonZero(const FlatNode &flat, NodeArgs &args);
+  /// \returns ", which depends on graph input 'x'" (up to three inputs)
+  /// for the non-weight graph inputs \p value is computed from, or "".
+  std::string runtimeInputsText(const Value *value) const;
   /// SequenceAt at a constant position.
   Error convertSequenceAt(const FlatNode &flat, const AttrList &attrs);
   /// SplitToSequence with a constant split.
@@ -1622,6 +1629,96 @@ Importer::Results Importer::convertEinsum(const FlatNode &flat,
   return SmallVector<Value *, 2>{*result};
 }
 
+std::string Importer::runtimeInputsText(const Value *value) const {
+  std::vector<std::string> inputs;
+  unsigned count = 0;
+  llvm::SmallPtrSet<const Value *, 32> seen{value};
+  SmallVector<const Value *, 32> work{value};
+  while (!work.empty()) {
+    const Value *next = work.pop_back_val();
+    if (next->isGraphInput()) {
+      if (!next->isWeight() && count++ < 3)
+        inputs.push_back("'" + next->getName().str() + "'");
+      continue;
+    }
+    for (const Value *operand : next->getDefiningNode()->getOperands())
+      if (operand && seen.insert(operand).second)
+        work.push_back(operand);
+  }
+  if (inputs.empty())
+    return "";
+  std::sort(inputs.begin(), inputs.end());
+  std::string text = count == 1 ? ", which depends on graph input "
+                                : ", which depends on graph inputs ";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    text += (i ? ", " : "") + inputs[i];
+  if (count > inputs.size())
+    text += " and " + std::to_string(count - inputs.size()) + " more";
+  return text;
+}
+
+Importer::Results Importer::convertNonZero(const FlatNode &flat,
+                                           NodeArgs &args) {
+  // NonZero(x) is i64[rank, n], the indices of x's n nonzero elements in
+  // row-major order: n depends on x's values, so remat, whose shapes are
+  // static, evaluates it here when x is a constant (a mask made from
+  // shapes), and refuses it otherwise.
+  if (args.operands.size() != 1)
+    return nodeError(flat,
+                     "expects 1 input, got " + Twine(args.operands.size()));
+  const Value *input = args.operands[0];
+  const TensorData *data = getConstantValue(input);
+  if (!data) {
+    std::string text = "the shape of NonZero's result is the number of "
+                       "nonzero elements of input 0 ('" +
+                       input->getName().str() +
+                       "'), which is not a constant at import";
+    if (auto it = producers_.find(input->getName()); it != producers_.end())
+      text += " (it is computed by " + it->second + ")";
+    if (input->isGraphInput())
+      text +=
+          input->isWeight() ? " (it is a weight)" : " (it is a graph input)";
+    else
+      text += runtimeInputsText(input);
+    if (auto it = foldFailures_.find(input->getName());
+        it != foldFailures_.end())
+      text += "; evaluating it at import failed: " + it->second;
+    return nodeError(flat, text + "; remat needs static shapes, so it "
+                                  "evaluates NonZero only on constants");
+  }
+  const TensorType &type = data->getType();
+  int64_t rank = type.getRank();
+  if (rank == 0)
+    return nodeError(flat, "NonZero of a scalar (" + type.str() +
+                               ") is not supported");
+  std::vector<int64_t> nonzero;
+  for (int64_t i = 0, e = data->getNumElements(); i < e; ++i)
+    if (data->getDouble(i) != 0.0)
+      nonzero.push_back(i);
+  int64_t count = nonzero.size();
+  if (rank * count * int64_t(sizeof(int64_t)) > kMaxFoldBytes)
+    return nodeError(flat, "NonZero of " + type.str() + " has " + Twine(count) +
+                               " nonzero elements, too many to evaluate at "
+                               "import (at most " +
+                               Twine(kMaxFoldBytes) + " bytes of indices)");
+  // indices[d][j] = coordinate d of the j-th nonzero element.
+  std::vector<int64_t> indices(rank * count);
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t flatIndex = nonzero[j];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      indices[d * count + j] = flatIndex % type.getDim(d);
+      flatIndex /= type.getDim(d);
+    }
+  }
+  TensorType resultType(DType::I64, {rank, count});
+  AttrList attrs;
+  attrs.set("value", TensorData::fromInts(resultType, indices));
+  Node *node = graph_->createNode(OpKind::Constant, {}, {resultType},
+                                  {args.names[0]}, std::move(attrs));
+  producers_[args.names[0]] = describe(flat);
+  return SmallVector<Value *, 2>{node->getResult(0)};
+}
+
 Importer::Results Importer::convertGatherND(const FlatNode &flat,
                                             NodeArgs &args) {
   ArrayRef<Value *> operands = args.operands;
@@ -2000,8 +2097,9 @@ Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
 // (Constant's value forms, ReduceMean/ReduceMax/ReduceL2/ReduceLogSumExp axes
 // inputs, Split's num_outputs, Dropout's seed, Cast's saturate). Then the op
 // types remat has no op for but converts at import with constant indices or
-// sizes (Flatten, GatherND, CastLike, ScatterND, Einsum) and the two sequence
-// ops (SplitToSequence, SequenceAt), whose converters read the node's proto
+// sizes (Flatten, GatherND, CastLike, ScatterND, Einsum, NonZero of a
+// constant) and the two sequence ops (SplitToSequence, SequenceAt), whose
+// converters read the node's proto
 // because their inputs or results are sequences rather than tensors.
 const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
   // Keyed by "domain.opType", "" for the default domain; built once,
@@ -2034,6 +2132,7 @@ const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
     map[".CastLike"] = {std::nullopt, 15, &Importer::convertCastLike};
     map[".ScatterND"] = {std::nullopt, 11, &Importer::convertScatterND};
     map[".Einsum"] = {std::nullopt, 12, &Importer::convertEinsum};
+    map[".NonZero"] = {std::nullopt, 9, &Importer::convertNonZero};
     map[".SplitToSequence"] = {std::nullopt, 11, nullptr,
                                &Importer::convertSplitToSequence};
     map[".SequenceAt"] = {std::nullopt, 11, nullptr,

@@ -1471,13 +1471,13 @@ TEST_CASE("every unsupported op type is named at once, with its count") {
   m.input("a", kFloat, {2, 2});
   m.node("Det", {"a"}, {"t1"}, "/mask/Det");
   m.node("Det", {"t1"}, {"t2"}, "/mask/Det_1");
-  m.node("NonZero", {"t2", "t2"}, {"c"}, "/pos/NonZero");
+  m.node("Unique", {"t2", "t2"}, {"c"}, "/pos/Unique");
   m.node("Xor", {"c"}, {"y"}, "");
   m.output("y");
   CHECK(importError(m.bytes()) ==
         "model.onnx: 3 unsupported op types: 'Det' (2 nodes, the first "
-        "node '/mask/Det' (Det)), 'NonZero' (1 node: node "
-        "'/pos/NonZero' (NonZero)), 'Xor' (1 node: unnamed Xor node producing "
+        "node '/mask/Det' (Det)), 'Unique' (1 node: node "
+        "'/pos/Unique' (Unique)), 'Xor' (1 node: unnamed Xor node producing "
         "'y') (remat "
         "supports the ops of ir/Ops.def; no other domain than ai.onnx and "
         "remat)");
@@ -1868,4 +1868,91 @@ TEST_CASE("CastLike, ScatterND and SplitToSequence + SequenceAt convert") {
   CHECK_CONTAINS(importError(other.bytes()),
                  "input 's' is a tensor sequence; remat reads sequences only "
                  "with SequenceAt");
+}
+
+TEST_CASE("NonZero of a constant is evaluated at import") {
+  // Row-major indices, one row per dim: mask [[0, 1, 0], [2, 0, 3]] has
+  // nonzeros at (0,1), (1,0), (1,2).
+  ModelBuilder m;
+  m.ints("mask", {2, 3}, {0, 1, 0, 2, 0, 3});
+  m.node("NonZero", {"mask"}, {"nz"}, "nonzero");
+  m.output("nz");
+  auto graph = importOk(m.bytes());
+  REQUIRE(graph);
+  const TensorData *nz = getConstantValue(graph->lookup("nz"));
+  REQUIRE(nz);
+  CHECK(nz->getType().str() == "i64[2,3]");
+  CHECK(nz->getInts() == std::vector<int64_t>{0, 1, 1, 1, 0, 2});
+
+  // As Longformer's export writes it: NonZero of a ConstantOfShape of
+  // static shapes, whose count then sizes a Reshape of run-time data.
+  ModelBuilder chain;
+  chain.input("x", kFloat, {"batch", 4});
+  chain.node("Shape", {"x"}, {"s"}, "shape");
+  chain.node("ConstantOfShape", {"s"}, {"ones"}, "ones");
+  onnx::AttributeProto *value = chain.graph->mutable_node(1)->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(kInt64);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_int64_data(1);
+  chain.node("NonZero", {"ones"}, {"nz"}, "nonzero");
+  chain.node("Shape", {"nz"}, {"nzShape"}, "nzshape");
+  chain.constInts("one", {1});
+  chain.constInts("two", {2});
+  chain.node("Slice", {"nzShape", "one", "two"}, {"count"}, "count");
+  chain.node("Reshape", {"x", "count"}, {"y"}, "reshape");
+  chain.output("y");
+  auto reshaped = importOk(chain.bytes(), bind({{"batch", 3}}));
+  REQUIRE(reshaped);
+  CHECK(reshaped->lookup("y")->getType().str() == "f32[12]");
+  CHECK(getConstantValue(reshaped->lookup("count"))->getInts() ==
+        std::vector<int64_t>{12});
+
+  // No nonzero element: an empty result.
+  ModelBuilder empty;
+  empty.ints("zeros", {3}, {0, 0, 0});
+  empty.node("NonZero", {"zeros"}, {"nz"}, "nonzero");
+  empty.output("nz");
+  auto none = importOk(empty.bytes());
+  REQUIRE(none);
+  CHECK(none->lookup("nz")->getType().str() == "i64[1,0]");
+}
+
+TEST_CASE("NonZero of run-time data names the inputs it depends on") {
+  // DeBERTa's classification loss: (labels >= 0).nonzero().
+  ModelBuilder m;
+  m.input("labels", kInt64, {"batch"});
+  m.constInts("zero", {0});
+  m.node("GreaterOrEqual", {"labels", "zero"}, {"valid"}, "/model/ge");
+  m.node("NonZero", {"valid"}, {"nz"}, "/model/NonZero");
+  m.output("nz");
+  CHECK(importError(m.bytes(), bind({{"batch", 2}})) ==
+        "model.onnx: node '/model/NonZero' (NonZero): the shape of "
+        "NonZero's result is the number of nonzero elements of input 0 "
+        "('valid'), which is not a constant at import (it is computed by "
+        "node '/model/ge' (GreaterOrEqual)), which depends on graph input "
+        "'labels'; remat needs static shapes, so it evaluates NonZero only "
+        "on constants");
+}
+
+TEST_CASE("OneHot of constants folds, so a Tile it sizes is static") {
+  // FalconH1's repeat_interleave as the TorchScript exporter writes it:
+  // repeats = Reshape(OneHot([3], 5, [1, 4]), [-1]) = [1, 1, 1, 4, 1].
+  ModelBuilder m;
+  m.input("x", kFloat, {2, 1, 1, 1, 1});
+  m.ints("idx", {1}, {3});
+  m.ints("depth", {}, {5});
+  m.ints("values", {2}, {1, 4});
+  m.node("OneHot", {"idx", "depth", "values"}, {"oh"}, "onehot");
+  m.constInts("flat", {-1});
+  m.node("Reshape", {"oh", "flat"}, {"repeats"}, "reshape");
+  m.node("Tile", {"x", "repeats"}, {"y"}, "tile");
+  m.output("y");
+  auto graph = importOk(m.bytes());
+  REQUIRE(graph);
+  CHECK(graph->lookup("y")->getType().str() == "f32[2,1,1,4,1]");
+  const TensorData *repeats = getConstantValue(graph->lookup("repeats"));
+  REQUIRE(repeats);
+  CHECK(repeats->getInts() == std::vector<int64_t>{1, 1, 1, 4, 1});
 }
