@@ -1458,11 +1458,11 @@ TEST_CASE("unsupported op names node, op, domain and opset") {
 
   ModelBuilder onnxOp;
   onnxOp.input("a", kFloat, {2, 2});
-  onnxOp.node("MaxPool", {"a", "a"}, {"y"}, "maxpool");
+  onnxOp.node("Det", {"a"}, {"y"}, "det");
   onnxOp.output("y");
   CHECK(importError(onnxOp.bytes()) ==
-        "model.onnx: node 'maxpool' (op 'MaxPool', domain 'ai.onnx', opset "
-        "17): unsupported op 'MaxPool' (remat supports the ops of ir/Ops.def; "
+        "model.onnx: node 'det' (op 'Det', domain 'ai.onnx', opset "
+        "17): unsupported op 'Det' (remat supports the ops of ir/Ops.def; "
         "no other domain than ai.onnx and remat)");
 }
 
