@@ -127,6 +127,22 @@ Expected<SmallVector<int64_t, 3>> convInts(const Node &node, StringRef name,
   return result;
 }
 
+/// Reads attributes 'strides' and 'dilations' (one positive entry per
+/// spatial dim, default 1) into \p strides and \p dilations.
+Error readStridesAndDilations(const Node &node, size_t spatial,
+                              SmallVector<int64_t, 3> &strides,
+                              SmallVector<int64_t, 3> &dilations) {
+  auto stridesAttr = convInts(node, "strides", spatial, 1, 1);
+  if (!stridesAttr)
+    return stridesAttr.takeError();
+  auto dilationsAttr = convInts(node, "dilations", spatial, 1, 1);
+  if (!dilationsAttr)
+    return dilationsAttr.takeError();
+  strides = *stridesAttr;
+  dilations = *dilationsAttr;
+  return Error::success();
+}
+
 /// Reads attribute 'auto_pad' (default NOTSET): NOTSET, VALID, SAME_UPPER or
 /// SAME_LOWER.
 Expected<std::string> autoPadAttr(const Node &node) {
@@ -224,14 +240,9 @@ Expected<ConvGeometry> convGeometry(const Node &node) {
                                " differs from the spatial dims of " +
                                operandName(node, 1) + " of type " + w.str());
   }
-  auto strides = convInts(node, "strides", spatial, 1, 1);
-  if (!strides)
-    return strides.takeError();
-  auto dilations = convInts(node, "dilations", spatial, 1, 1);
-  if (!dilations)
-    return dilations.takeError();
-  geometry.strides = *strides;
-  geometry.dilations = *dilations;
+  if (auto err = readStridesAndDilations(node, spatial, geometry.strides,
+                                         geometry.dilations))
+    return std::move(err);
   geometry.outputPadding.assign(spatial, 0);
   if (transpose) {
     auto outputPadding = convInts(node, "output_padding", spatial, 0, 0);
@@ -440,15 +451,10 @@ Expected<PoolGeometry> poolGeometry(const Node &node,
   auto kernel = convInts(node, "kernel_shape", spatial, 1, 1);
   if (!kernel)
     return kernel.takeError();
-  auto strides = convInts(node, "strides", spatial, 1, 1);
-  if (!strides)
-    return strides.takeError();
-  auto dilations = convInts(node, "dilations", spatial, 1, 1);
-  if (!dilations)
-    return dilations.takeError();
   geometry.kernel = *kernel;
-  geometry.strides = *strides;
-  geometry.dilations = *dilations;
+  if (auto err = readStridesAndDilations(node, spatial, geometry.strides,
+                                         geometry.dilations))
+    return std::move(err);
   auto ceilMode = flagAttr(node, "ceil_mode", false);
   if (!ceilMode)
     return ceilMode.takeError();
