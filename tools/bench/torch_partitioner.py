@@ -15,8 +15,9 @@ caches do not shape the next), the points alternate their order from round
 to round, and each process reports: the measured peak (torch.profiler's
 peak live CPU tensor bytes during one step, plus the parameters and the
 batch), remat's predicted peak (remat points), and the median of --steps
-timed steps after one warm-up step. A point's figures are the medians over
-rounds. Output: a table, and --json PATH.
+timed steps after one warm-up step. A point's step time is its best round
+(the least of its rounds' medians: load on a shared machine only ever adds
+time), its peak the median over rounds. Output: a table, and --json PATH.
 
     tools/bench/torch_partitioner.py --models bert --batch 4 --seq 512
     tools/bench/torch_partitioner.py --models bert,gpt2,llama --layers 2 \\
@@ -214,7 +215,8 @@ def matched_budgets(rows, probe, taken):
 
 
 def summarize(model, rows):
-    """Medians per point, ratios to eager, and the goals."""
+    """Per point: the median peak and the best round's step time; ratios
+    to eager, and the goals."""
     by_point = {}
     for row in rows:
         if "error" not in row:
@@ -224,8 +226,7 @@ def summarize(model, rows):
         entry = {"point": point,
                  "measured_peak": statistics.median(
                      r["measured_peak"] for r in runs),
-                 "step_seconds": statistics.median(
-                     r["step_seconds"] for r in runs),
+                 "step_seconds": min(r["step_seconds"] for r in runs),
                  "rounds": len(runs)}
         if "predicted_peak" in runs[0]:
             entry["predicted_peak"] = runs[0]["predicted_peak"]
