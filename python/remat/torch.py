@@ -33,7 +33,9 @@ those of torch._functorch.partitioners that min_cut_rematerialization_partition
 itself calls (_extract_fwd_bwd_outputs, _extract_fwd_bwd_modules,
 classify_nodes, force_save_*, reordering_to_mimic_autograd_engine,
 raise_getitems, thread_graphsafe_rng_from_hops, default_partition,
-is_sym_node) and torch._dynamo.backends.common.aot_autograd.
+is_sym_node) and torch._dynamo.backends.common.aot_autograd; with
+fw_compiler="inductor", torch._inductor.compile_fx.compile_fx and
+torch._inductor.config.custom_partitioner_fn.
 """
 
 import functools
@@ -317,9 +319,11 @@ class _Planner:
         self.plans = []
         self.count = itertools.count()
         self.breaks_seen = set(_graph_breaks())
+        self.graphs_partitioned = 0
 
     def partition(self, joint_module, joint_inputs, *, num_fwd_outputs,
                   static_lifetime_input_indices=None, **kwargs):
+        self.graphs_partitioned += 1
         return partition(joint_module, joint_inputs,
                          num_fwd_outputs=num_fwd_outputs,
                          static_lifetime_input_indices=(
@@ -466,7 +470,11 @@ def backend(budget=None, strategy="auto", explain=False, report=None,
     explain: print remat-opt --explain's table for each graph.
     report: a path; remat-opt --report's JSON of every graph planned.
     fw_compiler, bw_compiler: compile the modules (default:
-      ``run_as_traced``, aot_eager's: run them as they are).
+      ``run_as_traced``, aot_eager's: run them as they are). The string
+      "inductor" as fw_compiler compiles the whole step with Inductor
+      (torch._inductor.compile_fx: its decompositions, joint-graph passes
+      and kernels) with remat's partition in place of its min-cut one;
+      bw_compiler must then be None or "inductor".
     """
     from torch._dynamo.backends.common import aot_autograd
 
@@ -474,6 +482,18 @@ def backend(budget=None, strategy="auto", explain=False, report=None,
     _remat.check_remat_flags(text, strategy or "")
     planner = _Planner(text, strategy or "auto", explain, report,
                        cost_profile)
+
+    if fw_compiler == "inductor" or bw_compiler == "inductor":
+        if fw_compiler != "inductor" or bw_compiler not in (None, "inductor"):
+            raise Error("Inductor compiles the forward and the backward "
+                        "together: give fw_compiler='inductor' and "
+                        "bw_compiler None or 'inductor'")
+        return _inductor_backend(planner)
+    for name, value in (("fw_compiler", fw_compiler),
+                        ("bw_compiler", bw_compiler)):
+        if isinstance(value, str):
+            raise Error("%s: unknown compiler '%s'; give a callable "
+                        "(gm, example_inputs) or 'inductor'" % (name, value))
 
     fw = fw_compiler or run_as_traced
     bw = bw_compiler or fw_compiler or run_as_traced
@@ -490,6 +510,41 @@ def backend(budget=None, strategy="auto", explain=False, report=None,
     def compile_graph(gm, example_inputs):
         planner.note_graph()
         return compile_aot(gm, example_inputs)
+
+    compile_graph.planner = planner
+    return compile_graph
+
+
+def _inductor_backend(planner):
+    """Inductor's torch.compile backend with remat's partition function:
+    the joint graph goes through Inductor's own decompositions and
+    joint-graph passes, then remat partitions it, then Inductor compiles
+    both modules (torch._inductor.config.custom_partitioner_fn)."""
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.custom_graph_pass import CustomPartitionerFn
+
+    class RematPartition(CustomPartitionerFn):
+        def __call__(self, gm, joint_inputs, **kwargs):
+            return planner.partition(gm, joint_inputs, **kwargs)
+
+        def uuid(self):
+            # The partition depends on the budget and on the graph's plan:
+            # None keeps Inductor from reusing a cached compile of another.
+            return None
+
+    partition_fn = RematPartition()
+
+    def compile_graph(gm, example_inputs):
+        planner.note_graph()
+        planned = planner.graphs_partitioned
+        with config.patch(custom_partitioner_fn=partition_fn):
+            compiled = compile_fx(gm, example_inputs)
+        if planner.graphs_partitioned == planned:
+            warnings.warn("remat.torch: a graph without backward (forward "
+                          "only): nothing to plan, Inductor compiles it as "
+                          "it is", stacklevel=2)
+        return compiled
 
     compile_graph.planner = planner
     return compile_graph

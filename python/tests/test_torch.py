@@ -306,6 +306,46 @@ def test_explain_prints_the_table_and_report_writes_remat_opt_json(
         {"keep", "recompute"}
 
 
+def test_inductor_compiles_remats_partition():
+    """fw_compiler="inductor": Inductor's decompositions, joint-graph passes
+    and kernels, with remat's partition in place of its min-cut one. At no
+    remat and at the smallest plan of the graph Inductor hands over, the loss
+    and every gradient equal eager's within 1e-5, the two plans save
+    different values, and a forward-only graph passes with a warning."""
+    torch._dynamo.reset()
+    kind = "gpt"
+    model = make_model(kind)
+    batch = make_batch()
+    eager_loss, eager_grads = train_step(model, kind, batch)
+    saved = []
+    budget = "100%"
+    for _ in range(2):
+        torch._dynamo.reset()
+        be, fn = compiled_step(model, kind, budget, fw_compiler="inductor")
+        loss, grads = train_step(model, kind, batch, call=fn)
+        assert rel_l2(loss, eager_loss) <= TOL, budget
+        assert grads.keys() == eager_grads.keys()
+        for name, grad in grads.items():
+            assert rel_l2(grad, eager_grads[name]) <= TOL, (budget, name)
+        (plan,) = be.planner.plans
+        saved.append(plan["saved"])
+        answer = remat._remat.plan_joint_graph(plan["rir"], "100%",
+                                               smallest=True)
+        assert answer["smallest_feasible"] < answer["no_remat_peak"]
+        budget = answer["smallest_feasible"]
+    assert plan["predicted_peak"] <= budget
+    assert saved[0] != saved[1]
+
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch._dynamo.reset()
+        be, fn = compiled_step(model, kind, "50%", fw_compiler="inductor")
+        loss = fn(*batch)
+    assert any("forward only" in str(w.message) for w in caught)
+    assert be.planner.plans == []
+    assert rel_l2(loss, eager_loss) <= TOL
+
+
 # ---------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------
@@ -314,6 +354,15 @@ def test_explain_prints_the_table_and_report_writes_remat_opt_json(
 def test_unparsable_budget_is_a_remat_error(budget):
     with pytest.raises(remat.Error, match="--budget"):
         remat.torch.backend(budget=budget)
+
+
+@pytest.mark.parametrize("fw,bw,message", [
+    ("aot_eager", None, "fw_compiler: unknown compiler 'aot_eager'"),
+    ("inductor", remat.torch.run_as_traced, "together"),
+    (None, "inductor", "together")])
+def test_unknown_or_mixed_compiler_is_a_remat_error(fw, bw, message):
+    with pytest.raises(remat.Error, match=message):
+        remat.torch.backend(budget="50%", fw_compiler=fw, bw_compiler=bw)
 
 
 def test_unknown_strategy_is_a_remat_error():
