@@ -30,9 +30,13 @@ How the accounting differs from remat's planned peak (plan-memory's arena):
   - a value is counted over [definition, last use] as remat's Liveness does,
     its bytes rounded up to the arena's alignment as plan-memory rounds each
     buffer, and where the no-remat memory plan overwrites it in place it
-    stops counting where that plan's does (a recompute clone is never taken
-    to be overwritten in place, and no other sharing is modelled); without
-    fragmentation (the arena's offsets are not modelled);
+    stops counting where that plan's does, as long as that overwriter is
+    still its last use: a value held past its last use in the step without
+    remat (a Gemm output kept to rebuild the Reshape that overwrote it in
+    place, say) counts over the whole of its hold, as plan-memory cannot
+    give its buffer to the overwriter then (a recompute clone is never
+    taken to be overwritten in place, and no other sharing is modelled);
+    without fragmentation (the arena's offsets are not modelled);
   - a node recomputed at j counts all its results through the whole of
     position j (Checkmate frees inside a stage; this program does not, so
     it is conservative there);
@@ -249,6 +253,9 @@ class Program:
                 if b <= last:
                     recompute[(b, j)] = column(seconds)
         peak = column(1.0, integer=False, upper=inf) if minimise_peak else None
+        # Kept for reading a solution's values (which value is held or
+        # recomputed where).
+        self.held_columns, self.recompute_columns = held, recompute
 
         rows = []  # (lower, upper, [(column, value)])
 
@@ -290,10 +297,17 @@ class Program:
             rows.append((-inf, 0.0, terms))
         memory = [[] for _ in range(self.n_positions)]
         for (j, name), s in held.items():
-            # Past counted_last a held value's storage is its in-place
-            # overwriter's, counted there (as in the step without remat).
-            if j <= self.counted_last[name]:
-                memory[j].append((s, float(self.size[name])))
+            # After counted_last, up to its last use in the step without
+            # remat, a held value's storage is its in-place overwriter's,
+            # counted there, unless the value is also held after that use
+            # (to feed recomputes): then plan-memory cannot share it. Held
+            # after that use, it always counts.
+            nbytes = float(self.size[name])
+            if j <= self.counted_last[name] or j > self.last_use[name]:
+                memory[j].append((s, nbytes))
+            elif (self.last_use[name] + 1, name) in held:
+                memory[j].append((held[(self.last_use[name] + 1, name)],
+                                  nbytes))
         for (j, n), r in recompute.items():
             memory[j].append((r, float(self.node_bytes[n])))
         for j in range(self.n_positions):
@@ -420,8 +434,10 @@ class Program:
         for name, (i, nbytes) in defined.items():
             end = last[name]
             if name in self.counted_last and \
-                    self.counted_last[name] < self.last_use[name]:
-                # Overwritten in place by the node after counted_last.
+                    self.counted_last[name] < self.last_use[name] and \
+                    end <= position[self.counted_last[name] + 1]:
+                # Overwritten in place by the node after counted_last, when
+                # that is still its last use.
                 end = min(end, position[self.counted_last[name] + 1] - 1)
             for k in range(i, end + 1):
                 live[k] += nbytes
