@@ -8,7 +8,9 @@
   default) at the measured peak of the checkpointing point and of each
   min-cut point, so that each is compared with remat at its own memory;
 all compiled points with the same forward/backward compiler (aot_eager's:
-the modules run as traced), so only the save/recompute decision differs.
+the modules run as traced; or --compiler inductor: Inductor's, min-cut being
+its own partition), so only the save/recompute decision differs. --device
+cuda runs on a GPU, the measured peak then torch.cuda.max_memory_allocated.
 
 Each point runs in its own process (so that one point's allocations and
 caches do not shape the next), the points alternate their order from round
@@ -112,22 +114,37 @@ def step_function(args, model):
         from torch._functorch.partitioners import \
             min_cut_rematerialization_partition
         config.activation_memory_budget = float(value)
+        if args.compiler == "inductor":
+            # Inductor's own partition is min-cut, under the same budget.
+            return torch.compile(loss, backend="inductor",
+                                 dynamic=False), info
         backend = aot_autograd(fw_compiler=nop, bw_compiler=nop,
                                partition_fn=min_cut_rematerialization_partition)
         return torch.compile(loss, backend=backend, dynamic=False), info
     if kind in ("remat", "probe"):
         import remat.torch
-        backend = remat.torch.backend(budget=value or "100%")
+        backend = remat.torch.backend(
+            budget=value or "100%",
+            fw_compiler="inductor" if args.compiler == "inductor" else None)
         info["planner"] = backend.planner
         return torch.compile(loss, backend=backend, dynamic=False), info
     raise SystemExit("unknown point %r" % args.point)
 
 
-def measured_peak(fn, model, batch):
-    """Parameters + batch + the peak live CPU tensor bytes of one step
-    (torch.profiler's memory events: remat.torch.measured_peak)."""
+def measured_peak(args, fn, model, batch):
+    """On the CPU: parameters + batch + the peak live CPU tensor bytes of
+    one step (torch.profiler's memory events: remat.torch.measured_peak).
+    On a GPU: torch.cuda.max_memory_allocated over one step (parameters and
+    batch included: they are allocated when it starts)."""
+    import torch
     import remat.torch
     model.zero_grad(set_to_none=True)
+    if args.device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        fn(*batch).backward()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated()
     return remat.torch.measured_peak(lambda: fn(*batch).backward(),
                                      list(model.parameters()) + list(batch))
 
@@ -137,12 +154,18 @@ def run_point(args):
     import torch
     torch.set_num_threads(args.threads)
     model, ids, labels = build_model(args)
+    model, ids, labels = (t.to(args.device) for t in (model, ids, labels))
     fn, info = step_function(args, model)
+
+    def sync():
+        if args.device == "cuda":
+            torch.cuda.synchronize()
     batch = (ids, labels)
     result = {"model": args.model, "point": args.point}
     start = time.perf_counter()
     model.zero_grad(set_to_none=True)
     fn(*batch).backward()  # warm-up (and compile)
+    sync()
     result["first_step_seconds"] = time.perf_counter() - start
     planner = info.get("planner")
     if planner is not None and planner.plans:
@@ -159,12 +182,14 @@ def run_point(args):
                 ["smallest_feasible"] for p in planner.plans)
             print(json.dumps(result), flush=True)
             return
-    result["measured_peak"] = measured_peak(fn, model, batch)
+    result["measured_peak"] = measured_peak(args, fn, model, batch)
     times = []
     for _ in range(args.steps):
         model.zero_grad(set_to_none=True)
+        sync()
         start = time.perf_counter()
         fn(*batch).backward()
+        sync()
         times.append(time.perf_counter() - start)
     result["step_seconds"] = statistics.median(times)
     print(json.dumps(result), flush=True)
@@ -174,7 +199,8 @@ def spawn(args, model, point):
     command = [sys.executable, os.path.abspath(__file__), "--point", point,
                "--model", model, "--batch", str(args.batch), "--seq",
                str(args.seq), "--threads", str(args.threads), "--steps",
-               str(args.steps)]
+               str(args.steps), "--compiler", args.compiler, "--device",
+               args.device]
     for flag in ("hidden", "layers", "heads"):
         if getattr(args, flag):
             command += ["--" + flag, str(getattr(args, flag))]
@@ -270,6 +296,13 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--compiler", choices=["aot_eager", "inductor"],
+                        default="aot_eager", help="the forward/backward "
+                        "compiler of every compiled point (default: "
+                        "aot_eager's, the modules run as traced)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cuda: measured peak is "
+                        "torch.cuda.max_memory_allocated")
     parser.add_argument("--remat-points", type=int, default=8)
     parser.add_argument("--mincut", default=",".join(
         str(b) for b in MIN_CUT_BUDGETS))
