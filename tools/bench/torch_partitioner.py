@@ -500,7 +500,7 @@ def svg_plot(results, title):
             out.append('<text x="%.1f" y="%.1f" text-anchor="end">%.0f'
                        '</text>' % (px(x0) - 4, py(yv) + 4, yv))
         out.append('<text x="%.1f" y="%.1f" text-anchor="middle">step time '
-                   '(s, median)</text>' % ((px(x0) + px(x1)) / 2, py(y0) + 30))
+                   '(s, median of the steps, best round)</text>' % ((px(x0) + px(x1)) / 2, py(y0) + 30))
         out.append('<text x="%.1f" y="%.1f" transform="rotate(-90 %.1f %.1f)" '
                    'text-anchor="middle">measured peak (MiB)</text>' % (
                        ox + 16, (py(y0) + py(y1)) / 2, ox + 16,
