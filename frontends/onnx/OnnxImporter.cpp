@@ -305,8 +305,13 @@ private:
     Error (Importer::*convertSequence)(const FlatNode &,
                                        const AttrList &) = nullptr;
   };
+  /// Every converter, keyed by "domain.opType" ("" for the default domain).
+  static const llvm::StringMap<Converter> &converterTable();
   /// \returns the converter of \p flat's op type, or null if remat has none.
   static const Converter *findConverter(const FlatNode &flat);
+  /// The sentence saying which ops remat reads, for the unsupported-op error:
+  /// ir/Ops.def's and the op types the table converts at import.
+  static StringRef supportedOpsSentence();
   /// Fails, naming every unsupported op type once with its count and its
   /// first node, if any node's op is unsupported: a user fixes them all at
   /// once instead of meeting them one by one.
@@ -2101,9 +2106,10 @@ Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
 // constant) and the two sequence ops (SplitToSequence, SequenceAt), whose
 // converters read the node's proto
 // because their inputs or results are sequences rather than tensors.
-const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
-  // Keyed by "domain.opType", "" for the default domain; built once,
-  // read-only afterwards.
+// The unsupported-op error names these from the table
+// (supportedOpsSentence), so it stays true as conversions are added.
+const llvm::StringMap<Importer::Converter> &Importer::converterTable() {
+  // Built once, read-only afterwards.
   static const llvm::StringMap<Converter> table = [] {
     llvm::StringMap<Converter> map;
     for (OpKind op : allOps()) {
@@ -2139,13 +2145,40 @@ const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
                           &Importer::convertSequenceAt};
     return map;
   }();
+  return table;
+}
+
+const Importer::Converter *Importer::findConverter(const FlatNode &flat) {
   StringRef domain = flat.proto->domain();
   if (isDefaultDomain(domain))
     domain = "";
   else if (domain != "remat")
     return nullptr;
+  const llvm::StringMap<Converter> &table = converterTable();
   auto it = table.find((domain + "." + flat.proto->op_type()).str());
   return it == table.end() ? nullptr : &it->second;
+}
+
+StringRef Importer::supportedOpsSentence() {
+  static const std::string sentence = [] {
+    std::vector<std::string> converted;
+    for (const auto &entry : converterTable())
+      if (!entry.second.op && entry.first().startswith("."))
+        converted.push_back(entry.first().drop_front().str());
+    llvm::sort(converted);
+    std::string text = "remat supports the ops of ir/Ops.def";
+    if (!converted.empty()) {
+      text += " and converts ";
+      for (size_t i = 0; i < converted.size(); ++i) {
+        if (i > 0)
+          text += i + 1 == converted.size() ? " and " : ", ";
+        text += converted[i];
+      }
+      text += " to them at import";
+    }
+    return text + "; no other domain than ai.onnx and remat";
+  }();
+  return sentence;
 }
 
 // Note [Accepted attributes]
@@ -2234,14 +2267,12 @@ Error Importer::checkOpsSupported() const {
   }
   if (unsupported.empty())
     return Error::success();
-  constexpr llvm::StringLiteral kSupported =
-      "remat supports the ops of ir/Ops.def; no other domain than ai.onnx "
-      "and remat";
+  StringRef supported = supportedOpsSentence();
   if (unsupported.size() == 1) {
     const Unsupported &only = unsupported.front();
     std::string message = describeFull(*only.first) + ": unsupported op '" +
                           only.first->proto->op_type() + "' (";
-    message += kSupported;
+    message += supported;
     message += ")";
     if (only.count > 1)
       message += "; " + std::to_string(only.count) + " nodes use it";
@@ -2257,7 +2288,7 @@ Error Importer::checkOpsSupported() const {
   }
   std::string message = std::to_string(unsupported.size()) +
                         " unsupported op types: " + list + " (";
-  message += kSupported;
+  message += supported;
   message += ")";
   return fileError(message);
 }

@@ -52,6 +52,13 @@ using namespace remat::onnx_frontend;
 
 namespace {
 
+/// The importer's sentence on the ops it reads (the unsupported-op error):
+/// ir/Ops.def's ops and those it converts at import.
+const std::string kSupportedOps =
+    "remat supports the ops of ir/Ops.def and converts CastLike, Einsum, "
+    "Flatten, GatherND, NonZero, ScatterND, SequenceAt and SplitToSequence to "
+    "them at import; no other domain than ai.onnx and remat";
+
 /// A dim of a declared type: a value, a symbolic name, or neither.
 struct Dim {
   Dim(int64_t value) : value(value) {}
@@ -1019,8 +1026,8 @@ TEST_CASE("local functions are inlined") {
   m.graph->mutable_node(0)->set_op_type("Unknown");
   CHECK(importError(m.bytes()) ==
         "model.onnx: node 'call' (op 'Unknown', domain 'custom', opset 1): "
-        "unsupported op 'Unknown' (remat supports the ops of ir/Ops.def; no "
-        "other domain than ai.onnx and remat)");
+        "unsupported op 'Unknown' (" +
+            kSupportedOps + ")");
 }
 
 namespace {
@@ -1452,18 +1459,17 @@ TEST_CASE("unsupported op names node, op, domain and opset") {
   m.output("y");
   CHECK(importError(m.bytes()) ==
         "model.onnx: node '/layer/FusedMatMul' (op 'FusedMatMul', domain "
-        "'com.microsoft', opset 1): unsupported op 'FusedMatMul' (remat "
-        "supports the ops of ir/Ops.def; no other domain than ai.onnx and "
-        "remat)");
+        "'com.microsoft', opset 1): unsupported op 'FusedMatMul' (" +
+            kSupportedOps + ")");
 
   ModelBuilder onnxOp;
   onnxOp.input("a", kFloat, {2, 2});
   onnxOp.node("Det", {"a"}, {"y"}, "det");
   onnxOp.output("y");
   CHECK(importError(onnxOp.bytes()) ==
-        "model.onnx: node 'det' (op 'Det', domain 'ai.onnx', opset "
-        "17): unsupported op 'Det' (remat supports the ops of ir/Ops.def; "
-        "no other domain than ai.onnx and remat)");
+        "model.onnx: node 'det' (op 'Det', domain 'ai.onnx', opset 17): "
+        "unsupported op 'Det' (" +
+            kSupportedOps + ")");
 }
 
 TEST_CASE("every unsupported op type is named at once, with its count") {
@@ -1475,12 +1481,10 @@ TEST_CASE("every unsupported op type is named at once, with its count") {
   m.node("Xor", {"c"}, {"y"}, "");
   m.output("y");
   CHECK(importError(m.bytes()) ==
-        "model.onnx: 3 unsupported op types: 'Det' (2 nodes, the first "
-        "node '/mask/Det' (Det)), 'Unique' (1 node: node "
-        "'/pos/Unique' (Unique)), 'Xor' (1 node: unnamed Xor node producing "
-        "'y') (remat "
-        "supports the ops of ir/Ops.def; no other domain than ai.onnx and "
-        "remat)");
+        "model.onnx: 3 unsupported op types: 'Det' (2 nodes, the first node "
+        "'/mask/Det' (Det)), 'Unique' (1 node: node '/pos/Unique' (Unique)), "
+        "'Xor' (1 node: unnamed Xor node producing 'y') (" +
+            kSupportedOps + ")");
 
   // One type used by several nodes keeps the one-node message and counts.
   ModelBuilder one;
@@ -1490,8 +1494,8 @@ TEST_CASE("every unsupported op type is named at once, with its count") {
   one.output("y");
   CHECK(importError(one.bytes()) ==
         "model.onnx: node 'first' (op 'Det', domain 'ai.onnx', opset 17): "
-        "unsupported op 'Det' (remat supports the ops of ir/Ops.def; no "
-        "other domain than ai.onnx and remat); 2 nodes use it");
+        "unsupported op 'Det' (" +
+            kSupportedOps + "); 2 nodes use it");
 }
 
 TEST_CASE("unsupported opsets and IR versions") {
