@@ -42,6 +42,10 @@ StepFlags::StepFlags(cl::OptionCategory &category)
                     cl::desc("Weights that do not reach the loss under "
                              "autodiff: warn (default), error or drop"),
                     cl::value_desc("warn|error|drop"), cl::cat(category)),
+      freeze("freeze",
+             cl::desc("Weights autodiff leaves frozen (no gradient, no "
+                      "update): names or globs, comma-separated"),
+             cl::value_desc("name|glob,..."), cl::cat(category)),
       optimizer("optimizer",
                 cl::desc("Append the weight update to the training step "
                          "(adds the optimizer pass to the default pipeline)"),
@@ -101,6 +105,12 @@ llvm::Error StepFlags::validate() const {
       unusedWeights != "error" && unusedWeights != "drop")
     return makeError("--unused-weights must be warn, error or drop; got '" +
                      unusedWeights + "'");
+  if (freeze.getNumOccurrences()) {
+    if (llvm::StringRef(freeze.getValue()).trim().empty())
+      return makeError("--freeze names no weight");
+    if (auto patterns = passes::AutodiffPass::parseFreeze(freeze); !patterns)
+      return makeError("--freeze: " + errorToString(patterns.takeError()));
+  }
   if (optimizer.getNumOccurrences() && optimizer != "sgd" &&
       optimizer != "adamw")
     return makeError("--optimizer: unknown optimizer '" + optimizer +
@@ -171,6 +181,7 @@ PipelineOptions ToolFlags::getPipelineOptions() const {
   options.costProfile = costProfile;
   options.explain = explain;
   options.unusedWeights = unusedWeights;
+  options.freeze = freeze;
   options.timing = timing;
   options.printIrAfterAll = printIrAfterAll;
   options.optimizer = optimizer;

@@ -113,6 +113,8 @@ llvm::Expected<Measurement> measureRow(const SweepRow &row,
     args.push_back("--cost-profile=" + options.sweep.costProfile);
   if (!options.pipeline.unusedWeights.empty())
     args.push_back("--unused-weights=" + options.pipeline.unusedWeights);
+  if (!options.pipeline.freeze.empty())
+    args.push_back("--freeze=" + options.pipeline.freeze);
   if (!options.pipeline.optimizer.empty())
     args.push_back("--optimizer=" + options.pipeline.optimizer);
   // remat-run's flag for each optimizer pass option (CommandLine.cpp).
@@ -557,6 +559,7 @@ int sweepMain(int argc, char **argv) {
   options.sweep.costProfile = flags.costProfile;
   options.maxMemory = flags.maxMemory;
   options.pipeline.unusedWeights = flags.unusedWeights;
+  options.pipeline.freeze = flags.freeze;
   options.pipeline.optimizer = flags.optimizer;
   options.pipeline.optimizerOptions = flags.getOptimizerOptions();
   options.measure = measure;

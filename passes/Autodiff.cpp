@@ -81,6 +81,28 @@ AutodiffPass::AutodiffPass() {
   declareEnumOption("unused-weights",
                     "what to do with weights that do not reach the loss",
                     &unusedWeights_, {"warn", "error", "drop"});
+  declareOption("freeze",
+                "weights that get no gradient: names or globs, "
+                "comma-separated",
+                &freeze_);
+}
+
+Expected<std::vector<std::pair<std::string, llvm::GlobPattern>>>
+AutodiffPass::parseFreeze(llvm::StringRef text) {
+  std::vector<std::pair<std::string, llvm::GlobPattern>> patterns;
+  if (text.trim().empty())
+    return patterns;
+  for (llvm::StringRef item : llvm::split(text, ',')) {
+    item = item.trim();
+    if (item.empty())
+      return makeError("an entry of '" + text + "' is empty");
+    auto pattern = llvm::GlobPattern::create(item);
+    if (!pattern)
+      return makeError("'" + item + "' is not a glob: " +
+                       llvm::toString(pattern.takeError()));
+    patterns.emplace_back(item.str(), std::move(*pattern));
+  }
+  return patterns;
 }
 
 namespace {
@@ -334,14 +356,52 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
                        "); choose the loss with autodiff{loss=NAME}");
   }
 
+  // Frozen weights: each pattern must name one, so that a typo is not a
+  // silently trained weight.
+  auto patterns = parseFreeze(freeze_);
+  if (!patterns)
+    return makeError("option 'freeze': " +
+                     llvm::toString(patterns.takeError()));
+  std::vector<bool> patternUsed(patterns->size(), false);
+  auto isFrozen = [&](const Value *weight) {
+    bool frozen = false;
+    for (size_t i = 0; i < patterns->size(); ++i)
+      if ((*patterns)[i].second.match(weight->getName()))
+        frozen = patternUsed[i] = true;
+    return frozen;
+  };
+
   // Values that depend on a weight through differentiable operands.
   llvm::DenseSet<Value *> active;
   llvm::SmallVector<Value *, 8> weights;
-  for (Value *input : graph.getInputs())
-    if (input->isWeight() && isFloat(input->getType().getDType())) {
-      weights.push_back(input);
-      active.insert(input);
+  size_t numFrozen = 0;
+  int64_t frozenBytes = 0;
+  for (Value *input : graph.getInputs()) {
+    if (!input->isWeight() || !isFloat(input->getType().getDType()))
+      continue;
+    if (isFrozen(input)) {
+      ++numFrozen;
+      frozenBytes += input->getType().getByteSize();
+      continue;
     }
+    weights.push_back(input);
+    active.insert(input);
+  }
+  for (size_t i = 0; i < patterns->size(); ++i) {
+    if (patternUsed[i])
+      continue;
+    llvm::SmallVector<std::string, 4> names;
+    size_t total = 0;
+    for (Value *input : graph.getInputs())
+      if (input->isWeight() && total++ < 3)
+        names.push_back(("'" + input->getName() + "'").str());
+    std::string listed = llvm::join(names, ", ");
+    if (total > names.size())
+      listed += ", ... (" + std::to_string(total) + " weights)";
+    return makeError("option 'freeze': '" + (*patterns)[i].first +
+                     "' names no weight of the graph (" +
+                     (total ? "its weights: " + listed : "it has none") + ")");
+  }
   auto carries = [&](const Node &node, unsigned i) {
     if (!active.contains(node.getOperand(i)))
       return false;
@@ -358,7 +418,14 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
         active.insert(result);
   }
   if (!active.contains(loss))
-    return makeError("no weight reaches the loss '" + loss->getName() + "'");
+    return makeError("no weight reaches the loss '" + loss->getName() + "'" +
+                     (numFrozen ? " (" + std::to_string(numFrozen) +
+                                      " frozen by option 'freeze')"
+                                : std::string()));
+  if (numFrozen)
+    emitNote("froze " + std::to_string(numFrozen) + " weight" +
+             (numFrozen == 1 ? "" : "s") + " (" +
+             std::to_string(frozenBytes) + " B): no gradient, no update");
 
   // Active values from which the loss is reachable.
   llvm::DenseSet<Value *> reach{loss};

@@ -4,6 +4,7 @@
 
 #include "passes/Pass.h"
 
+#include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/JSON.h"
 
 #include <memory>
@@ -108,10 +109,20 @@ private:
 /// it, in weight-input order. Every other forward output is removed (so dce
 /// can drop what only it needed). Weights that do not reach the loss are
 /// reported as unused-weights says: warn (default), error, or drop (remove
-/// them and the dead nodes, with a note). See DESIGN.md "Training step".
+/// them and the dead nodes, with a note). Weights that `freeze` names
+/// (comma-separated names or globs) are frozen: they stay weights (stored,
+/// read by the step) but get no gradient, so no update and no optimizer
+/// state, and paths from them alone need no gradient rule. See DESIGN.md
+/// "Training step".
 class AutodiffPass : public Pass {
 public:
   AutodiffPass();
+  /// Parses autodiff's `freeze` option: weight names or globs (`*`, `?`,
+  /// `[...]`), comma-separated, each with its text. Errors name the bad
+  /// entry.
+  static llvm::Expected<
+      std::vector<std::pair<std::string, llvm::GlobPattern>>>
+  parseFreeze(llvm::StringRef text);
   llvm::StringRef getName() const override { return "autodiff"; }
   llvm::StringRef getSummary() const override {
     return "append the backward pass and output the gradient of every weight";
@@ -121,6 +132,7 @@ public:
 private:
   std::string loss_;
   std::string unusedWeights_ = "warn";
+  std::string freeze_;
 };
 
 /// Reorders the schedule to lower the peak of live arena bytes: greedy list

@@ -135,6 +135,8 @@ static llvm::Error buildPassManager(llvm::StringRef pipeline,
   if (auto err = set("unused-weights", "autodiff", "unused-weights",
                      options.unusedWeights))
     return err;
+  if (auto err = set("freeze", "autodiff", "freeze", options.freeze))
+    return err;
   if (auto err = set("budget", "remat", "budget", options.budget))
     return err;
   if (auto err = set("strategy", "remat", "strategy", options.strategy))

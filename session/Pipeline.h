@@ -36,8 +36,9 @@ struct PipelineOptions {
   std::string strategy;
   std::string costProfile;
   bool explain = false;
-  /// --unused-weights: the autodiff option.
+  /// --unused-weights and --freeze: the autodiff options.
   std::string unusedWeights;
+  std::string freeze;
   bool timing = false;
   bool printIrAfterAll = false;
   /// --optimizer (sgd|adamw, "" for none) and the optimizer pass options

@@ -935,3 +935,68 @@ TEST_CASE("autodiff: unused weights on bert-tiny (pooler)") {
     CHECK(graph->lookup("pooled_output") == nullptr);
   }
 }
+
+TEST_CASE("autodiff: frozen weights get no gradient") {
+  // %a reaches the loss only through Mod, which has no gradient rule:
+  // refused while %a trains, accepted once it is frozen. %d reaches nothing.
+  const char *text = R"(graph @g(%a: f64[4] weight, %b: f64[4] weight,
+                                 %c: f64[4] weight, %d: f64[4] weight) {
+    %s = Mod(%a, %a) {fmod = 1} : f64[4]
+    %t = Mul(%s, %b) : f64[4]
+    %u = Mul(%t, %c) : f64[4]
+    %l = ReduceSum(%u) {keepdims = 0} : f64[]
+    %e = Exp(%d) : f64[4]
+    return %l, %e })";
+  auto run = [&](llvm::StringRef options, std::string &diag) {
+    auto graph = parseOk(text);
+    llvm::raw_string_ostream os(diag);
+    auto changed = runAutodiff(*graph, options, &os);
+    os.flush();
+    if (!changed)
+      diag = "error: " + errorToString(changed.takeError());
+    return graph;
+  };
+  {
+    std::string diag;
+    run("", diag);
+    CHECK(diag.find("op Mod has no gradient rule") != std::string::npos);
+  }
+  {
+    std::string diag;
+    auto graph = run("freeze=a", diag);
+    INFO(diag);
+    CHECK(diag.find("note: froze 1 weight (32 B): no gradient, no update") !=
+          std::string::npos);
+    CHECK(diag.find("warning: weight 'd' does not reach the loss") !=
+          std::string::npos);
+    CHECK(graph->lookup("a")->isWeight());
+    CHECK(graph->lookup("a_grad") == nullptr);
+    REQUIRE(graph->getOutputs().size() == 3);
+    CHECK(graph->getOutputs()[1]->getName() == "b_grad");
+    CHECK(graph->getOutputs()[2]->getName() == "c_grad");
+  }
+  {
+    // A list with a glob; a frozen weight is not reported as unused.
+    std::string diag;
+    auto graph = run("freeze=a,[cd]", diag);
+    INFO(diag);
+    CHECK(diag.find("note: froze 3 weights (96 B)") != std::string::npos);
+    CHECK(diag.find("warning") == std::string::npos);
+    REQUIRE(graph->getOutputs().size() == 2);
+    CHECK(graph->getOutputs()[1]->getName() == "b_grad");
+  }
+  auto expectError = [&](llvm::StringRef options, llvm::StringRef message) {
+    std::string diag;
+    run(options, diag);
+    INFO(diag);
+    CHECK(diag.find(("error: pass 'autodiff' failed: " + message).str()) !=
+          std::string::npos);
+  };
+  expectError("freeze=*", "no weight reaches the loss 'l' (4 frozen by "
+                          "option 'freeze')");
+  expectError("freeze=a,x*", "option 'freeze': 'x*' names no weight of the "
+                             "graph (its weights: 'a', 'b', 'c', ... (4 "
+                             "weights))");
+  expectError("freeze=a,,b", "option 'freeze': an entry of 'a,,b' is empty");
+  expectError("freeze=[a", "option 'freeze': '[a' is not a glob");
+}

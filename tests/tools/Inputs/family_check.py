@@ -107,12 +107,14 @@ def bind_small(dims):
     return ",".join(f"{k}={v}" for k, v in (("batch", 2), ("seq", 16)) if k in dims)
 
 
-def train_step(remat_opt, remat_run, fx, work, name):
-    """One CPU training step against torch's loss and gradients; \returns a summary."""
+def train_step(remat_opt, remat_run, fx, work, name, freeze=()):
+    """One CPU training step against torch's loss and gradients; \returns a summary.
+    \p freeze names the initializers torch does not train (remat-opt --freeze)."""
     params = json.loads((fx / "params.json").read_text())
     graph = work / f"{name}.train.rir"
     run(remat_opt, fx / "model.onnx", "--bind", bind_small(bind_for(fx)),
-        "-p", "canonicalize,disable-dropout,autodiff", "-o", graph)
+        "-p", "canonicalize,disable-dropout,autodiff", "-o", graph,
+        *(["--freeze", ",".join(freeze)] if freeze else []))
     inputs = []
     for pb in sorted((fx / "inputs").glob("*.pb")):
         inputs += ["--input", f"{pb.stem}={pb}"]
