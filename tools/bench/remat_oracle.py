@@ -358,6 +358,13 @@ class Program:
             return "optimal", h.getInfo().objective_function_value
         if status == highspy.HighsModelStatus.kInfeasible:
             return "infeasible", None
+        if status == highspy.HighsModelStatus.kModelEmpty and budget is not None:
+            # Nothing to choose (no variable): the step's one peak either
+            # fits the budget, with nothing recomputed, or does not.
+            status, peak = self.solve(highspy, None, time_limit)
+            if status != "optimal":
+                return status, None
+            return ("optimal", 0.0) if peak <= budget + 0.5 else ("infeasible", None)
         if status == highspy.HighsModelStatus.kTimeLimit:
             info = h.getInfo()
             best = (info.objective_function_value
