@@ -46,6 +46,10 @@ StepFlags::StepFlags(cl::OptionCategory &category)
              cl::desc("Weights autodiff leaves frozen (no gradient, no "
                       "update): names or globs, comma-separated"),
              cl::value_desc("name|glob,..."), cl::cat(category)),
+      paddingIdx("padding-idx",
+                 cl::desc("Embedding rows that get no gradient from their "
+                          "lookups, as torch's nn.Embedding(padding_idx)"),
+                 cl::value_desc("name=row,..."), cl::cat(category)),
       optimizer("optimizer",
                 cl::desc("Append the weight update to the training step "
                          "(adds the optimizer pass to the default pipeline)"),
@@ -110,6 +114,12 @@ llvm::Error StepFlags::validate() const {
       return makeError("--freeze names no weight");
     if (auto patterns = passes::AutodiffPass::parseFreeze(freeze); !patterns)
       return makeError("--freeze: " + errorToString(patterns.takeError()));
+  }
+  if (paddingIdx.getNumOccurrences()) {
+    if (llvm::StringRef(paddingIdx.getValue()).trim().empty())
+      return makeError("--padding-idx names no weight");
+    if (auto rows = passes::AutodiffPass::parsePaddingIdx(paddingIdx); !rows)
+      return makeError("--padding-idx: " + errorToString(rows.takeError()));
   }
   if (optimizer.getNumOccurrences() && optimizer != "sgd" &&
       optimizer != "adamw")
@@ -182,6 +192,7 @@ PipelineOptions ToolFlags::getPipelineOptions() const {
   options.explain = explain;
   options.unusedWeights = unusedWeights;
   options.freeze = freeze;
+  options.paddingIdx = paddingIdx;
   options.timing = timing;
   options.printIrAfterAll = printIrAfterAll;
   options.optimizer = optimizer;

@@ -21,7 +21,7 @@
 namespace remat::driver {
 
 /// The flags of every tool that builds a model's training step: the dims
-/// to bind, the cost model's profile, autodiff's unused and frozen weights, the
+/// to bind, the cost model's profile, autodiff's unused and frozen weights and padding rows, the
 /// optimizer and the memory limit. remat-sweep has these alone; remat-opt
 /// and remat-run have them within ToolFlags. Construct one inside a tool's
 /// main, before parseCommandLine.
@@ -32,6 +32,7 @@ struct StepFlags {
   llvm::cl::opt<std::string> costProfile;
   llvm::cl::opt<std::string> unusedWeights;
   llvm::cl::opt<std::string> freeze;
+  llvm::cl::opt<std::string> paddingIdx;
   /// The optimizer pass's options (--optimizer adds it to the pipeline).
   llvm::cl::opt<std::string> optimizer;
   llvm::cl::opt<std::string> lr;
@@ -46,8 +47,8 @@ struct StepFlags {
   /// \returns the optimizer pass options the flags give, as key and value.
   std::vector<std::pair<std::string, std::string>> getOptimizerOptions() const;
   /// Checks --max-memory (and sets the memory limit, ir/Limits.h, from it),
-  /// the unused-weights mode, the frozen weights' patterns and the
-  /// optimizer's flags.
+  /// the unused-weights mode, the frozen weights' patterns, the padding
+  /// rows and the optimizer's flags.
   llvm::Error validate() const;
 };
 

@@ -115,6 +115,8 @@ llvm::Expected<Measurement> measureRow(const SweepRow &row,
     args.push_back("--unused-weights=" + options.pipeline.unusedWeights);
   if (!options.pipeline.freeze.empty())
     args.push_back("--freeze=" + options.pipeline.freeze);
+  if (!options.pipeline.paddingIdx.empty())
+    args.push_back("--padding-idx=" + options.pipeline.paddingIdx);
   if (!options.pipeline.optimizer.empty())
     args.push_back("--optimizer=" + options.pipeline.optimizer);
   // remat-run's flag for each optimizer pass option (CommandLine.cpp).
@@ -560,6 +562,7 @@ int sweepMain(int argc, char **argv) {
   options.maxMemory = flags.maxMemory;
   options.pipeline.unusedWeights = flags.unusedWeights;
   options.pipeline.freeze = flags.freeze;
+  options.pipeline.paddingIdx = flags.paddingIdx;
   options.pipeline.optimizer = flags.optimizer;
   options.pipeline.optimizerOptions = flags.getOptimizerOptions();
   options.measure = measure;

@@ -85,6 +85,28 @@ AutodiffPass::AutodiffPass() {
                 "weights that get no gradient: names or globs, "
                 "comma-separated",
                 &freeze_);
+  declareOption("padding-idx",
+                "NAME=ROW,...: the embedding lookups of weight NAME add no "
+                "gradient to row ROW (torch's padding_idx)",
+                &paddingIdx_);
+}
+
+Expected<std::vector<std::pair<std::string, int64_t>>>
+AutodiffPass::parsePaddingIdx(llvm::StringRef text) {
+  std::vector<std::pair<std::string, int64_t>> rows;
+  if (text.trim().empty())
+    return rows;
+  for (llvm::StringRef item : llvm::split(text, ',')) {
+    item = item.trim();
+    auto [name, row] = item.rsplit('=');
+    int64_t value = 0;
+    if (name.empty() || !item.contains('=') ||
+        row.trim().getAsInteger(10, value) || value < 0)
+      return makeError("'" + item +
+                       "' is not NAME=ROW with a row number >= 0");
+    rows.emplace_back(name.trim().str(), value);
+  }
+  return rows;
 }
 
 Expected<std::vector<std::pair<std::string, llvm::GlobPattern>>>
@@ -462,7 +484,39 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
       emitWarning("weight '" + weight->getName() + "' does not reach the loss '" +
                   loss->getName() + "' and gets no gradient");
 
+  // Padding rows: each names a trained weight that a Gather on axis 0
+  // looks up, and a row it has.
+  auto paddingIdx = parsePaddingIdx(paddingIdx_);
+  if (!paddingIdx)
+    return makeError("option 'padding-idx': " +
+                     llvm::toString(paddingIdx.takeError()));
+  llvm::DenseMap<Value *, int64_t> paddingRows;
+  for (const auto &[name, row] : *paddingIdx) {
+    auto bad = [&, &name = name](const llvm::Twine &why) {
+      return makeError("option 'padding-idx': '" + name + "' " + why);
+    };
+    Value *weight = graph.lookup(name);
+    if (!weight || !weight->isGraphInput() || !weight->isWeight())
+      return bad("is not a weight of the graph");
+    if (!llvm::is_contained(weights, weight))
+      return bad("is frozen (option 'freeze'), so it gets no gradient");
+    bool lookedUp = llvm::any_of(weight->getUses(), [&](const Use &use) {
+      const Node &user = *use.user;
+      return user.getOp() == OpKind::Gather && use.operandIndex == 0 &&
+             autodiff::normAxis(autodiff::intAttr(user, "axis", 0),
+                                weight->getType().getRank()) == 0;
+    });
+    if (!lookedUp)
+      return bad("is not looked up by a Gather on axis 0");
+    if (weight->getType().getRank() == 0 ||
+        row >= weight->getType().getDim(0))
+      return bad("has no row " + llvm::Twine(row) + " (" +
+                 weight->getType().str() + ")");
+    paddingRows[weight] = row;
+  }
+
   Differentiator diff(graph);
+  diff.setPaddingRows(std::move(paddingRows));
   llvm::DenseMap<Value *, Value *> gradOf;
   if (Error err = diff.run(loss, weights, gradOf, reach))
     return std::move(err);

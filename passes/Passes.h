@@ -112,7 +112,9 @@ private:
 /// them and the dead nodes, with a note). Weights that `freeze` names
 /// (comma-separated names or globs) are frozen: they stay weights (stored,
 /// read by the step) but get no gradient, so no update and no optimizer
-/// state, and paths from them alone need no gradient rule. See DESIGN.md
+/// state, and paths from them alone need no gradient rule. `padding-idx`
+/// (NAME=ROW,...) makes an embedding's lookups add no gradient to one row,
+/// as torch's nn.Embedding(padding_idx=ROW) does. See DESIGN.md
 /// "Training step".
 class AutodiffPass : public Pass {
 public:
@@ -123,6 +125,11 @@ public:
   static llvm::Expected<
       std::vector<std::pair<std::string, llvm::GlobPattern>>>
   parseFreeze(llvm::StringRef text);
+  /// Parses autodiff's `padding-idx` option: NAME=ROW entries,
+  /// comma-separated (the row torch's nn.Embedding(padding_idx=ROW) gives no
+  /// gradient). Errors name the bad entry.
+  static llvm::Expected<std::vector<std::pair<std::string, int64_t>>>
+  parsePaddingIdx(llvm::StringRef text);
   llvm::StringRef getName() const override { return "autodiff"; }
   llvm::StringRef getSummary() const override {
     return "append the backward pass and output the gradient of every weight";
@@ -133,6 +140,7 @@ private:
   std::string loss_;
   std::string unusedWeights_ = "warn";
   std::string freeze_;
+  std::string paddingIdx_;
 };
 
 /// Reorders the schedule to lower the peak of live arena bytes: greedy list

@@ -137,6 +137,9 @@ static llvm::Error buildPassManager(llvm::StringRef pipeline,
     return err;
   if (auto err = set("freeze", "autodiff", "freeze", options.freeze))
     return err;
+  if (auto err = set("padding-idx", "autodiff", "padding-idx",
+                     options.paddingIdx))
+    return err;
   if (auto err = set("budget", "remat", "budget", options.budget))
     return err;
   if (auto err = set("strategy", "remat", "strategy", options.strategy))

@@ -36,9 +36,10 @@ struct PipelineOptions {
   std::string strategy;
   std::string costProfile;
   bool explain = false;
-  /// --unused-weights and --freeze: the autodiff options.
+  /// --unused-weights, --freeze and --padding-idx: the autodiff options.
   std::string unusedWeights;
   std::string freeze;
+  std::string paddingIdx;
   bool timing = false;
   bool printIrAfterAll = false;
   /// --optimizer (sgd|adamw, "" for none) and the optimizer pass options

@@ -168,13 +168,24 @@ Error grad<OpKind::Gather>(Differentiator &d, const GradArgs &args) {
   int64_t n = args.typeOf(1).getNumElements();
   Value *idx = d.emit(OpKind::Expand, {d.reshape(args.in(1), {1, n, 1}),
                                        d.ints({outer, n, inner})});
+  Value *updates = d.reshape(g, {outer, n, inner});
+  // An embedding's padding row (autodiff's padding-idx option): the lookups
+  // of that row add nothing, as in torch's nn.Embedding(padding_idx). Where
+  // passes every other update through unchanged, so their sums keep their
+  // bits.
+  if (auto row = d.getPaddingRow(node.getOperand(0)); row && axis == 0) {
+    DType it = args.typeOf(1).getDType();
+    Value *isPad = d.emit(OpKind::Equal, {args.in(1), d.ints({*row}, it)});
+    updates = d.emit(OpKind::Where, {d.reshape(isPad, {outer, n, 1}),
+                                     d.scalar(dt, 0), updates});
+  }
   AttrList a;
   a.set("axis", int64_t(1));
   a.set("reduction", std::string("add"));
   Value *scattered =
       d.emit(OpKind::ScatterElements,
              {d.zeros(TensorType(dt, {outer, tx.getDim(axis), inner})), idx,
-              d.reshape(g, {outer, n, inner})},
+              updates},
              a);
   d.contribute(args.in(0), d.reshape(scattered, tx.getDims()));
   return Error::success();

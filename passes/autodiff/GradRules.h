@@ -66,6 +66,19 @@ public:
   Value *castTo(Value *value, DType dtype);
   /// Adds \p grad (null: nothing) to the gradient of \p operand.
   void contribute(Value *operand, Value *grad);
+  /// Embedding weights whose lookups (Gather on axis 0) add no gradient to
+  /// one row, as torch's nn.Embedding(padding_idx=row): autodiff's
+  /// `padding-idx` option.
+  void setPaddingRows(llvm::DenseMap<Value *, int64_t> rows) {
+    paddingRows_ = std::move(rows);
+  }
+  /// \returns the row \p weight's lookups add no gradient to, if any.
+  std::optional<int64_t> getPaddingRow(Value *weight) const {
+    auto it = paddingRows_.find(weight);
+    if (it == paddingRows_.end())
+      return std::nullopt;
+    return it->second;
+  }
   /// True if operand \p i of \p node needs a gradient.
   bool wants(const Node &node, unsigned i) const {
     return reach_->contains(node.getOperand(i));
@@ -82,6 +95,7 @@ private:
   std::optional<std::string> failure_;
   llvm::DenseMap<Value *, llvm::SmallVector<Value *, 2>> contributions_;
   llvm::DenseSet<Value *> created_;
+  llvm::DenseMap<Value *, int64_t> paddingRows_;
 };
 
 /// \returns int attribute \p name of \p node, \p otherwise if absent.

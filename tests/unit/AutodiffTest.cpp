@@ -1000,3 +1000,71 @@ TEST_CASE("autodiff: frozen weights get no gradient") {
   expectError("freeze=a,,b", "option 'freeze': an entry of 'a,,b' is empty");
   expectError("freeze=[a", "option 'freeze': '[a' is not a glob");
 }
+
+TEST_CASE("autodiff: padding-idx rows get no gradient from their lookups") {
+  // loss = sum(Gather(w, idx) * c1) + sum(w * c2): w's gradient is c1's rows
+  // scattered at idx plus c2. With padding-idx=w=2 the lookups of row 2 add
+  // nothing, so row 2 is c2's (the tied use still counts) and every other
+  // row keeps its bits.
+  const char *text = R"(graph @g(%w: f64[5,3] weight, %c1: f64[4,3],
+                                 %c2: f64[5,3] weight) {
+    %idx = Constant() {value = dense<i64[4]: [2, 0, 2, 4]>} : i64[4]
+    %e = Gather(%w, %idx) {axis = 0} : f64[4,3]
+    %p = Mul(%e, %c1) : f64[4,3]
+    %q = Mul(%w, %c2) : f64[5,3]
+    %s1 = ReduceSum(%p) {keepdims = 0} : f64[]
+    %s2 = ReduceSum(%q) {keepdims = 0} : f64[]
+    %l = Add(%s1, %s2) : f64[]
+    return %l })";
+  auto gradient = [&](llvm::StringRef options) {
+    auto graph = parseOk(text);
+    auto changed = runAutodiff(*graph, options);
+    REQUIRE_MESSAGE(bool(changed), errorToString(changed.takeError()));
+    auto exe = compileOk(*graph);
+    auto out = runOk(*exe, uniformInputs(*graph, kSeed, -1, 1));
+    REQUIRE(out.size() == 3);
+    auto data = out[1].toData();
+    std::vector<double> values;
+    for (int64_t i = 0; i < 15; ++i)
+      values.push_back(data->getDouble(i));
+    return values;
+  };
+  std::vector<double> plain = gradient(""), padded = gradient("padding-idx=w=2");
+  auto inputs = uniformInputs(*parseOk(text), kSeed, -1, 1);
+  const double *c2 = static_cast<const double *>(inputs[2].getData());
+  for (int64_t i = 0; i < 15; ++i) {
+    INFO("element " << i);
+    if (i / 3 == 2) {
+      CHECK(padded[i] == c2[i]);
+      CHECK(plain[i] != c2[i]);
+    } else {
+      CHECK(padded[i] == plain[i]);
+    }
+  }
+
+  auto expectError = [&](llvm::StringRef options, llvm::StringRef message) {
+    auto graph = parseOk(text);
+    auto changed = runAutodiff(*graph, options);
+    REQUIRE(!changed);
+    std::string error = errorToString(changed.takeError());
+    INFO(error);
+    CHECK(error.find(("pass 'autodiff' failed: option 'padding-idx': " +
+                      message)
+                         .str()) != std::string::npos);
+  };
+  expectError("padding-idx=w=5", "'w' has no row 5 (f64[5,3])");
+  expectError("padding-idx=c1=0", "'c1' is not a weight of the graph");
+  expectError("padding-idx=w=2 freeze=w",
+              "'w' is frozen (option 'freeze'), so it gets no gradient");
+  expectError("padding-idx=w", "'w' is not NAME=ROW with a row number >= 0");
+  expectError("padding-idx=w=-1",
+              "'w=-1' is not NAME=ROW with a row number >= 0");
+  auto other = parseOk(R"(graph @g(%w: f64[5,3] weight) {
+    %l = ReduceSum(%w) {keepdims = 0} : f64[]
+    return %l })");
+  auto changed = runAutodiff(*other, "padding-idx=w=1");
+  REQUIRE(!changed);
+  CHECK(errorToString(changed.takeError()) ==
+        "pass 'autodiff' failed: option 'padding-idx': 'w' is not looked up "
+        "by a Gather on axis 0");
+}
