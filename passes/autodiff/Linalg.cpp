@@ -53,11 +53,29 @@ Error grad<OpKind::MatMul>(Differentiator &d, const GradArgs &args) {
                  d.reshape(d.sumTo(d.emit(OpKind::MatMul, {g2, swapLast(b)}),
                                    a->getType()),
                            ta.getDims()));
-  if (d.wants(node, 1))
-    d.contribute(args.in(1),
-                 d.reshape(d.sumTo(d.emit(OpKind::MatMul, {swapLast(a), g2}),
-                                   b->getType()),
-                           tb.getDims()));
+  if (d.wants(node, 1)) {
+    llvm::ArrayRef<int64_t> ad = a->getType().getDims();
+    if (b->getType().getRank() == 2 && ad.size() > 2) {
+      // A 2-D b shared by every batch entry of a (a Linear on [batch, seq,
+      // features]): its gradient sums a[i]^T g[i] over the batch, which is
+      // one product over the rows of every entry, [k, rows] x [rows, n].
+      // Summing batched products instead would hold a [batch, k, n]
+      // temporary: the weight's size times the batch.
+      int64_t rows = 1;
+      for (int64_t dim : ad.drop_back())
+        rows *= dim;
+      Value *a2 = d.reshape(a, {rows, ad.back()});
+      Value *flat = d.reshape(g2, {rows, gDims.back()});
+      d.contribute(args.in(1),
+                   d.reshape(d.emit(OpKind::MatMul, {swapLast(a2), flat}),
+                             tb.getDims()));
+    } else {
+      d.contribute(args.in(1),
+                   d.reshape(d.sumTo(d.emit(OpKind::MatMul, {swapLast(a), g2}),
+                                     b->getType()),
+                             tb.getDims()));
+    }
+  }
   return Error::success();
 }
 

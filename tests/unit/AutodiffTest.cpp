@@ -267,6 +267,12 @@ const RuleCase kCases[] = {
   {"matmul batched broadcast", R"(graph @g(%a: f64[2,1,2,3] weight, %b: f64[3,3,2] weight) {
     %y = MatMul(%a, %b) : f64[2,3,2,2]
     return %y })"},
+  {"matmul linear on batched rows", R"(graph @g(%a: f64[2,3,4] weight, %b: f64[4,5] weight) {
+    %y = MatMul(%a, %b) : f64[2,3,5]
+    return %y })"},
+  {"matmul batched vector right", R"(graph @g(%a: f64[2,2,3,4] weight, %b: f64[4] weight) {
+    %y = MatMul(%a, %b) : f64[2,2,3]
+    return %y })"},
   {"matmul vector left", R"(graph @g(%a: f64[3] weight, %b: f64[2,3,4] weight) {
     %y = MatMul(%a, %b) : f64[2,4]
     return %y })"},
@@ -1067,4 +1073,23 @@ TEST_CASE("autodiff: padding-idx rows get no gradient from their lookups") {
   CHECK(errorToString(changed.takeError()) ==
         "pass 'autodiff' failed: option 'padding-idx': 'w' is not looked up "
         "by a Gather on axis 0");
+}
+
+TEST_CASE("autodiff: a Linear's weight gradient holds nothing batch times "
+          "its size") {
+  // MatMul of [batch, seq, k] rows by a shared [k, n] weight: the gradient
+  // is one [k, rows] x [rows, n] product, not batched products summed.
+  auto graph = parseOk(R"(graph @g(%x: f32[8,16,32], %w: f32[32,64] weight) {
+    %y = MatMul(%x, %w) : f32[8,16,64]
+    %l = ReduceSum(%y) {keepdims = 0} : f32[]
+    return %l })");
+  auto changed = runAutodiff(*graph);
+  REQUIRE_MESSAGE(bool(changed), errorToString(changed.takeError()));
+  int64_t largest = 0;
+  for (Node &node : graph->getNodes())
+    if (node.getStage() == Stage::Backward)
+      for (Value *result : node.getResults())
+        largest = std::max(largest, result->getType().getNumElements());
+  CHECK(largest == 8 * 16 * 64); // the output's gradient, not 8 x 32 x 64
+  CHECK(graph->lookup("w_grad")->getType().str() == "f32[32,64]");
 }
