@@ -109,18 +109,23 @@ llvm::Error StepFlags::validate() const {
       unusedWeights != "error" && unusedWeights != "drop")
     return makeError("--unused-weights must be warn, error or drop; got '" +
                      unusedWeights + "'");
-  if (freeze.getNumOccurrences()) {
-    if (llvm::StringRef(freeze.getValue()).trim().empty())
-      return makeError("--freeze names no weight");
-    if (auto patterns = passes::AutodiffPass::parseFreeze(freeze); !patterns)
-      return makeError("--freeze: " + errorToString(patterns.takeError()));
-  }
-  if (paddingIdx.getNumOccurrences()) {
-    if (llvm::StringRef(paddingIdx.getValue()).trim().empty())
-      return makeError("--padding-idx names no weight");
-    if (auto rows = passes::AutodiffPass::parsePaddingIdx(paddingIdx); !rows)
-      return makeError("--padding-idx: " + errorToString(rows.takeError()));
-  }
+  // A list of weights given to autodiff, parsed by the pass's own parser.
+  auto checkWeightList = [](const cl::opt<std::string> &flag,
+                            auto parse) -> llvm::Error {
+    if (!flag.getNumOccurrences())
+      return llvm::Error::success();
+    if (llvm::StringRef(flag.getValue()).trim().empty())
+      return makeError("--" + flag.ArgStr + " names no weight");
+    if (auto parsed = parse(flag.getValue()); !parsed)
+      return makeError("--" + flag.ArgStr + ": " +
+                       errorToString(parsed.takeError()));
+    return llvm::Error::success();
+  };
+  if (auto err = checkWeightList(freeze, passes::AutodiffPass::parseFreeze))
+    return err;
+  if (auto err =
+          checkWeightList(paddingIdx, passes::AutodiffPass::parsePaddingIdx))
+    return err;
   if (optimizer.getNumOccurrences() && optimizer != "sgd" &&
       optimizer != "adamw")
     return makeError("--optimizer: unknown optimizer '" + optimizer +

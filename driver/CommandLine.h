@@ -21,8 +21,8 @@
 namespace remat::driver {
 
 /// The flags of every tool that builds a model's training step: the dims
-/// to bind, the cost model's profile, autodiff's unused and frozen weights and padding rows, the
-/// optimizer and the memory limit. remat-sweep has these alone; remat-opt
+/// to bind, the cost model's profile, autodiff's unused and frozen weights
+/// and padding rows, the optimizer and the memory limit. remat-sweep has these alone; remat-opt
 /// and remat-run have them within ToolFlags. Construct one inside a tool's
 /// main, before parseCommandLine.
 struct StepFlags {

@@ -508,8 +508,7 @@ Expected<bool> AutodiffPass::run(Graph &graph) {
     });
     if (!lookedUp)
       return bad("is not looked up by a Gather on axis 0");
-    if (weight->getType().getRank() == 0 ||
-        row >= weight->getType().getDim(0))
+    if (row >= weight->getType().getDim(0)) // a Gather's data has rank >= 1
       return bad("has no row " + llvm::Twine(row) + " (" +
                  weight->getType().str() + ")");
     paddingRows[weight] = row;

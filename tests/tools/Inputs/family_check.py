@@ -108,8 +108,8 @@ def bind_small(dims):
 
 
 def train_step(remat_opt, remat_run, fx, work, name, freeze=(), padding=()):
-    """One CPU training step against torch's loss and gradients; \returns a summary.
-    \p freeze names the initializers torch does not train (remat-opt --freeze), \p padding
+    """One CPU training step against torch's loss and gradients; \\returns a summary.
+    \\p freeze names the initializers torch does not train (remat-opt --freeze), \\p padding
     gives (initializer, row) for the embeddings torch looks up with a padding_idx
     (remat-opt --padding-idx)."""
     params = json.loads((fx / "params.json").read_text())
