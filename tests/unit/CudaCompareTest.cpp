@@ -75,3 +75,42 @@ TEST_CASE("gpu harness: integers and bools compare exactly") {
   CHECK(compareOutput("i", ints({1, 3}), ints({1, 2}), 1, worst) ==
         "%i: values differ");
 }
+
+TEST_CASE(
+    "gpu harness: a zero-but-rounding output is held to the model's scale") {
+  // A key projection's bias gradient is zero in exact arithmetic: both
+  // backends give noise near 1e-12, and its own norm makes that noise a
+  // relative error of order 1.
+  double worst = 0;
+  auto noiseGpu = floats({3e-12f, -1e-12f}),
+       noiseCpu = floats({-2e-12f, 2e-12f});
+  CHECK(compareOutput("b", noiseGpu, noiseCpu, 1e-4, worst) ==
+        "%b: relative error 2.06 > 0.0001 (largest difference 5e-12)");
+  // At the model's scale (outputs of rms 1e-2) the noise passes ...
+  worst = 0;
+  CHECK(compareOutput("b", noiseGpu, noiseCpu, 1e-4, worst, 1e-2) == "");
+  CHECK(worst < 1e-8);
+  // ... and a real difference in a small output still fails.
+  CHECK(compareOutput("b", floats({5e-6f, 0}), floats({0, 0}), 1e-4, worst,
+                      1e-2) ==
+        "%b: relative error 0.000354 > 0.0001 (largest difference 5e-06; "
+        "relative to the model's scale 0.01, above its own rms 0)");
+  // An output above the scale is held to its own norm.
+  CHECK(compareOutput("y", floats({1, 2, 3.5f}), floats({1, 2, 3}), 1e-5, worst,
+                      1e-2) ==
+        "%y: relative error 0.134 > 1e-05 (largest difference 0.5)");
+}
+
+TEST_CASE(
+    "gpu harness: the model's scale is the median rms of its float outputs") {
+  std::vector<runtime::OwnedTensor> outputs;
+  outputs.push_back(floats({10}));        // a loss: rms 10
+  outputs.push_back(floats({3, 4}));      // rms 3.54
+  outputs.push_back(floats({1e-12f, 0})); // rounding noise
+  runtime::OwnedTensor ints(ir::TensorType(ir::DType::I64, {1}));
+  std::memset(ints.getData(), 0, 8);
+  outputs.push_back(std::move(ints)); // not a float: left out
+  CHECK(remat::cuda_tests::modelScale(outputs) ==
+        doctest::Approx(std::sqrt(12.5)));
+  CHECK(remat::cuda_tests::modelScale({}) == 0);
+}
