@@ -7,8 +7,10 @@
 //
 // Every body follows the CPU reference (runtime/cpu) operation for operation
 // and sums in the same order (index order, or LaneSum's eight lanes for sums
-// of exponentials), one thread owning each output: no
-// atomics, so results are the same bits on every run (Kernels.cu builds
+// of exponentials), one thread owning each output, except the reductions
+// (ReduceSum and the like), whose threads share an output and combine in a
+// fixed tree (reducePartial): no atomics, so results are the same bits on
+// every run (Kernels.cu builds
 // with --fmad=false so that no a * b + c contracts into an FMA the CPU does
 // not do).
 //
@@ -51,16 +53,70 @@ struct Strides {
 
 /// \returns the element offset of linear index \p linear of \p space in a
 /// tensor laid out by \p layout.
+/// An index below 2^32 is split with 32-bit divisions, which the GPU does
+/// in a few instructions rather than 64-bit division's long emulation.
 REMAT_HOST_DEVICE inline int64_t offsetOf(const Dims &space,
                                           const Strides &layout,
                                           int64_t linear) {
   int64_t offset = layout.base;
+  if (space.rank == 1)
+    return offset + linear * layout.strides[0];
+  if (linear >= 0 && linear <= int64_t(UINT32_MAX)) {
+    uint32_t rest = uint32_t(linear);
+    for (int d = space.rank - 1; d >= 0; --d) {
+      int64_t dim = space.dims[d];
+      if (dim > int64_t(rest)) {
+        // Also every dim of 2^32 or more: the rest is its index.
+        offset += int64_t(rest) * layout.strides[d];
+        rest = 0;
+        continue;
+      }
+      uint32_t quotient = rest / uint32_t(dim);
+      offset += int64_t(rest - quotient * uint32_t(dim)) * layout.strides[d];
+      rest = quotient;
+    }
+    return offset;
+  }
   for (int d = space.rank - 1; d >= 0; --d) {
     int64_t index = linear % space.dims[d];
     linear /= space.dims[d];
     offset += index * layout.strides[d];
   }
   return offset;
+}
+
+/// Drops the dims of size 1 from \p space and merges each dim into the one
+/// before it where every layout of \p layouts steps over the inner dim as
+/// one step of the outer (outer stride = inner stride * inner size): the
+/// same elements in the same order, with fewer dims for offsetOf to split.
+/// A space with a dim of 0 is left as it is (it has no elements).
+inline void collapseDims(Dims &space, Strides *const *layouts, int numLayouts) {
+  for (int d = 0; d < space.rank; ++d)
+    if (space.dims[d] == 0)
+      return;
+  Dims merged;
+  int64_t strides[8][kMaxRank] = {};
+  for (int d = 0; d < space.rank; ++d) {
+    if (space.dims[d] == 1)
+      continue;
+    int last = merged.rank - 1;
+    bool joins = last >= 0;
+    for (int l = 0; l < numLayouts && joins; ++l)
+      joins = strides[l][last] == layouts[l]->strides[d] * space.dims[d];
+    if (joins) {
+      merged.dims[last] *= space.dims[d];
+      for (int l = 0; l < numLayouts; ++l)
+        strides[l][last] = layouts[l]->strides[d];
+      continue;
+    }
+    for (int l = 0; l < numLayouts; ++l)
+      strides[l][merged.rank] = layouts[l]->strides[d];
+    merged.dims[merged.rank++] = space.dims[d];
+  }
+  space = merged;
+  for (int l = 0; l < numLayouts; ++l)
+    for (int d = 0; d < kMaxRank; ++d)
+      layouts[l]->strides[d] = d < merged.rank ? strides[l][d] : 0;
 }
 
 //===----------------------------------------------------------------------===//
@@ -605,6 +661,53 @@ REMAT_HOST_DEVICE inline T reduceElement(ReduceOp op, const T *x,
       acc = acc + value;
     }
   }
+  if (op == ReduceOp::Mean)
+    return acc / static_cast<T>(reduceCount);
+  if (op == ReduceOp::L2)
+    return std::sqrt(acc);
+  return acc;
+}
+
+/// The parallel reductions of Kernels.cu (every op but LogSumExp, which
+/// is reduceElement's two passes): G threads share an output; thread t of
+/// G folds inputs t, t + G, t + 2G, ... in index order from the identity
+/// (reducePartial), the G partials combine in a fixed tree (partial t with
+/// partial t + s, for s = G/2, G/4, ..., 1; reduceCombine), and
+/// reduceFinish ends Mean and L2. The order depends only on the shapes, so
+/// every run gives the same bits; it is not the CPU's index order, so sums
+/// differ from the CPU's in the last bits.
+template <typename T> REMAT_HOST_DEVICE inline T reduceIdentity(ReduceOp op) {
+  return op == ReduceOp::Max ? -std::numeric_limits<T>::infinity() : T(0);
+}
+
+/// Max lets NaN win (the first one, reading a before b); the rest add.
+template <typename T>
+REMAT_HOST_DEVICE inline T reduceCombine(ReduceOp op, T a, T b) {
+  if (op != ReduceOp::Max)
+    return a + b;
+  if (std::isnan(a))
+    return a;
+  if (std::isnan(b))
+    return b;
+  return b > a ? b : a;
+}
+
+template <typename T>
+REMAT_HOST_DEVICE inline T
+reducePartial(ReduceOp op, const T *x, int64_t base, const Dims &reducedSpace,
+              const Strides &reduced, int64_t reduceCount, int64_t first,
+              int64_t step) {
+  T acc = reduceIdentity<T>(op);
+  for (int64_t r = first; r < reduceCount; r += step) {
+    T value = x[base + offsetOf(reducedSpace, reduced, r)];
+    acc = reduceCombine(op, acc, op == ReduceOp::L2 ? value * value : value);
+  }
+  return acc;
+}
+
+template <typename T>
+REMAT_HOST_DEVICE inline T reduceFinish(ReduceOp op, T acc,
+                                        int64_t reduceCount) {
   if (op == ReduceOp::Mean)
     return acc / static_cast<T>(reduceCount);
   if (op == ReduceOp::L2)

@@ -1,8 +1,9 @@
 //===- runtime/cuda/Kernels.cu - The CUDA kernels -------------------------===//
 //
 // Thin grid-stride loops over the bodies of KernelBodies.h. Each thread owns
-// its output elements (or rows), so nothing is atomic and every run gives
-// the same bits.
+// its output elements (or rows), or, in the reductions, threads share an
+// output and combine in a fixed tree, so nothing is atomic and every run
+// gives the same bits.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/Kernels.h"
@@ -27,9 +28,11 @@ __global__ void unaryKernel(body::UnaryOp op, const T *in, T *out,
 }
 
 template <typename T>
-__global__ void binaryKernel(body::BinaryOp op, const T *a, const T *b,
-                             void *out, body::Dims space, body::Strides la,
-                             body::Strides lb, int64_t count) {
+__global__ void
+binaryKernel(body::BinaryOp op, const T *a, const T *b, void *out,
+             const __grid_constant__ body::Dims space,
+             const __grid_constant__ body::Strides la,
+             const __grid_constant__ body::Strides lb, int64_t count) {
   bool pred = body::isPredicate(op);
   REMAT_GRID_LOOP(i, count) {
     T x = a[body::offsetOf(space, la, i)];
@@ -42,9 +45,11 @@ __global__ void binaryKernel(body::BinaryOp op, const T *a, const T *b,
 }
 
 template <typename T>
-__global__ void whereKernel(const uint8_t *cond, const T *x, const T *y,
-                            T *out, body::Dims space, body::Strides lc,
-                            body::Strides lx, body::Strides ly,
+__global__ void whereKernel(const uint8_t *cond, const T *x, const T *y, T *out,
+                            const __grid_constant__ body::Dims space,
+                            const __grid_constant__ body::Strides lc,
+                            const __grid_constant__ body::Strides lx,
+                            const __grid_constant__ body::Strides ly,
                             int64_t count) {
   REMAT_GRID_LOOP(i, count) {
     out[i] = cond[body::offsetOf(space, lc, i)]
@@ -64,9 +69,10 @@ __global__ void castToBoolKernel(const From *in, uint8_t *out, int64_t count) {
 }
 
 template <typename T>
-__global__ void stridedCopyKernel(const T *in, T *out, body::Dims space,
-                                  body::Strides lin, body::Strides lout,
-                                  int64_t count) {
+__global__ void
+stridedCopyKernel(const T *in, T *out, const __grid_constant__ body::Dims space,
+                  const __grid_constant__ body::Strides lin,
+                  const __grid_constant__ body::Strides lout, int64_t count) {
   REMAT_GRID_LOOP(i, count) {
     out[body::offsetOf(space, lout, i)] = in[body::offsetOf(space, lin, i)];
   }
@@ -175,12 +181,90 @@ __global__ void reduceCrossEntropyKernel(const T *losses, const L *labels,
 
 template <typename T>
 __global__ void reduceKernel(body::ReduceOp op, const T *x, T *out,
-                             body::Dims keptSpace, body::Strides kept,
-                             body::Dims reducedSpace, body::Strides reduced,
+                             const __grid_constant__ body::Dims keptSpace,
+                             const __grid_constant__ body::Strides kept,
+                             const __grid_constant__ body::Dims reducedSpace,
+                             const __grid_constant__ body::Strides reduced,
                              int64_t reduceCount, int64_t count) {
   REMAT_GRID_LOOP(o, count) {
     out[o] = body::reduceElement(op, x, keptSpace, kept, reducedSpace, reduced,
                                  reduceCount, o);
+  }
+}
+
+/// Reductions whose reduced dims end the input (contiguous): Group threads
+/// (a warp, or the whole block) per output, reading consecutive inputs,
+/// combined in KernelBodies.h's fixed tree.
+template <typename T, int Group>
+__global__ void
+reduceGroupsKernel(body::ReduceOp op, const T *x, T *out,
+                   const __grid_constant__ body::Dims keptSpace,
+                   const __grid_constant__ body::Strides kept,
+                   const __grid_constant__ body::Dims reducedSpace,
+                   const __grid_constant__ body::Strides reduced,
+                   int64_t reduceCount, int64_t count) {
+  constexpr int kPerBlock = kThreads / Group;
+  __shared__ T partial[kThreads];
+  int lane = threadIdx.x % Group, slot = threadIdx.x / Group;
+  // The trip count is the block's, not the thread's: every thread meets
+  // every __syncthreads.
+  for (int64_t first = int64_t(blockIdx.x) * kPerBlock; first < count;
+       first += int64_t(gridDim.x) * kPerBlock) {
+    int64_t o = first + slot;
+    T acc = body::reduceIdentity<T>(op);
+    if (o < count)
+      acc =
+          body::reducePartial(op, x, body::offsetOf(keptSpace, kept, o),
+                              reducedSpace, reduced, reduceCount, lane, Group);
+    partial[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = Group / 2; s > 0; s /= 2) {
+      if (lane < s)
+        partial[threadIdx.x] = body::reduceCombine(op, partial[threadIdx.x],
+                                                   partial[threadIdx.x + s]);
+      __syncthreads();
+    }
+    if (lane == 0 && o < count)
+      out[o] = body::reduceFinish(op, partial[threadIdx.x], reduceCount);
+    __syncthreads();
+  }
+}
+
+constexpr int kColumnLanes = 32, kColumnRows = 32;
+
+/// Reductions whose kept dims end the input (a bias's gradient: the sum
+/// over rows of each column): a block of kColumnLanes consecutive outputs,
+/// kColumnRows threads down each, so that a warp reads consecutive inputs;
+/// combined in KernelBodies.h's fixed tree.
+template <typename T>
+__global__ void
+reduceColumnsKernel(body::ReduceOp op, const T *x, T *out,
+                    const __grid_constant__ body::Dims keptSpace,
+                    const __grid_constant__ body::Strides kept,
+                    const __grid_constant__ body::Dims reducedSpace,
+                    const __grid_constant__ body::Strides reduced,
+                    int64_t reduceCount, int64_t count) {
+  __shared__ T partial[kColumnRows][kColumnLanes + 1];
+  int lane = threadIdx.x % kColumnLanes, row = threadIdx.x / kColumnLanes;
+  for (int64_t first = int64_t(blockIdx.x) * kColumnLanes; first < count;
+       first += int64_t(gridDim.x) * kColumnLanes) {
+    int64_t o = first + lane;
+    T acc = body::reduceIdentity<T>(op);
+    if (o < count)
+      acc = body::reducePartial(op, x, body::offsetOf(keptSpace, kept, o),
+                                reducedSpace, reduced, reduceCount, row,
+                                kColumnRows);
+    partial[row][lane] = acc;
+    __syncthreads();
+    for (int s = kColumnRows / 2; s > 0; s /= 2) {
+      if (row < s)
+        partial[row][lane] =
+            body::reduceCombine(op, partial[row][lane], partial[row + s][lane]);
+      __syncthreads();
+    }
+    if (row == 0 && o < count)
+      out[o] = body::reduceFinish(op, partial[0][lane], reduceCount);
+    __syncthreads();
   }
 }
 
@@ -234,11 +318,15 @@ int launchBinary(StreamHandle stream, body::BinaryOp op, ElemType type,
   int64_t count = product(space);
   if (count == 0)
     return 0;
+  body::Dims dims = space;
+  body::Strides layoutA = la, layoutB = lb;
+  body::Strides *layouts[] = {&layoutA, &layoutB};
+  body::collapseDims(dims, layouts, 2);
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
     binaryKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
-        op, static_cast<const T *>(a), static_cast<const T *>(b), out, space,
-        la, lb, count);
+        op, static_cast<const T *>(a), static_cast<const T *>(b), out, dims,
+        layoutA, layoutB, count);
     return lastError();
   });
 }
@@ -250,12 +338,16 @@ int launchWhere(StreamHandle stream, unsigned elementSize, const void *cond,
   int64_t count = product(space);
   if (count == 0)
     return 0;
+  body::Dims dims = space;
+  body::Strides layoutC = lc, layoutX = lx, layoutY = ly;
+  body::Strides *layouts[] = {&layoutC, &layoutX, &layoutY};
+  body::collapseDims(dims, layouts, 3);
   return dispatchSize(elementSize, [&](auto tag) {
     using T = decltype(tag);
     whereKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
         static_cast<const uint8_t *>(cond), static_cast<const T *>(x),
-        static_cast<const T *>(y), static_cast<T *>(out), space, lc, lx, ly,
-        count);
+        static_cast<const T *>(y), static_cast<T *>(out), dims, layoutC,
+        layoutX, layoutY, count);
     return lastError();
   });
 }
@@ -288,11 +380,15 @@ int launchStridedCopy(StreamHandle stream, unsigned elementSize,
   int64_t count = product(space);
   if (count == 0)
     return 0;
+  body::Dims dims = space;
+  body::Strides layoutIn = lin, layoutOut = lout;
+  body::Strides *layouts[] = {&layoutIn, &layoutOut};
+  body::collapseDims(dims, layouts, 2);
   return dispatchSize(elementSize, [&](auto tag) {
     using T = decltype(tag);
     stridedCopyKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
-        static_cast<const T *>(in), static_cast<T *>(out), space, lin, lout,
-        count);
+        static_cast<const T *>(in), static_cast<T *>(out), dims, layoutIn,
+        layoutOut, count);
     return lastError();
   });
 }
@@ -477,11 +573,44 @@ int launchReduce(StreamHandle stream, body::ReduceOp op, ElemType type,
   int64_t count = product(keptSpace);
   if (count == 0)
     return 0;
+  body::Dims keptDims = keptSpace, reducedDims = reducedSpace;
+  body::Strides keptLayout = kept, reducedLayout = reduced;
+  body::Strides *keptLayouts[] = {&keptLayout};
+  body::Strides *reducedLayouts[] = {&reducedLayout};
+  body::collapseDims(keptDims, keptLayouts, 1);
+  body::collapseDims(reducedDims, reducedLayouts, 1);
+  bool rows =
+      reducedDims.rank > 0 && reducedLayout.strides[reducedDims.rank - 1] == 1;
   return dispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
-    reduceKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
-        op, static_cast<const T *>(x), static_cast<T *>(out), keptSpace, kept,
-        reducedSpace, reduced, reduceCount, count);
+    const T *in = static_cast<const T *>(x);
+    T *result = static_cast<T *>(out);
+    auto blocks = [](int64_t tiles) {
+      return static_cast<unsigned>(tiles > 65535 * 16 ? 65535 * 16 : tiles);
+    };
+    if (op == body::ReduceOp::LogSumExp || reduceCount == 0) {
+      // One thread an output, the CPU's order.
+      reduceKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
+          op, in, result, keptDims, keptLayout, reducedDims, reducedLayout,
+          reduceCount, count);
+    } else if (rows && count < 1024) {
+      reduceGroupsKernel<T, kThreads>
+          <<<blocks(count), kThreads, 0, asStream(stream)>>>(
+              op, in, result, keptDims, keptLayout, reducedDims, reducedLayout,
+              reduceCount, count);
+    } else if (rows) {
+      constexpr int kPerBlock = kThreads / 32;
+      reduceGroupsKernel<T, 32><<<blocks((count + kPerBlock - 1) / kPerBlock),
+                                  kThreads, 0, asStream(stream)>>>(
+          op, in, result, keptDims, keptLayout, reducedDims, reducedLayout,
+          reduceCount, count);
+    } else {
+      reduceColumnsKernel<T>
+          <<<blocks((count + kColumnLanes - 1) / kColumnLanes),
+             kColumnLanes * kColumnRows, 0, asStream(stream)>>>(
+              op, in, result, keptDims, keptLayout, reducedDims, reducedLayout,
+              reduceCount, count);
+    }
     return lastError();
   });
 }
@@ -578,10 +707,11 @@ __global__ void cumSumKernel(const T *x, T *y, int64_t length, int64_t inner,
 }
 
 template <typename T, typename I>
-__global__ void gatherElementsKernel(const T *data, const I *indices, T *out,
-                                     body::Dims space, body::Strides strides,
-                                     int axis, int64_t axisSize, int64_t count,
-                                     int *errorFlag) {
+__global__ void
+gatherElementsKernel(const T *data, const I *indices, T *out,
+                     const __grid_constant__ body::Dims space,
+                     const __grid_constant__ body::Strides strides, int axis,
+                     int64_t axisSize, int64_t count, int *errorFlag) {
   REMAT_GRID_LOOP(o, count) {
     int64_t offset = body::scatterTarget(indices, space, strides.strides,
                                          axis, axisSize, o);
@@ -595,8 +725,10 @@ __global__ void gatherElementsKernel(const T *data, const I *indices, T *out,
 }
 
 template <typename T>
-__global__ void padKernel(const T *in, T *out, body::Dims outSpace,
-                          body::Dims inSpace, body::Strides begin,
+__global__ void padKernel(const T *in, T *out,
+                          const __grid_constant__ body::Dims outSpace,
+                          const __grid_constant__ body::Dims inSpace,
+                          const __grid_constant__ body::Strides begin,
                           body::PadMode mode, const T *value, int64_t count) {
   T fill = value ? *value : T(0);
   REMAT_GRID_LOOP(o, count) {
@@ -714,8 +846,9 @@ __global__ void clipKernel(const T *in, const T *lo, const T *hi, T *out,
 }
 
 template <typename T>
-__global__ void tileKernel(const T *in, T *out, body::Dims outSpace,
-                           body::Dims inSpace, int64_t count) {
+__global__ void
+tileKernel(const T *in, T *out, const __grid_constant__ body::Dims outSpace,
+           const __grid_constant__ body::Dims inSpace, int64_t count) {
   REMAT_GRID_LOOP(o, count) out[o] = in[body::tileOffset(outSpace, inSpace, o)];
 }
 
@@ -785,7 +918,8 @@ namespace {
 
 template <typename T>
 __global__ void convKernel(const T *x, const T *w, const T *bias, T *y,
-                           body::ConvShape shape, int64_t count) {
+                           const __grid_constant__ body::ConvShape shape,
+                           int64_t count) {
   REMAT_GRID_LOOP(e, count) { y[e] = body::convElement(shape, x, w, bias, e); }
 }
 
@@ -808,14 +942,16 @@ int launchConv(StreamHandle stream, ElemType type, const void *x,
 namespace {
 
 template <typename T>
-__global__ void poolKernel(const T *x, T *y, body::PoolShape shape, bool max,
-                           int64_t count) {
+__global__ void poolKernel(const T *x, T *y,
+                           const __grid_constant__ body::PoolShape shape,
+                           bool max, int64_t count) {
   REMAT_GRID_LOOP(e, count) { y[e] = body::poolElement(shape, max, x, e); }
 }
 
 template <typename T>
 __global__ void poolGradKernel(const T *dy, const T *x, T *dx,
-                               body::PoolShape shape, int64_t count) {
+                               const __grid_constant__ body::PoolShape shape,
+                               int64_t count) {
   REMAT_GRID_LOOP(e, count) { dx[e] = body::poolGradElement(shape, dy, x, e); }
 }
 

@@ -32,11 +32,11 @@ uint64_t sortTempBytes(int64_t count) {
 }
 
 template <typename I>
-__global__ void targetsKernel(const I *indices, body::Dims updateSpace,
-                              body::Strides dataStrides, int axis,
-                              int64_t axisSize, int64_t *targets,
-                              int64_t *positions, int64_t count,
-                              int *errorFlag) {
+__global__ void
+targetsKernel(const I *indices, const __grid_constant__ body::Dims updateSpace,
+              const __grid_constant__ body::Strides dataStrides, int axis,
+              int64_t axisSize, int64_t *targets, int64_t *positions,
+              int64_t count, int *errorFlag) {
   REMAT_GRID_LOOP(p, count) {
     int64_t target = body::scatterTarget(indices, updateSpace,
                                          dataStrides.strides, axis, axisSize,
@@ -64,11 +64,11 @@ __global__ void combineKernel(const T *data, const T *updates, T *out,
 }
 
 template <typename T, typename I>
-__global__ void scatterNoneKernel(const I *indices, const T *updates, T *out,
-                                  body::Dims updateSpace,
-                                  body::Strides dataStrides, int axis,
-                                  int64_t axisSize, int64_t count,
-                                  int *errorFlag) {
+__global__ void
+scatterNoneKernel(const I *indices, const T *updates, T *out,
+                  const __grid_constant__ body::Dims updateSpace,
+                  const __grid_constant__ body::Strides dataStrides, int axis,
+                  int64_t axisSize, int64_t count, int *errorFlag) {
   REMAT_GRID_LOOP(p, count) {
     int64_t target = body::scatterTarget(indices, updateSpace,
                                          dataStrides.strides, axis, axisSize,

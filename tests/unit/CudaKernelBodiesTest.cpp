@@ -508,30 +508,39 @@ TEST_CASE("cuda bodies: SoftmaxCrossEntropyGrad gives the CPU kernel's bits") {
   }
 }
 
+/// A reduction op and the body's name for it.
+struct ReduceCase {
+  OpKind op;
+  body::ReduceOp body;
+};
+constexpr ReduceCase kReduceCases[] = {
+    {OpKind::ReduceSum, body::ReduceOp::Sum},
+    {OpKind::ReduceMean, body::ReduceOp::Mean},
+    {OpKind::ReduceMax, body::ReduceOp::Max},
+    {OpKind::ReduceL2, body::ReduceOp::L2},
+    {OpKind::ReduceLogSumExp, body::ReduceOp::LogSumExp}};
+
+/// The CPU's \p op of \p x over \p axes (ReduceSum's axes an operand, the
+/// others' an attribute), dims kept.
+TensorDataPtr reduceOnCpu(OpKind op, const TensorDataPtr &x,
+                          const std::vector<int64_t> &axes) {
+  AttrList attrs;
+  bool axesOperand = op == OpKind::ReduceSum;
+  std::vector<TensorDataPtr> operands = {x};
+  if (axesOperand)
+    operands.push_back(ints(DType::I64, {int64_t(axes.size())}, axes));
+  else
+    attrs.set("axes", axes);
+  return runCpu(op, operands, 1, attrs, {false, true})[0];
+}
+
 TEST_CASE("cuda bodies: reductions sum in the CPU's order") {
   Dims dims = {3, 4, 5};
   auto x = randomFloats(dims, 11);
   std::vector<int64_t> strides = rowMajor(dims);
-  struct Case {
-    OpKind op;
-    body::ReduceOp body;
-  } cases[] = {{OpKind::ReduceSum, body::ReduceOp::Sum},
-               {OpKind::ReduceMean, body::ReduceOp::Mean},
-               {OpKind::ReduceMax, body::ReduceOp::Max},
-               {OpKind::ReduceL2, body::ReduceOp::L2},
-               {OpKind::ReduceLogSumExp, body::ReduceOp::LogSumExp}};
-  for (const Case &c : cases) {
+  for (const ReduceCase &c : kReduceCases) {
     // Reduce axes 0 and 2, keep dims.
-    auto axes = ints(DType::I64, {2}, {0, 2});
-    AttrList attrs;
-    bool axesOperand = c.op == OpKind::ReduceSum;
-    std::vector<TensorDataPtr> operands =
-        axesOperand ? std::vector<TensorDataPtr>{x, axes}
-                    : std::vector<TensorDataPtr>{x};
-    std::vector<bool> constant = {false, true};
-    if (!axesOperand)
-      attrs.set("axes", std::vector<int64_t>{0, 2});
-    auto y = runCpu(c.op, operands, 1, attrs, constant);
+    auto y = std::vector<TensorDataPtr>{reduceOnCpu(c.op, x, {0, 2})};
     body::Dims keptSpace = toDims({4}), reducedSpace = toDims({3, 5});
     body::Strides kept, reduced;
     kept.strides[0] = strides[1];
@@ -542,6 +551,174 @@ TEST_CASE("cuda bodies: reductions sum in the CPU's order") {
                                            kept, reducedSpace, reduced, 15, o),
                        elems<float>(y[0])[o]));
   }
+}
+
+/// What reduceGroupsKernel and reduceColumnsKernel compute for output
+/// \p o with \p group threads: each thread's partial, then the fixed tree.
+float parallelReduce(body::ReduceOp op, const float *x, int64_t base,
+                     const body::Dims &reducedSpace,
+                     const body::Strides &reduced, int64_t reduceCount,
+                     int group) {
+  std::vector<float> partial(size_t(group), 0.f);
+  for (int t = 0; t < group; ++t)
+    partial[size_t(t)] = body::reducePartial(op, x, base, reducedSpace, reduced,
+                                             reduceCount, t, group);
+  for (int s = group / 2; s > 0; s /= 2)
+    for (int t = 0; t < s; ++t)
+      partial[size_t(t)] =
+          body::reduceCombine(op, partial[size_t(t)], partial[size_t(t + s)]);
+  return body::reduceFinish(op, partial[0], reduceCount);
+}
+
+TEST_CASE("cuda bodies: the parallel reductions' tree against the CPU") {
+  // 3 x 70 x 5, reducing axes 0 and 2 (15 per output, fewer than some
+  // groups' threads) and axis 1 (70).
+  Dims dims = {3, 70, 5};
+  auto x = randomFloats(dims, 21);
+  std::vector<int64_t> strides = rowMajor(dims);
+  for (const ReduceCase &c : kReduceCases) {
+    if (c.body == body::ReduceOp::LogSumExp)
+      continue; // reduceElement's two passes, not the tree
+    for (bool middle : {false, true}) {
+      std::vector<int64_t> axes =
+          middle ? std::vector<int64_t>{1} : std::vector<int64_t>{0, 2};
+      auto y = std::vector<TensorDataPtr>{reduceOnCpu(c.op, x, axes)};
+      body::Dims keptSpace, reducedSpace;
+      body::Strides kept, reduced;
+      for (int d = 0; d < 3; ++d) {
+        bool isReduced = middle ? d == 1 : d != 1;
+        body::Dims &space = isReduced ? reducedSpace : keptSpace;
+        body::Strides &layout = isReduced ? reduced : kept;
+        layout.strides[space.rank] = strides[size_t(d)];
+        space.dims[space.rank++] = dims[size_t(d)];
+      }
+      int64_t reduceCount = middle ? 70 : 15, count = middle ? 15 : 70;
+      for (int group : {1, 32, 256}) {
+        for (int64_t o = 0; o < count; ++o) {
+          float got = parallelReduce(c.body, elems<float>(x),
+                                     body::offsetOf(keptSpace, kept, o),
+                                     reducedSpace, reduced, reduceCount, group);
+          float expected = elems<float>(y[0])[o];
+          INFO(int(c.op), " middle ", middle, " group ", group, " o ", o);
+          if (c.body == body::ReduceOp::Max || group == 1)
+            REQUIRE(sameBits(got, expected)); // Max, and the CPU's order
+          else
+            REQUIRE(got == doctest::Approx(expected).epsilon(1e-6));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda bodies: the parallel Max lets NaN win, starting from -inf") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  body::Dims space;
+  space.rank = 1;
+  space.dims[0] = 5;
+  body::Strides layout;
+  layout.strides[0] = 1;
+  std::vector<float> withNaN = {1, 2, nan, 7, 3};
+  for (int group : {1, 2, 4, 32})
+    CHECK(std::isnan(parallelReduce(body::ReduceOp::Max, withNaN.data(), 0,
+                                    space, layout, 5, group)));
+  std::vector<float> allLow = {-inf, -inf, -inf, -inf, -inf};
+  CHECK(parallelReduce(body::ReduceOp::Max, allLow.data(), 0, space, layout, 5,
+                       32) == -inf);
+}
+
+TEST_CASE("cuda bodies: collapseDims merges what every layout steps alike") {
+  // A same-shape Add of [2, 3, 4]: one dim of 24.
+  body::Dims space = toDims({2, 3, 4});
+  body::Strides a, b;
+  for (int d = 0; d < 3; ++d)
+    a.strides[d] = b.strides[d] = rowMajor({2, 3, 4})[size_t(d)];
+  body::Strides *both[] = {&a, &b};
+  body::collapseDims(space, both, 2);
+  CHECK(space.rank == 1);
+  CHECK(space.dims[0] == 24);
+  CHECK(a.strides[0] == 1);
+  CHECK(b.strides[0] == 1);
+
+  // A bias [4] broadcast over [2, 3, 4], size-1 dims dropped: [6, 4].
+  space = toDims({2, 1, 3, 4});
+  body::Strides full, bias;
+  for (int d = 0; d < 4; ++d)
+    full.strides[d] = rowMajor({2, 1, 3, 4})[size_t(d)];
+  bias.strides[3] = 1;
+  body::Strides *broadcast[] = {&full, &bias};
+  body::collapseDims(space, broadcast, 2);
+  REQUIRE(space.rank == 2);
+  CHECK(space.dims[0] == 6);
+  CHECK(space.dims[1] == 4);
+  CHECK(full.strides[0] == 4);
+  CHECK(full.strides[1] == 1);
+  CHECK(bias.strides[0] == 0);
+  CHECK(bias.strides[1] == 1);
+  CHECK(bias.strides[2] == 0);
+
+  // A transpose [2, 3, 4] -> [3, 2, 4] read through permuted strides keeps
+  // three dims apart from ... nothing: dims 1 and 2 of the space (2, 4) do
+  // not merge for the input (stride 12 then 1).
+  space = toDims({3, 2, 4});
+  body::Strides in, out;
+  in.strides[0] = 4, in.strides[1] = 12, in.strides[2] = 1;
+  for (int d = 0; d < 3; ++d)
+    out.strides[d] = rowMajor({3, 2, 4})[size_t(d)];
+  body::Strides before = in;
+  body::Strides *copy[] = {&in, &out};
+  body::collapseDims(space, copy, 2);
+  CHECK(space.rank == 3);
+  CHECK(in.strides[1] == before.strides[1]);
+
+  // The same elements in the same order: every offset of a random layout.
+  body::Dims original = toDims({3, 1, 4, 5, 1});
+  body::Strides layoutA, layoutB;
+  std::vector<int64_t> rm = rowMajor({3, 1, 4, 5, 1});
+  for (int d = 0; d < 5; ++d) {
+    layoutA.strides[d] = rm[size_t(d)];
+    layoutB.strides[d] = d == 2 ? 0 : rm[size_t(d)] * 2;
+  }
+  layoutB.base = 7;
+  body::Dims merged = original;
+  body::Strides mergedA = layoutA, mergedB = layoutB;
+  body::Strides *two[] = {&mergedA, &mergedB};
+  body::collapseDims(merged, two, 2);
+  CHECK(merged.rank < original.rank);
+  for (int64_t i = 0; i < 60; ++i) {
+    CHECK(body::offsetOf(merged, mergedA, i) ==
+          body::offsetOf(original, layoutA, i));
+    CHECK(body::offsetOf(merged, mergedB, i) ==
+          body::offsetOf(original, layoutB, i));
+  }
+}
+
+TEST_CASE("cuda bodies: offsetOf's 32-bit path splits indices as 64-bit does") {
+  // 64-bit reference: the plain division.
+  auto reference = [](const body::Dims &space, const body::Strides &layout,
+                      int64_t linear) {
+    int64_t offset = layout.base;
+    for (int d = space.rank - 1; d >= 0; --d) {
+      offset += (linear % space.dims[d]) * layout.strides[d];
+      linear /= space.dims[d];
+    }
+    return offset;
+  };
+  body::Dims space = toDims({7, 3, 11, 2});
+  body::Strides layout;
+  layout.base = 5;
+  layout.strides[0] = 1000, layout.strides[1] = 0, layout.strides[2] = 3,
+  layout.strides[3] = -1;
+  for (int64_t i = 0; i < 7 * 3 * 11 * 2; ++i)
+    REQUIRE(body::offsetOf(space, layout, i) == reference(space, layout, i));
+  // Dims of 2^32 and more, and indices past 2^32 (the 64-bit path).
+  body::Dims huge = toDims({3, int64_t(1) << 33});
+  body::Strides hugeLayout;
+  hugeLayout.strides[0] = int64_t(1) << 33, hugeLayout.strides[1] = 1;
+  for (int64_t i : {int64_t(0), int64_t(5), int64_t(UINT32_MAX),
+                    (int64_t(1) << 33) + 9, 3 * (int64_t(1) << 33) - 1})
+    CHECK(body::offsetOf(huge, hugeLayout, i) ==
+          reference(huge, hugeLayout, i));
 }
 
 TEST_CASE("cuda bodies: Gather and Transpose offsets") {
