@@ -533,7 +533,8 @@ llvm::Expected<StepsResult> runSteps(const ir::Graph &g, Prepared &prepared,
     times.push_back(result->seconds);
     out.nodeTimes.push_back(result->nodeSeconds);
     llvm::outs() << "step " << step << ":";
-    llvm::json::Object stepStat{{"seconds", result->seconds}};
+    llvm::json::Object stepStat{{"seconds", result->seconds},
+                                {"output_seconds", result->outputSeconds}};
     if (lossIndex >= 0) {
       auto loss = result->outputs[size_t(lossIndex)].toData();
       llvm::outs() << " loss " << llvm::format("%.6f", loss->getDouble(0));
@@ -542,6 +543,12 @@ llvm::Expected<StepsResult> runSteps(const ir::Graph &g, Prepared &prepared,
     stepStats.push_back(std::move(stepStat));
     llvm::outs() << "  time " << llvm::format("%.1f", result->seconds * 1e3)
                  << " ms";
+    // Not in the step's time: a GPU's outputs (the gradients) crossing
+    // the bus, which a training loop leaves on the device.
+    if (result->outputSeconds >= 0.5e-3)
+      llvm::outs() << " (+ "
+                   << llvm::format("%.1f", result->outputSeconds * 1e3)
+                   << " ms copying the outputs to the host)";
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     uint64_t weightBytes = 0, inputBytes = 0;

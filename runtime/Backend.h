@@ -45,8 +45,12 @@ struct RunResult {
   /// weights); holding them while the next step runs costs that step a
   /// fresh arena.
   std::vector<OwnedTensor> outputs;
-  /// The step's time on the device's clock (Device::now).
+  /// The step's time on the device's clock (Device::now): from its start to
+  /// the end of its last kernel, outputs not yet copied to the host.
   double seconds = 0;
+  /// The time then taken to bring the outputs to the host (a GPU's
+  /// gradients cross the bus; the CPU's outputs are views, about 0).
+  double outputSeconds = 0;
   /// The most bytes of intermediate tensors live at once during the step
   /// (graph inputs excluded; graph outputs included while live).
   uint64_t peakBytes = 0;

@@ -357,6 +357,11 @@ llvm::Expected<RunResult> Executor::run(llvm::ArrayRef<Tensor> inputs) {
     releaseAll();
     return std::move(err);
   }
+  auto computed = device_.now();
+  if (!computed) {
+    releaseAll();
+    return computed.takeError();
+  }
   for (const ir::Value *output : graph_.getOutputs()) {
     const LiveTensor &source = live.find(output)->second;
     if (output->isGraphInput()) {
@@ -387,7 +392,8 @@ llvm::Expected<RunResult> Executor::run(llvm::ArrayRef<Tensor> inputs) {
   auto end = device_.now();
   if (!end)
     return end.takeError();
-  result.seconds = *end - *start;
+  result.seconds = *computed - *start;
+  result.outputSeconds = *end - *computed;
   return std::move(result);
 }
 
