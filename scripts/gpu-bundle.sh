@@ -102,7 +102,7 @@ cp -r tests/onnx/Inputs "$bundle/tests/onnx/Inputs"
 cp tests/tools/Inputs/remat-mlp.rir tests/tools/Inputs/preln.rir \
   tests/tools/Inputs/bert-tiny-nodrop.json "$bundle/tests/tools/Inputs/"
 cp scripts/gpu-check.sh scripts/gpu_torch_bench.py "$bundle/"
-git -C "$root" rev-parse HEAD >"$bundle/COMMIT" 2>/dev/null || true
+git -C "$root" describe --always --dirty --abbrev=40 >"$bundle/COMMIT" 2>/dev/null || true
 
 size_kib=$(du -sk "$bundle" | cut -f1)
 echo "gpu-bundle: $bundle: $((size_kib / 1024)) MiB ($size_kib KiB), limit $limit_mib MiB"

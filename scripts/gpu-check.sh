@@ -9,7 +9,13 @@
 #   (d) device memory in use against the plan
 #   (e) bert-base and bert-large, seq 512, batch 8: one training step per
 #       remat strategy (time, device memory), and PyTorch eager
-#       BertForMaskedLM with and without gradient_checkpointing_enable()
+#       BertForMaskedLM with and without gradient_checkpointing_enable(),
+#       eager attention and PyTorch's fused (sdpa)
+#   (f) bert-large's step without remat, each node timed alone: the 15
+#       slowest ops (remat-run --profile; the JSON beside the log)
+# GPU_CHECK_PARTS=bf, say, runs only those parts (default: all);
+# GPU_CHECK_MODELS=bert-large, say, the models of (e) (default: bert-large
+# bert-base).
 # Without a GPU it stops after the library check with a message and exit 2.
 # GPU_CHECK_DRY_RUN=1 runs every step on the CPU backend at bert-tiny's size
 # instead (to check this script and the bundle on a machine without a GPU).
@@ -39,7 +45,10 @@ run() {
   [ "$rc" -eq 124 ] && say "gpu-check: timed out after $limit s"
   return "$rc"
 }
-backend=cuda big_models="bert-large bert-base" big_bind=batch=8,seq=512
+# GPU_CHECK_PARTS picks the parts to run (default all: abcdef).
+parts=${GPU_CHECK_PARTS:-abcdef}
+part() { [[ "$parts" == *"$1"* ]]; }
+backend=cuda big_models=${GPU_CHECK_MODELS:-bert-large bert-base} big_bind=batch=8,seq=512
 torch_args=(--batch 8 --seq 512) mid_model=bert-base
 if [ "${GPU_CHECK_DRY_RUN:-0}" = 1 ]; then
   backend=cpu big_models=bert-tiny big_bind=batch=2,seq=16 mid_model=bert-tiny
@@ -108,6 +117,7 @@ if [ $? -eq 77 ] && [ "$backend" = cuda ]; then
   exit 2
 fi
 
+if part a; then
 say ""; say "== (a) every CUDA kernel against the CPU backend"
 # A model the CPU cannot run fails (no reference): leave out the f16
 # arithmetic the CPU lacks.
@@ -117,17 +127,36 @@ for f in "$tests"/onnx/Inputs/*.rir; do
 done
 run 120 "$bin/remat-cuda-tests" --backend $backend "${kernel_inputs[@]}" \
   "$tests/tools/Inputs/remat-mlp.rir" "$tests/tools/Inputs/preln.rir"
+fi
 
+if part b; then
 say ""; say "== (b) bert-tiny and the fixtures: loss and gradients against the CPU"
 train="canonicalize,autodiff,dce,schedule,plan-memory"
 run 90 "$bin/remat-cuda-tests" --backend $backend --rtol 1e-4 --bind batch=2,seq=16 --pipeline "$train" \
   "$models/bert-tiny.json"
 for fixture in "$tests"/fixtures/*/; do
-  bind=$("$py" -c "import json,sys; d=json.load(open(sys.argv[1]))['dims']; print(','.join('%s=%s'%kv for kv in d.items()))" "$fixture/params.json" 2>/dev/null)
+  # The fixture's dims that its model's inputs declare (ViT has no seq),
+  # all of them where onnx is missing.
+  bind=$("$py" - "$fixture" 2>/dev/null <<'PY'
+import json, sys
+dims = json.load(open(sys.argv[1] + "/params.json"))["dims"]
+try:
+    import onnx
+    model = onnx.load(sys.argv[1] + "/model.onnx", load_external_data=False)
+    declared = {d.dim_param for i in model.graph.input
+                for d in i.type.tensor_type.shape.dim}
+    dims = {k: v for k, v in dims.items() if k in declared}
+except ImportError:
+    pass
+print(",".join("%s=%s" % kv for kv in dims.items()))
+PY
+)
   run 60 "$bin/remat-cuda-tests" --backend $backend --rtol 1e-4 ${bind:+--bind "$bind"} --pipeline "$train" \
     "$fixture/model.onnx"
 done
+fi
 
+if part c; then
 say ""; say "== (c) remat'ed against un-remat'ed on the GPU, bitwise"
 for strategy in every-layer sqrt "auto --budget 95%" "selective --budget 95%"; do
   run 90 "$bin/remat-run" "$models/bert-tiny.json" --bind batch=4,seq=64 \
@@ -135,11 +164,15 @@ for strategy in every-layer sqrt "auto --budget 95%" "selective --budget 95%"; d
 done
 run 120 "$bin/remat-run" "$models/$mid_model.json" --bind batch=2,seq=128 \
   --strategy every-layer --check-equivalence --backend $backend
+fi
 
+if part d; then
 say ""; say "== (d) device memory against the plan"
 run 120 "$bin/remat-run" "$models/$mid_model.json" --bind batch=8,seq=128 \
   --plan-memory --steps 2 --backend $backend
+fi
 
+if part e; then
 say ""; say "== (e) bert-base and bert-large, seq 512, batch 8, one step per strategy"
 # Per model (bert-large first: the goals are about it): one run per
 # strategy, then PyTorch eager with and without per-layer checkpointing.
@@ -166,14 +199,28 @@ for model in $big_models; do
       [ -n "$every_layer_peak" ] && every_layer_peak=$((every_layer_peak + 1))
     fi
   done
-  for ckpt in "" --checkpointing; do
-    elapsed=$(( $(date +%s) - start ))
-    if [ "$elapsed" -gt 440 ]; then
-      say "gpu-check: skipping PyTorch $model $ckpt: $elapsed s used"
-      continue
-    fi
-    run 60 "$py" "$here/gpu_torch_bench.py" "$models/$model.json" \
-      "${torch_args[@]}" $ckpt
+  # Eager attention computes what remat does; sdpa is PyTorch's fused
+  # attention (no seq x seq probabilities kept), for reference.
+  for attention in eager sdpa; do
+    for ckpt in "" --checkpointing; do
+      elapsed=$(( $(date +%s) - start ))
+      if [ "$elapsed" -gt 440 ]; then
+        say "gpu-check: skipping PyTorch $model $attention $ckpt: $elapsed s used"
+        continue
+      fi
+      run 60 "$py" "$here/gpu_torch_bench.py" "$models/$model.json" \
+        "${torch_args[@]}" --attention $attention $ckpt
+    done
   done
 done
+fi
+
+if part f; then
+say ""; say "== (f) where bert-large's step spends its time (no remat, per node)"
+# Every node timed alone (the stream synchronized around it): the 15
+# slowest ops and the fitted GEMM rate and bandwidth.
+run 120 "$bin/remat-run" "$models/${big_models%% *}.json" --bind "$big_bind" \
+  --strategy none --steps 2 --backend $backend --profile "${log%.log}-profile.json"
+fi
+
 say ""; say "gpu-check: done in $(( $(date +%s) - start )) s; log: $log"

@@ -3,8 +3,12 @@
 scripts/gpu-check.sh (e): step time and peak device memory, with and without
 gradient_checkpointing_enable(). f32 with TF32 off (remat's default), dropout
 on, labels with about one in eight ignored (-100) as remat-run generates.
+Attention is Hugging Face's eager implementation (softmax(QK^T) as remat
+computes it) unless --attention sdpa picks PyTorch's fused attention, which
+keeps no seq x seq probabilities; the line printed names the one that ran.
 
 usage: gpu_torch_bench.py MODEL.json --batch 8 --seq 512 [--checkpointing]
+                          [--attention eager|sdpa]
 """
 import argparse
 import json
@@ -19,6 +23,8 @@ def main():
     parser.add_argument("--seq", type=int, default=512)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--checkpointing", action="store_true")
+    parser.add_argument("--attention", choices=["eager", "sdpa"],
+                        default="eager")
     parser.add_argument("--device", default="cuda",
                         help="cpu: a dry run of this script without a GPU")
     args = parser.parse_args()
@@ -42,10 +48,17 @@ def main():
             "max_position_embeddings", "type_vocab_size", "layer_norm_eps",
             "hidden_dropout_prob", "attention_probs_dropout_prob",
             "initializer_range"]
-    config = BertConfig(**{k: cfg[k] for k in keys if k in cfg})
-    config.attn_implementation = "eager"
+    # As a constructor argument: set afterwards as an attribute it is
+    # ignored, and Hugging Face picks sdpa.
+    config = BertConfig(**{k: cfg[k] for k in keys if k in cfg},
+                        attn_implementation=args.attention)
     torch.manual_seed(0)
     model = BertForMaskedLM(config).to(dev).train()
+    attention = getattr(model.config, "_attn_implementation", args.attention)
+    if attention != args.attention:
+        print(f"pytorch: error: asked for {args.attention} attention, "
+              f"the model runs {attention}", file=sys.stderr)
+        return 1
     if args.checkpointing:
         model.gradient_checkpointing_enable()
     b, s = args.batch, args.seq
@@ -73,7 +86,8 @@ def main():
     peak = torch.cuda.max_memory_allocated() if cuda else 0
     name = cfg.get("name", args.config.rsplit("/", 1)[-1])
     print(f"pytorch {torch.__version__} {name} batch {b} seq {s} "
-          f"{'checkpointing' if args.checkpointing else 'no checkpointing'}: "
+          f"{'checkpointing' if args.checkpointing else 'no checkpointing'}, "
+          f"{attention} attention: "
           f"loss {out.loss.item():.4f}  median step {times[len(times)//2]*1e3:.1f} ms  "
           f"peak allocated {peak/2**20:.0f} MiB (weights etc. before the step "
           f"{base/2**20:.0f} MiB)  on {torch.cuda.get_device_name() if cuda else dev}")
