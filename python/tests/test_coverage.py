@@ -68,6 +68,29 @@ def test_one_architecture(tmp_path):
     assert doc.read_text() == "# no generated section\n"
 
 
+def test_a_dynamo_export_whose_parameters_were_folded_is_exported_again(tmp_path):
+    """Gemma's norms compute `1 + weight`: the dynamo exporter's optimizer folds that into a
+    new initializer, and no initializer is torch's parameter. The harness exports the case
+    again without the optimizer, says so, and the case passes."""
+    pytest.importorskip("onnxscript", reason="the dynamo exporter needs onnxscript")
+    if not REMAT_OPT:
+        pytest.skip("REMAT_OPT is not set (ctest sets it to the build's remat-opt)")
+    remat_run = pathlib.Path(REMAT_OPT).parent / "remat-run"
+    out = tmp_path / "coverage.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests/fixtures/coverage.py"), "--remat-opt", REMAT_OPT,
+         "--remat-run", str(remat_run), "--only", "^GemmaForCausalLM/dynamo$",
+         "--exporters", "dynamo", "--timeout", "240", "--out", str(out),
+         "--work", str(tmp_path / "work")],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    [res] = json.loads(out.read_text())["results"]
+    assert res["stages"] == {s: "ok" for s in
+                             ("config", "export", "import", "train", "remat", "dropout")}
+    assert "params without initializer ['model.model.layers.0.input_layernorm.weight'" in \
+        res["dynamo_optimizer_off"]
+
+
 def test_a_missing_gradient_is_zero_only_where_torchs_is_zero():
     """remat-run writes no gradient for a weight with no differentiable path to the loss
     (MRA's query at the tiny config): that matches torch's gradient when it is all zeros,
