@@ -21,7 +21,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 REMAT_OPT = os.environ.get("REMAT_OPT")
 
 
-def test_one_architecture(tmp_path):
+def run_case(tmp_path, case, exporter):
+    """Runs the harness on the one case `case` ('Class/exporter'); returns the finished
+    process and the results file."""
     if not REMAT_OPT:
         pytest.skip("REMAT_OPT is not set (ctest sets it to the build's remat-opt)")
     remat_run = pathlib.Path(REMAT_OPT).parent / "remat-run"
@@ -30,11 +32,15 @@ def test_one_architecture(tmp_path):
     out = tmp_path / "coverage.json"
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests/fixtures/coverage.py"), "--remat-opt", REMAT_OPT,
-         "--remat-run", str(remat_run), "--only", "^GPT2LMHeadModel/ts17$",
-         "--exporters", "ts17", "--timeout", "240", "--out", str(out),
-         "--work", str(tmp_path / "work")],
+         "--remat-run", str(remat_run), "--only", f"^{case}$", "--exporters", exporter,
+         "--timeout", "240", "--out", str(out), "--work", str(tmp_path / "work")],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    return done, out
+
+
+def test_one_architecture(tmp_path):
+    done, out = run_case(tmp_path, "GPT2LMHeadModel/ts17", "ts17")
     assert "[1/1 " in done.stderr and "GPT2LMHeadModel/ts17" in done.stderr
     doc = json.loads(out.read_text())
     assert not doc["partial"]
@@ -73,17 +79,7 @@ def test_a_dynamo_export_whose_parameters_were_folded_is_exported_again(tmp_path
     new initializer, and no initializer is torch's parameter. The harness exports the case
     again without the optimizer, says so, and the case passes."""
     pytest.importorskip("onnxscript", reason="the dynamo exporter needs onnxscript")
-    if not REMAT_OPT:
-        pytest.skip("REMAT_OPT is not set (ctest sets it to the build's remat-opt)")
-    remat_run = pathlib.Path(REMAT_OPT).parent / "remat-run"
-    out = tmp_path / "coverage.json"
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "tests/fixtures/coverage.py"), "--remat-opt", REMAT_OPT,
-         "--remat-run", str(remat_run), "--only", "^GemmaForCausalLM/dynamo$",
-         "--exporters", "dynamo", "--timeout", "240", "--out", str(out),
-         "--work", str(tmp_path / "work")],
-        capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    _, out = run_case(tmp_path, "GemmaForCausalLM/dynamo", "dynamo")
     [res] = json.loads(out.read_text())["results"]
     assert res["stages"] == {s: "ok" for s in
                              ("config", "export", "import", "train", "remat", "dropout")}
