@@ -50,6 +50,12 @@ StepFlags::StepFlags(cl::OptionCategory &category)
                  cl::desc("Embedding rows that get no gradient from their "
                           "lookups, as torch's nn.Embedding(padding_idx)"),
                  cl::value_desc("name=row,..."), cl::cat(category)),
+      scalarWeights(
+          "scalar-weights",
+          cl::desc("One-element float initializers of an .onnx model to "
+                   "train as weights; others import as constants, as "
+                   "exporters write scalars like epsilon: names or globs"),
+          cl::value_desc("name|glob,..."), cl::cat(category)),
       optimizer("optimizer",
                 cl::desc("Append the weight update to the training step "
                          "(adds the optimizer pass to the default pipeline)"),
@@ -125,6 +131,9 @@ llvm::Error StepFlags::validate() const {
     return err;
   if (auto err =
           checkWeightList(paddingIdx, passes::AutodiffPass::parsePaddingIdx))
+    return err;
+  if (auto err =
+          checkWeightList(scalarWeights, passes::AutodiffPass::parseFreeze))
     return err;
   if (optimizer.getNumOccurrences() && optimizer != "sgd" &&
       optimizer != "adamw")

@@ -33,6 +33,7 @@ struct StepFlags {
   llvm::cl::opt<std::string> unusedWeights;
   llvm::cl::opt<std::string> freeze;
   llvm::cl::opt<std::string> paddingIdx;
+  llvm::cl::opt<std::string> scalarWeights;
   /// The optimizer pass's options (--optimizer adds it to the pipeline).
   llvm::cl::opt<std::string> optimizer;
   llvm::cl::opt<std::string> lr;

@@ -123,6 +123,7 @@ llvm::Error runOpt(const OptOptions &options, llvm::raw_ostream &diag) {
 
   LoadOptions loadOptions;
   loadOptions.bind = options.bind;
+  loadOptions.scalarWeights = options.scalarWeights;
   loadOptions.splitInputFile = options.splitInputFile;
   using Clock = std::chrono::steady_clock;
   auto readStart = Clock::now();
@@ -276,6 +277,7 @@ int optMain(int argc, char **argv) {
   options.splitInputFile = splitInputFile;
   options.printIr = printIr;
   options.bind = flags.bind;
+  options.scalarWeights = flags.scalarWeights;
   options.externalData = externalData;
   options.printMemory = flags.printMemory;
   options.reportPath = flags.report;

@@ -33,6 +33,8 @@ struct OptOptions {
   /// Symbolic dims of an .onnx input or batch/seq of a BERT config:
   /// "batch=2,seq=16".
   std::string bind;
+  /// One-element initializers to import as weights (--scalar-weights).
+  std::string scalarWeights;
   /// Weights of an .onnx output go to a side file `<output>.data`.
   bool externalData = false;
   /// Print the peak memory breakdown of each graph after the pipeline.

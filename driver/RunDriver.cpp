@@ -800,6 +800,7 @@ int runMain(int argc, char **argv) {
   ir::LoadBudget loadBudget;
   LoadOptions loadOptions;
   loadOptions.bind = flags.bind;
+  loadOptions.scalarWeights = flags.scalarWeights;
   auto graph = loadModel(model, loadOptions);
   if (!graph)
     return reportError(graph.takeError());

@@ -106,6 +106,8 @@ llvm::Expected<Measurement> measureRow(const SweepRow &row,
   std::vector<std::string> args = {options.runTool, options.model};
   if (!options.bind.empty())
     args.push_back("--bind=" + options.bind);
+  if (!options.scalarWeights.empty())
+    args.push_back("--scalar-weights=" + options.scalarWeights);
   args.push_back("--strategy=" + row.strategy);
   if (!row.budget.empty())
     args.push_back("--budget=" + std::to_string(row.budgetBytes));
@@ -275,6 +277,7 @@ llvm::Error planPoints(const SweepRunOptions &options,
   auto start = std::chrono::steady_clock::now();
   LoadOptions loadOptions;
   loadOptions.bind = options.bind;
+  loadOptions.scalarWeights = options.scalarWeights;
   loadOptions.initWeights = false;
   auto graph = loadModel(options.model, loadOptions);
   if (!graph)
@@ -550,6 +553,7 @@ int sweepMain(int argc, char **argv) {
   SweepRunOptions options;
   options.model = model;
   options.bind = flags.bind;
+  options.scalarWeights = flags.scalarWeights;
   options.sweep.strategies = splitList(strategiesFlag);
   options.sweep.budgets = splitList(budgetsFlag);
   // "80%,,min" is a typo, not two budgets: splitList() would drop the gap.

@@ -20,6 +20,8 @@ struct SweepRunOptions {
   /// A .rir, .onnx or BERT config .json, and its bound dims ("batch=4,...").
   std::string model;
   std::string bind;
+  /// --scalar-weights, for the planning and every measured run.
+  std::string scalarWeights;
   /// The strategies, budgets and cost profile to plan with.
   SweepOptions sweep;
   /// The optimizer and its options (the training step's weight update),

@@ -8,6 +8,7 @@
 #include "ir/Parser.h"
 #include "ir/Support.h"
 #include "passes/FoldingPolicy.h"
+#include "passes/Passes.h"
 #include "runtime/cpu/Evaluator.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -68,9 +69,17 @@ loadModels(llvm::StringRef path, const LoadOptions &options) {
   if (auto err = onnx_frontend::parseBindings(options.bind, bindings))
     return std::move(err);
 
+  if (!options.scalarWeights.empty() && *format != ModelFormat::Onnx)
+    return makeError("--scalar-weights applies to .onnx inputs; '" + path +
+                     "' has no initializers");
   if (*format == ModelFormat::Onnx) {
     onnx_frontend::ImportOptions importOptions;
     importOptions.bindings = std::move(bindings);
+    auto scalarWeights = passes::AutodiffPass::parseFreeze(options.scalarWeights);
+    if (!scalarWeights)
+      return makeError("--scalar-weights: " +
+                       errorToString(scalarWeights.takeError()));
+    importOptions.scalarWeights = std::move(*scalarWeights);
     importOptions.evaluator =
         passes::makeFoldingEvaluator(runtime::cpu::makeCpuEvaluator());
     auto graph = onnx_frontend::importOnnxFile(path, importOptions);

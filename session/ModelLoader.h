@@ -30,6 +30,10 @@ struct LoadOptions {
   /// Give a BERT config's weights their initial values (see
   /// bert::BertBuildOptions::initWeights).
   bool initWeights = true;
+  /// "logit_scale,*.alpha_*": one-element float initializers of an .onnx
+  /// model to import as weights (onnx_frontend::ImportOptions::
+  /// scalarWeights). An error for other inputs.
+  std::string scalarWeights;
 };
 
 /// Reads every graph in \p path: .rir (one per chunk with splitInputFile),

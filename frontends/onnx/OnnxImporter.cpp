@@ -894,6 +894,14 @@ Error Importer::importInitializers() {
   for (const onnx::ValueInfoProto &info : graphProto_.input())
     listed[info.name()] = &info;
 
+  std::vector<bool> scalarWeightUsed(options_.scalarWeights.size(), false);
+  auto isScalarWeight = [&](llvm::StringRef name) {
+    bool matched = false;
+    for (size_t i = 0; i < options_.scalarWeights.size(); ++i)
+      if (options_.scalarWeights[i].second.match(name))
+        matched = scalarWeightUsed[i] = true;
+    return matched;
+  };
   for (onnx::TensorProto &tensor : *graphProto_.mutable_initializer()) {
     if (tensor.name().empty())
       return fileError("an initializer has an empty name");
@@ -903,9 +911,10 @@ Error Importer::importInitializers() {
       return data.takeError();
     releasePayload(tensor);
     const TensorType &type = (*data)->getType();
-    bool isWeight =
-        isFloat(type.getDType()) &&
-        (options_.singleElementWeights || type.getNumElements() != 1);
+    bool isWeight = isFloat(type.getDType()) &&
+                    (options_.singleElementWeights ||
+                     type.getNumElements() != 1 ||
+                     isScalarWeight(tensor.name()));
     if (isWeight) {
       Value *weight = graph_->addInput(tensor.name(), type, /*isWeight=*/true);
       weight->setData(*data);
@@ -923,6 +932,10 @@ Error Importer::importInitializers() {
                                    "initializer '" + tensor.name() + "'"))
         return err;
   }
+  for (size_t i = 0; i < options_.scalarWeights.size(); ++i)
+    if (!scalarWeightUsed[i])
+      return fileError("scalar weight '" + options_.scalarWeights[i].first +
+                       "' matches no one-element float initializer");
   return Error::success();
 }
 

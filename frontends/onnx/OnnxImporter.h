@@ -16,8 +16,11 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/GlobPattern.h"
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace remat::onnx_frontend {
 
@@ -31,6 +34,10 @@ struct ImportOptions {
   /// which must stay constants so that they are neither trained nor opaque
   /// to shape inference. Set this to import them as weights as well.
   bool singleElementWeights = false;
+  /// One-element float initializers to import as weights all the same (a
+  /// trainable scalar: CLIP's logit_scale, an activation's learned slope),
+  /// by name or glob; each pattern must match one, or import fails.
+  std::vector<std::pair<std::string, llvm::GlobPattern>> scalarWeights;
   /// Evaluates a node whose operands are all constants (and is at most
   /// 16 MiB) so that it becomes a Constant; a node it refuses stays. Required:
   /// shape subgraphs must fold for shapes to be static. The driver gives the
