@@ -107,17 +107,19 @@ def bind_small(dims):
     return ",".join(f"{k}={v}" for k, v in (("batch", 2), ("seq", 16)) if k in dims)
 
 
-def train_step(remat_opt, remat_run, fx, work, name, freeze=(), padding=()):
+def train_step(remat_opt, remat_run, fx, work, name, freeze=(), padding=(), scalars=()):
     """One CPU training step against torch's loss and gradients; \\returns a summary.
     \\p freeze names the initializers torch does not train (remat-opt --freeze), \\p padding
     gives (initializer, row) for the embeddings torch looks up with a padding_idx
-    (remat-opt --padding-idx)."""
+    (remat-opt --padding-idx), \\p scalars the one-element initializers torch trains
+    (remat-opt --scalar-weights)."""
     params = json.loads((fx / "params.json").read_text())
     graph = work / f"{name}.train.rir"
     run(remat_opt, fx / "model.onnx", "--bind", bind_small(bind_for(fx)),
         "-p", "canonicalize,disable-dropout,autodiff", "-o", graph,
         *(["--freeze", ",".join(freeze)] if freeze else []),
-        *(["--padding-idx", ",".join(f"{n}={r}" for n, r in padding)] if padding else []))
+        *(["--padding-idx", ",".join(f"{n}={r}" for n, r in padding)] if padding else []),
+        *(["--scalar-weights", ",".join(scalars)] if scalars else []))
     inputs = []
     for pb in sorted((fx / "inputs").glob("*.pb")):
         inputs += ["--input", f"{pb.stem}={pb}"]
