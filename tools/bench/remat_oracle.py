@@ -53,8 +53,10 @@ Usage:
                   [--time-limit 60] [--max-variables 200000] MODEL...
 Prints per graph and budget: graph, budget, oracle's optimum predicted time,
 auto's predicted time and the gap; then the oracle's smallest feasible peak
-against remat's. Exit 1 when a graph is refused (too large) or a solve ran
-out of time, unless --allow-unsolved.
+against remat's. --json FILE writes the same rows, each budget's with the
+optimum's plan: `oracle_recomputed` maps each node it recomputes (by its
+first result's name) to how many times. Exit 1 when a graph is refused
+(too large) or a solve ran out of time, unless --allow-unsolved.
 """
 
 import argparse
@@ -354,7 +356,15 @@ class Program:
         h.setOptionValue("mip_rel_gap", 1e-6)
         h.run()
         status = h.getModelStatus()
+        self.last_recomputed = {}
         if status == highspy.HighsModelStatus.kOptimal:
+            # The optimum's plan: each recomputed node (its first result's
+            # name) and how many times the backward rebuilds it.
+            values = h.getSolution().col_value
+            for (_, j), col in self.recompute_columns.items():
+                if values[col] > 0.5:
+                    name = self.nodes[j]["results"][0][0]
+                    self.last_recomputed[name] = self.last_recomputed.get(name, 0) + 1
             return "optimal", h.getInfo().objective_function_value
         if status == highspy.HighsModelStatus.kInfeasible:
             return "infeasible", None
@@ -580,6 +590,7 @@ def main():
             for budget in budgets:
                 status, objective = program.solve(highspy, budget,
                                                   args.time_limit)
+                recomputed = dict(sorted(program.last_recomputed.items()))
                 answer = remat_answer(args, model_path, budget, directory)
                 oracle = (base_seconds + objective
                           if status == "optimal" else None)
@@ -598,7 +609,8 @@ def main():
                              "oracle_seconds": oracle, "auto_seconds": auto,
                              "auto_planned_peak":
                                  answer[0] if answer else None,
-                             "gap": gap})
+                             "gap": gap,
+                             "oracle_recomputed": recomputed})
             if args.brute_force and not check_brute_force(
                     args, graph, model, program, highspy, oracle_peak):
                 wrong = True
