@@ -235,15 +235,17 @@ constexpr int kColumnLanes = 32, kColumnRows = 32;
 /// Reductions whose kept dims end the input (a bias's gradient: the sum
 /// over rows of each column): a block of kColumnLanes consecutive outputs,
 /// kColumnRows threads down each, so that a warp reads consecutive inputs;
-/// combined in KernelBodies.h's fixed tree.
+/// combined in KernelBodies.h's fixed tree. 1024 threads a block leave 64
+/// registers a thread: the launch bound holds the compiler to them (it used
+/// 58 to 60 on sm_80 without it), or the launch would fail.
 template <typename T>
-__global__ void
-reduceColumnsKernel(body::ReduceOp op, const T *x, T *out,
-                    const __grid_constant__ body::Dims keptSpace,
-                    const __grid_constant__ body::Strides kept,
-                    const __grid_constant__ body::Dims reducedSpace,
-                    const __grid_constant__ body::Strides reduced,
-                    int64_t reduceCount, int64_t count) {
+__global__ void __launch_bounds__(kColumnLanes *kColumnRows)
+    reduceColumnsKernel(body::ReduceOp op, const T *x, T *out,
+                        const __grid_constant__ body::Dims keptSpace,
+                        const __grid_constant__ body::Strides kept,
+                        const __grid_constant__ body::Dims reducedSpace,
+                        const __grid_constant__ body::Strides reduced,
+                        int64_t reduceCount, int64_t count) {
   __shared__ T partial[kColumnRows][kColumnLanes + 1];
   int lane = threadIdx.x % kColumnLanes, row = threadIdx.x / kColumnLanes;
   for (int64_t first = int64_t(blockIdx.x) * kColumnLanes; first < count;
