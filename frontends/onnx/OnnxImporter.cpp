@@ -337,6 +337,7 @@ private:
   Results convertSplit(const FlatNode &flat, NodeArgs &args);
   Results convertDropout(const FlatNode &flat, NodeArgs &args);
   Results convertCast(const FlatNode &flat, NodeArgs &args);
+  Results convertTranspose(const FlatNode &flat, NodeArgs &args);
   Results convertFlatten(const FlatNode &flat, NodeArgs &args);
   Results convertGatherND(const FlatNode &flat, NodeArgs &args);
   /// GatherND's flat Gather indices computed by nodes from \p indices that
@@ -1332,6 +1333,25 @@ Importer::Results Importer::convertCast(const FlatNode &flat, NodeArgs &args) {
   return convertDirect(flat, args);
 }
 
+Importer::Results Importer::convertTranspose(const FlatNode &flat,
+                                             NodeArgs &args) {
+  // TorchScript exports `x.permute(0, -2, -1, 1)` with its negative dims as
+  // they are (Mamba-2's chunked scan): read each as counted from the end, as
+  // torch and numpy do. ONNX allows only [0, rank); ONNX Runtime refuses
+  // such a model. What is still no permutation fails in shape inference.
+  auto perm = args.attrs.getInts("perm");
+  if (perm && args.operands.size() == 1 &&
+      llvm::any_of(*perm, [](int64_t d) { return d < 0; })) {
+    int64_t rank = args.operands[0]->getType().getRank();
+    std::vector<int64_t> normalized(perm->begin(), perm->end());
+    for (int64_t &d : normalized)
+      if (d < 0 && d >= -rank)
+        d += rank;
+    args.attrs.set("perm", normalized);
+  }
+  return convertDirect(flat, args);
+}
+
 Importer::Results Importer::convertFlatten(const FlatNode &flat,
                                            NodeArgs &args) {
   ArrayRef<Value *> operands = args.operands;
@@ -2113,7 +2133,8 @@ Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
 // opset bound. They convert directly (the node becomes the op as it is),
 // except the few whose ONNX form differs from remat's opset-17 one
 // (Constant's value forms, ReduceMean/ReduceMax/ReduceL2/ReduceLogSumExp axes
-// inputs, Split's num_outputs, Dropout's seed, Cast's saturate). Then the op
+// inputs, Split's num_outputs, Dropout's seed, Cast's saturate, Transpose's
+// negative perm entries). Then the op
 // types remat has no op for but converts at import with constant indices or
 // sizes (Flatten, GatherND, CastLike, ScatterND, Einsum, NonZero of a
 // constant) and the two sequence ops (SplitToSequence, SequenceAt), whose
@@ -2146,6 +2167,7 @@ const llvm::StringMap<Importer::Converter> &Importer::converterTable() {
     setConvert(".Split", &Importer::convertSplit);
     setConvert(".Dropout", &Importer::convertDropout);
     setConvert(".Cast", &Importer::convertCast);
+    setConvert(".Transpose", &Importer::convertTranspose);
     map[".Flatten"] = {std::nullopt, 1, &Importer::convertFlatten};
     map[".GatherND"] = {std::nullopt, 11, &Importer::convertGatherND};
     map[".CastLike"] = {std::nullopt, 15, &Importer::convertCastLike};

@@ -1162,6 +1162,27 @@ TEST_CASE("initializers count towards one total against the memory limit") {
   CHECK(importError(m.bytes()) == "ok");
 }
 
+TEST_CASE("a Transpose's negative perm entries count from the end") {
+  // TorchScript exports x.permute(0, -2, -1, 1) as it is (Mamba-2's scan).
+  ModelBuilder m;
+  m.input("x", kFloat, {2, 3, 4, 5});
+  attrInts(m.node("Transpose", {"x"}, {"y"}, "t"), "perm", {0, -2, -1, 1});
+  m.output("y");
+  auto graph = importOk(m.bytes());
+  const Node *t = definingNode(*graph, "y");
+  REQUIRE(t);
+  CHECK(*t->getAttrs().getInts("perm") == std::vector<int64_t>{0, 2, 3, 1});
+  CHECK(t->getResult(0)->getType().str() == "f32[2,4,5,3]");
+
+  // What is still no permutation is the error it was.
+  ModelBuilder bad;
+  bad.input("x", kFloat, {2, 3});
+  attrInts(bad.node("Transpose", {"x"}, {"y"}, "t"), "perm", {0, -2});
+  bad.output("y");
+  CHECK_CONTAINS(importError(bad.bytes()),
+                 "attribute 'perm' [0,0] is not a permutation of the 2 dims");
+}
+
 TEST_CASE("an attribute the op does not take is an error") {
   ModelBuilder m;
   m.input("x", kFloat, {2, 3});
