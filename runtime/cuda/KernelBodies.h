@@ -89,34 +89,34 @@ REMAT_HOST_DEVICE inline int64_t offsetOf(const Dims &space,
 /// before it where every layout of \p layouts steps over the inner dim as
 /// one step of the outer (outer stride = inner stride * inner size): the
 /// same elements in the same order, with fewer dims for offsetOf to split.
-/// A space with a dim of 0 is left as it is (it has no elements).
-inline void collapseDims(Dims &space, Strides *const *layouts, int numLayouts) {
+/// A space with a dim of 0 is left as it is (it has no elements). In place:
+/// dim d moves to a position at or before d, read before it is written.
+template <typename... Layouts>
+inline void collapseDims(Dims &space, Layouts &...layouts) {
+  static_assert((std::is_same_v<Layouts, Strides> && ...));
   for (int d = 0; d < space.rank; ++d)
     if (space.dims[d] == 0)
       return;
-  Dims merged;
-  int64_t strides[8][kMaxRank] = {};
+  int rank = 0;
   for (int d = 0; d < space.rank; ++d) {
-    if (space.dims[d] == 1)
+    int64_t size = space.dims[d];
+    if (size == 1)
       continue;
-    int last = merged.rank - 1;
-    bool joins = last >= 0;
-    for (int l = 0; l < numLayouts && joins; ++l)
-      joins = strides[l][last] == layouts[l]->strides[d] * space.dims[d];
-    if (joins) {
-      merged.dims[last] *= space.dims[d];
-      for (int l = 0; l < numLayouts; ++l)
-        strides[l][last] = layouts[l]->strides[d];
+    if (rank > 0 &&
+        ((layouts.strides[rank - 1] == layouts.strides[d] * size) && ...)) {
+      space.dims[rank - 1] *= size;
+      ((layouts.strides[rank - 1] = layouts.strides[d]), ...);
       continue;
     }
-    for (int l = 0; l < numLayouts; ++l)
-      strides[l][merged.rank] = layouts[l]->strides[d];
-    merged.dims[merged.rank++] = space.dims[d];
+    space.dims[rank] = size;
+    ((layouts.strides[rank] = layouts.strides[d]), ...);
+    ++rank;
   }
-  space = merged;
-  for (int l = 0; l < numLayouts; ++l)
-    for (int d = 0; d < kMaxRank; ++d)
-      layouts[l]->strides[d] = d < merged.rank ? strides[l][d] : 0;
+  for (int d = rank; d < kMaxRank; ++d) {
+    space.dims[d] = 0;
+    ((layouts.strides[d] = 0), ...);
+  }
+  space.rank = rank;
 }
 
 //===----------------------------------------------------------------------===//

@@ -322,8 +322,7 @@ int launchBinary(StreamHandle stream, body::BinaryOp op, ElemType type,
     return 0;
   body::Dims dims = space;
   body::Strides layoutA = la, layoutB = lb;
-  body::Strides *layouts[] = {&layoutA, &layoutB};
-  body::collapseDims(dims, layouts, 2);
+  body::collapseDims(dims, layoutA, layoutB);
   return dispatchType(type, [&](auto tag) {
     using T = decltype(tag);
     binaryKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
@@ -342,8 +341,7 @@ int launchWhere(StreamHandle stream, unsigned elementSize, const void *cond,
     return 0;
   body::Dims dims = space;
   body::Strides layoutC = lc, layoutX = lx, layoutY = ly;
-  body::Strides *layouts[] = {&layoutC, &layoutX, &layoutY};
-  body::collapseDims(dims, layouts, 3);
+  body::collapseDims(dims, layoutC, layoutX, layoutY);
   return dispatchSize(elementSize, [&](auto tag) {
     using T = decltype(tag);
     whereKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
@@ -384,8 +382,7 @@ int launchStridedCopy(StreamHandle stream, unsigned elementSize,
     return 0;
   body::Dims dims = space;
   body::Strides layoutIn = lin, layoutOut = lout;
-  body::Strides *layouts[] = {&layoutIn, &layoutOut};
-  body::collapseDims(dims, layouts, 2);
+  body::collapseDims(dims, layoutIn, layoutOut);
   return dispatchSize(elementSize, [&](auto tag) {
     using T = decltype(tag);
     stridedCopyKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
@@ -577,19 +574,14 @@ int launchReduce(StreamHandle stream, body::ReduceOp op, ElemType type,
     return 0;
   body::Dims keptDims = keptSpace, reducedDims = reducedSpace;
   body::Strides keptLayout = kept, reducedLayout = reduced;
-  body::Strides *keptLayouts[] = {&keptLayout};
-  body::Strides *reducedLayouts[] = {&reducedLayout};
-  body::collapseDims(keptDims, keptLayouts, 1);
-  body::collapseDims(reducedDims, reducedLayouts, 1);
+  body::collapseDims(keptDims, keptLayout);
+  body::collapseDims(reducedDims, reducedLayout);
   bool rows =
       reducedDims.rank > 0 && reducedLayout.strides[reducedDims.rank - 1] == 1;
   return dispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
     const T *in = static_cast<const T *>(x);
     T *result = static_cast<T *>(out);
-    auto blocks = [](int64_t tiles) {
-      return static_cast<unsigned>(tiles > 65535 * 16 ? 65535 * 16 : tiles);
-    };
     if (op == body::ReduceOp::LogSumExp || reduceCount == 0) {
       // One thread an output, the CPU's order.
       reduceKernel<T><<<blocksFor(count), kThreads, 0, asStream(stream)>>>(
@@ -597,18 +589,18 @@ int launchReduce(StreamHandle stream, body::ReduceOp op, ElemType type,
           reduceCount, count);
     } else if (rows && count < 1024) {
       reduceGroupsKernel<T, kThreads>
-          <<<blocks(count), kThreads, 0, asStream(stream)>>>(
+          <<<gridFor(count), kThreads, 0, asStream(stream)>>>(
               op, in, result, keptDims, keptLayout, reducedDims, reducedLayout,
               reduceCount, count);
     } else if (rows) {
       constexpr int kPerBlock = kThreads / 32;
-      reduceGroupsKernel<T, 32><<<blocks((count + kPerBlock - 1) / kPerBlock),
+      reduceGroupsKernel<T, 32><<<gridFor((count + kPerBlock - 1) / kPerBlock),
                                   kThreads, 0, asStream(stream)>>>(
           op, in, result, keptDims, keptLayout, reducedDims, reducedLayout,
           reduceCount, count);
     } else {
       reduceColumnsKernel<T>
-          <<<blocks((count + kColumnLanes - 1) / kColumnLanes),
+          <<<gridFor((count + kColumnLanes - 1) / kColumnLanes),
              kColumnLanes * kColumnRows, 0, asStream(stream)>>>(
               op, in, result, keptDims, keptLayout, reducedDims, reducedLayout,
               reduceCount, count);

@@ -17,13 +17,18 @@ namespace remat::runtime::cuda::launch {
 
 inline constexpr int kThreads = 256;
 
+/// Blocks for a grid-stride loop over \p tiles tiles of work, one a block:
+/// at least 1, at most 65535 * 16 (the loop takes the rest).
+inline unsigned gridFor(int64_t tiles) {
+  if (tiles < 1)
+    tiles = 1;
+  return static_cast<unsigned>(tiles > 65535 * 16 ? 65535 * 16 : tiles);
+}
+
 /// Blocks of kThreads for a grid-stride loop over \p count elements: enough
 /// for one element a thread, at most 65535 * 16.
 inline unsigned blocksFor(int64_t count) {
-  int64_t blocks = (count + kThreads - 1) / kThreads;
-  if (blocks < 1)
-    blocks = 1;
-  return static_cast<unsigned>(blocks > 65535 * 16 ? 65535 * 16 : blocks);
+  return gridFor((count + kThreads - 1) / kThreads);
 }
 
 inline cudaStream_t asStream(StreamHandle stream) {

@@ -633,8 +633,7 @@ TEST_CASE("cuda bodies: collapseDims merges what every layout steps alike") {
   body::Strides a, b;
   for (int d = 0; d < 3; ++d)
     a.strides[d] = b.strides[d] = rowMajor({2, 3, 4})[size_t(d)];
-  body::Strides *both[] = {&a, &b};
-  body::collapseDims(space, both, 2);
+  body::collapseDims(space, a, b);
   CHECK(space.rank == 1);
   CHECK(space.dims[0] == 24);
   CHECK(a.strides[0] == 1);
@@ -646,8 +645,7 @@ TEST_CASE("cuda bodies: collapseDims merges what every layout steps alike") {
   for (int d = 0; d < 4; ++d)
     full.strides[d] = rowMajor({2, 1, 3, 4})[size_t(d)];
   bias.strides[3] = 1;
-  body::Strides *broadcast[] = {&full, &bias};
-  body::collapseDims(space, broadcast, 2);
+  body::collapseDims(space, full, bias);
   REQUIRE(space.rank == 2);
   CHECK(space.dims[0] == 6);
   CHECK(space.dims[1] == 4);
@@ -666,8 +664,7 @@ TEST_CASE("cuda bodies: collapseDims merges what every layout steps alike") {
   for (int d = 0; d < 3; ++d)
     out.strides[d] = rowMajor({3, 2, 4})[size_t(d)];
   body::Strides before = in;
-  body::Strides *copy[] = {&in, &out};
-  body::collapseDims(space, copy, 2);
+  body::collapseDims(space, in, out);
   CHECK(space.rank == 3);
   CHECK(in.strides[1] == before.strides[1]);
 
@@ -682,8 +679,7 @@ TEST_CASE("cuda bodies: collapseDims merges what every layout steps alike") {
   layoutB.base = 7;
   body::Dims merged = original;
   body::Strides mergedA = layoutA, mergedB = layoutB;
-  body::Strides *two[] = {&mergedA, &mergedB};
-  body::collapseDims(merged, two, 2);
+  body::collapseDims(merged, mergedA, mergedB);
   CHECK(merged.rank < original.rank);
   for (int64_t i = 0; i < 60; ++i) {
     CHECK(body::offsetOf(merged, mergedA, i) ==
