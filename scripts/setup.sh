@@ -42,7 +42,7 @@ python_packages=(onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6
                  highspy==1.15.1)
 if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, nanobind, scikit_build_core, pytest, highspy" 2>/dev/null; then
   echo "setup: creating .venv with ${python_packages[*]}"
-  if ! { python3 -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check "${python_packages[@]}"; }; then
+  if ! { python3 -m venv .venv && .venv/bin/pip install -q --no-cache-dir --disable-pip-version-check "${python_packages[@]}"; }; then
     echo "setup: warning: could not install ${python_packages[*]}; the reference checks will be skipped" >&2
   fi
 fi
@@ -56,7 +56,7 @@ fi
 torch_packages=(torch==2.15.0 transformers==5.23.0 onnxscript==0.7.2 onnx-ir==1.1.0)
 if ! .venv/bin/python -c "import torch, transformers, onnxscript" 2>/dev/null; then
   echo "setup: installing ${torch_packages[*]} into .venv"
-  if ! .venv/bin/pip install -q --disable-pip-version-check "${torch_packages[@]}"; then
+  if ! .venv/bin/pip install -q --no-cache-dir --disable-pip-version-check "${torch_packages[@]}"; then
     echo "setup: warning: could not install ${torch_packages[*]}; remat.torch's tests will be skipped" >&2
   fi
 fi
