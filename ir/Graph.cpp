@@ -228,8 +228,12 @@ void Graph::registerName(Value *value) { names_[value->name_] = value; }
 
 void Graph::unregisterName(Value *value) {
   auto it = names_.find(value->name_);
-  if (it != names_.end() && it->second == value)
+  if (it != names_.end() && it->second == value) {
     names_.erase(it);
+    // A freed name is the first a later uniqueName gives again, as it was
+    // before: the names do not depend on what was created and erased.
+    nextSuffix_.clear();
+  }
 }
 
 Value *Graph::addInput(llvm::StringRef name, TensorType type, bool isWeight) {
@@ -336,10 +340,15 @@ std::string Graph::uniqueName(llvm::StringRef base) const {
     while (names_.count(name));
     return name;
   }
-  for (unsigned n = 1;; ++n) {
+  // Names are only taken between two erasures (unregisterName clears this),
+  // so every suffix below the memo is still taken.
+  unsigned &next = nextSuffix_[base];
+  for (unsigned n = std::max(next, 1u);; ++n) {
     std::string name = (base + "." + llvm::Twine(n)).str();
-    if (!names_.count(name))
+    if (!names_.count(name)) {
+      next = n;
       return name;
+    }
   }
 }
 

@@ -404,6 +404,10 @@ private:
   std::vector<Value *> outputs_;
   llvm::StringMap<Value *> names_;
   mutable unsigned nextFreshName_ = 0;
+  /// Per base name, the suffix uniqueName tries first: the values it
+  /// named "base.1".."base.(n-1)" are taken, so naming k clones of one
+  /// value costs O(k), not O(k^2).
+  mutable llvm::StringMap<unsigned> nextSuffix_;
   std::optional<MemoryPlan> memoryPlan_;
 };
 

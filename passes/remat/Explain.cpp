@@ -38,6 +38,14 @@ struct SegmentRow {
 
 std::string Solver::explainValue(const ir::Value *value,
                                  const PlanResult &plan) const {
+  std::string reason = explainValueOnce(value, plan);
+  if (plan.perUse && llvm::StringRef(reason).startswith("recompute"))
+    reason += ", again for each backward node that reads it";
+  return reason;
+}
+
+std::string Solver::explainValueOnce(const ir::Value *value,
+                                     const PlanResult &plan) const {
   double bytes = double(value->getType().getByteSize());
   double passes = chainSeconds_[stash_.stashIndex.lookup(value)] /
                   std::max(bytes / profile_.bytesPerSecond, 1e-12);
@@ -227,6 +235,7 @@ llvm::json::Object Solver::explainJson(const PlanResult &plan,
       {"predicted_time_ratio", baseSeconds_ > 0 ? seconds / baseSeconds_ : 1.0}};
   llvm::json::Object root{
       {"strategy", plan.strategy},
+      {"rebuilt_per_use", plan.perUse},
       {"cost_profile", profile_.source},
       {"cost_rates",
        llvm::json::Object{

@@ -50,9 +50,11 @@ RematPass::RematPass() {
                 "chunks",
                 &chunkAttention_);
   declareOption("nested",
-                "also consider plans that rebuild a recomputed group again "
-                "inside its own backward (false for a front end whose "
-                "backward can only read a set of saved values)",
+                "also consider plans that rebuild values again inside the "
+                "backward: a recomputed group cut again in its own backward, "
+                "and values rebuilt for each backward node that reads them "
+                "(false for a front end whose backward can only read a set "
+                "of saved values)",
                 &nested_);
   declareOption("dump-model",
                 "write remat's model of the step (nodes, bytes, predicted "

@@ -13,9 +13,13 @@ class Rewriter {
 public:
   /// With \p dryRun, changes nothing and only counts what it would clone.
   Rewriter(ir::Graph &graph, const RecomputePlan &plan,
-           const CostProfile &profile, RecomputeUndo *undo, bool dryRun)
+           const CostProfile &profile, RecomputeUndo *undo, bool dryRun,
+           unsigned cloneLimit = UINT_MAX)
       : graph_(graph), plan_(plan), profile_(profile), undo_(undo),
-        dryRun_(dryRun) {}
+        dryRun_(dryRun), cloneLimit_(cloneLimit) {
+    assert((dryRun || cloneLimit == UINT_MAX) &&
+           "only a dry run may stop part way");
+  }
 
   RecomputeStats run() {
     // Collect the backward nodes first: cloning inserts nodes as we go.
@@ -23,19 +27,24 @@ public:
     for (ir::Node &node : graph_.getNodes())
       if (node.getStage() == ir::Stage::Backward)
         backward.push_back(&node);
-    for (ir::Node *node : backward)
+    for (ir::Node *node : backward) {
+      // Note [Rebuilt per use]: this node's own rebuilt values.
+      perUse_.clear();
       for (unsigned i = 0; i < node->getNumOperands(); ++i) {
         ir::Value *operand = node->getOperand(i);
         if (!plan_.drop.count(operand) || plan_.keep.count(operand))
           continue;
         if (dryRun_) {
           materialize(operand, node);
+          if (stats_.overLimit)
+            return stats_;
           continue;
         }
         if (undo_)
           undo_->rewired.emplace_back(node, i, operand);
         node->setOperand(i, materialize(operand, node));
       }
+    }
     return stats_;
   }
 
@@ -68,13 +77,14 @@ private:
       return value;
     if (plan_.innerBoundaries.count(value))
       return materializeBoundary(value, before);
-    if (auto it = clones_.find(value); it != clones_.end())
+    auto &clones = plan_.rebuildPerUse ? perUse_ : clones_;
+    if (auto it = clones.find(value); it != clones.end())
       return it->second;
     ir::Node *def = value->getDefiningNode();
     for (ir::Value *operand : def->getOperands())
       materialize(operand, before);
-    cloneInto(clones_, *def, before);
-    return clones_.lookup(value);
+    cloneInto(clones, *def, before);
+    return clones.lookup(value);
   }
 
   /// \returns the clone of the inner boundary \p value, building it before
@@ -126,6 +136,8 @@ private:
   }
 
   void countClone(const ir::Node &def) {
+    if (stats_.clonedNodes >= cloneLimit_)
+      stats_.overLimit = true;
     ++stats_.clonedNodes;
     stats_.clonedNames.push_back(def.getResult(0)->getName().str());
     stats_.recomputeFlops += nodeFlops(def);
@@ -142,6 +154,9 @@ private:
   llvm::DenseMap<const ir::Value *, ir::Value *> clones_;
   /// The same for the passes that rebuild inner boundaries.
   llvm::DenseMap<const ir::Value *, ir::Value *> transient_;
+  /// The same for the backward node being rewired, with rebuildPerUse.
+  llvm::DenseMap<const ir::Value *, ir::Value *> perUse_;
+  unsigned cloneLimit_;
   RecomputeStats stats_;
 };
 
@@ -155,10 +170,11 @@ RecomputeStats applyRecomputePlan(ir::Graph &graph, const RecomputePlan &plan,
 
 RecomputeStats predictRecomputeStats(const ir::Graph &graph,
                                      const RecomputePlan &plan,
-                                     const CostProfile &profile) {
+                                     const CostProfile &profile,
+                                     unsigned cloneLimit) {
   // A dry run does not change the graph.
   return Rewriter(const_cast<ir::Graph &>(graph), plan, profile, nullptr,
-                  /*dryRun=*/true)
+                  /*dryRun=*/true, cloneLimit)
       .run();
 }
 

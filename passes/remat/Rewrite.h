@@ -30,6 +30,20 @@
 // the segments of each layer (Solver::nestedPlans). Clones are the same
 // computation on the same inputs, so the bits stay those of the original.
 //
+// Note [Rebuilt per use]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A clone that serves every later backward use is held from the first of
+// them to the last. Checkmate's plans may instead rebuild a value again
+// for a later use, holding it only across each use: at the smallest peaks
+// its optimum recomputes some nodes five to seven times (tools/bench/
+// remat_oracle.py on the random graphs of the tests). With rebuildPerUse,
+// each backward node rebuilds the dropped values it reads, and the dropped
+// values on their way, for itself; plan-memory frees them after it. Held
+// during the backward: what is held, and one node's rebuilt operands with
+// the chain that makes them; paid: a value read by k backward nodes is
+// computed k + 1 times. The solver offers such plans at the bottom of its
+// pool, for budgets nothing faster fits (Solver::perUsePlans).
+//
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_PASSES_REMAT_REWRITE_H
 #define REMAT_PASSES_REMAT_REWRITE_H
@@ -38,6 +52,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <climits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -57,11 +72,18 @@ struct RecomputePlan {
   /// other clones serve only it; the dropped values between two of them are
   /// rebuilt from the earlier one when backward first needs them.
   llvm::DenseSet<const ir::Value *> innerBoundaries;
+  /// Whether each backward node rebuilds the dropped values it reads for
+  /// itself (Note [Rebuilt per use]), instead of the first one rebuilding
+  /// them for every later use. Inner boundaries are rebuilt once either way.
+  bool rebuildPerUse = false;
 };
 
 /// What a rewrite added.
 struct RecomputeStats {
   unsigned clonedNodes = 0;
+  /// predictRecomputeStats only: it stopped counting past its clone limit
+  /// (the other fields then count what it had reached).
+  bool overLimit = false;
   /// The first result name of each cloned original, in clone order.
   std::vector<std::string> clonedNames;
   double recomputeFlops = 0;
@@ -85,10 +107,12 @@ RecomputeStats applyRecomputePlan(ir::Graph &graph, const RecomputePlan &plan,
                                   RecomputeUndo *undo = nullptr);
 
 /// \returns what applyRecomputePlan(graph, plan, profile) would return (the
-/// same clones counted in the same order), without changing \p graph.
+/// same clones counted in the same order), without changing \p graph; or,
+/// past \p cloneLimit clones, what it counted up to there, overLimit set.
 RecomputeStats predictRecomputeStats(const ir::Graph &graph,
                                      const RecomputePlan &plan,
-                                     const CostProfile &profile);
+                                     const CostProfile &profile,
+                                     unsigned cloneLimit = UINT_MAX);
 
 /// Restores \p graph to what it was before the rewrite \p undo recorded
 /// (the same nodes, operands and names; the memory plan stays dropped).

@@ -11,6 +11,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -176,9 +177,10 @@ std::vector<SegmentChoice> Solver::fixedPlan(Strategy strategy) const {
 PlanResult Solver::evaluate(llvm::StringRef strategy,
                             std::vector<SegmentChoice> choices,
                             const std::vector<std::string> *drop,
-                            bool estimate) {
+                            bool estimate, bool perUse) {
   PlanResult result;
   result.strategy = strategy.str();
+  result.perUse = perUse;
   result.choices = std::move(choices);
   if (drop) {
     result.dropNames = *drop;
@@ -216,10 +218,16 @@ PlanResult Solver::evaluate(llvm::StringRef strategy,
     if (!stash_.isStashed(graph_.lookup(name)))
       result.keptStashBytes += bytesOf(graph_.lookup(name));
 
-  if (estimate)
+  if (estimate) {
     ensureEstimate(result);
-  else
-    result.stats = predictRecomputeStats(graph_, toRewrite(result), profile_);
+  } else {
+    unsigned limit = UINT_MAX;
+    if (perUse)
+      limit = std::max<unsigned>(
+          kPerUseMinClones, kPerUseClonesPerNode * graph_.getNodes().size());
+    result.stats =
+        predictRecomputeStats(graph_, toRewrite(result), profile_, limit);
+  }
   return result;
 }
 
@@ -259,6 +267,7 @@ RecomputePlan toRecomputePlan(const ir::Graph &graph, const PlanResult &plan) {
     rewrite.keep.insert(graph.lookup(name));
   for (const std::string &name : plan.nestedNames)
     rewrite.innerBoundaries.insert(graph.lookup(name));
+  rewrite.rebuildPerUse = plan.perUse;
   return rewrite;
 }
 
@@ -390,7 +399,8 @@ std::vector<PlanResult> &Solver::getPool() {
     // One member per distinct rewrite.
     std::string key = llvm::join(plan.dropNames, ",") + "|" +
                       llvm::join(plan.keepNames, ",") + "|" +
-                      llvm::join(plan.nestedNames, ",");
+                      llvm::join(plan.nestedNames, ",") +
+                      (plan.perUse ? "|per-use" : "");
     if (!seen.insert(key).second)
       return;
     pool_.push_back(std::move(plan));
@@ -490,6 +500,8 @@ std::vector<PlanResult> &Solver::getPool() {
   // that orders the pool comes from a dry run of the rewrite.
   for (auto &[name, choices] : nestedPlans(flat))
     add(evaluate(name, std::move(choices), nullptr, /*estimate=*/false));
+  if (nestedPlansAllowed_ && perUsePlansAllowed_)
+    addPerUsePlans(add);
 
   // Note [Monotone budgets]: one fixed order, independent of the budget:
   // least recompute time, then least estimated peak, then pool order. The
@@ -596,6 +608,53 @@ Solver::nestedPlans(
       nested.push_back({"nested", std::move(cut)});
   }
   return nested;
+}
+
+void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
+  unsigned limit = std::max<unsigned>(
+      kPerUseMinClones, kPerUseClonesPerNode * graph_.getNodes().size());
+  auto offer = [&](PlanResult plan) {
+    // Their estimates wait as the nested plans' do; a rewrite past the
+    // clone limit is not offered (its dry run stops there).
+    plan.strategy = "per-use";
+    plan.perUse = true;
+    plan.estimated = false;
+    plan.estimatedPeakBytes = plan.plannedPeakBytes = 0;
+    plan.stats = predictRecomputeStats(graph_, toRewrite(plan), profile_, limit);
+    if (!plan.stats.overLimit)
+      add(std::move(plan));
+  };
+  // The members of the smallest estimated peaks (those estimated so far:
+  // the flat ones), and their nested variants, rebuilt per use: the floor
+  // is what these plans are for, and each costs a rewrite to estimate.
+  std::vector<const PlanResult *> flat;
+  for (const PlanResult &plan : pool_)
+    if (plan.estimated && plan.stats.clonedNodes)
+      flat.push_back(&plan);
+  llvm::stable_sort(flat, [](const PlanResult *a, const PlanResult *b) {
+    return a->estimatedPeakBytes < b->estimatedPeakBytes;
+  });
+  flat.resize(std::min<size_t>(flat.size(), kPerUseMembers));
+  std::vector<std::pair<std::string, std::vector<SegmentChoice>>> choices;
+  std::vector<PlanResult> members;
+  for (const PlanResult *plan : flat) {
+    members.push_back(*plan);
+    choices.push_back({plan->strategy, plan->choices});
+  }
+  for (auto &[name, cut] : nestedPlans(choices))
+    members.push_back(evaluate(name, std::move(cut), nullptr, /*estimate=*/false));
+  for (PlanResult &plan : members)
+    offer(std::move(plan));
+  // Every stashed value dropped and nothing else held: each backward node
+  // rebuilds its operands from the graph's inputs (the smallest peaks of
+  // small graphs; a large one runs past the clone limit).
+  std::vector<std::string> all;
+  for (const ir::Value *value : stash_.stashed)
+    all.push_back(value->getName().str());
+  std::vector<SegmentChoice> each(chain_.segments.size());
+  for (SegmentChoice &choice : each)
+    choice = {SegmentOption::Recompute, 0};
+  offer(evaluate("per-use", std::move(each), &all, /*estimate=*/false));
 }
 
 llvm::Expected<PlanResult> Solver::smallestPlan() {

@@ -26,7 +26,9 @@
 // DP is O(L * G * 512) for groups of up to G segments. Nested recompute
 // (Rotor's recompute-within-recompute) is not modelled by the DP: its plans
 // are added to the pool as variants of the others (Solver::nestedPlans,
-// Note [Nested recompute] in Rewrite.h).
+// Note [Nested recompute] in Rewrite.h), and so are plans that rebuild a
+// value for each backward use (Solver::addPerUsePlans, Note [Rebuilt per
+// use]).
 // The model is an estimate, so the DP is only a generator of candidates:
 // see Note [Monotone budgets].
 //
@@ -112,6 +114,9 @@ struct PlanResult {
   std::vector<std::string> keepNames;
   /// Inner boundaries of nested groups (RecomputePlan::innerBoundaries).
   std::vector<std::string> nestedNames;
+  /// Each backward node rebuilds the dropped values it reads for itself
+  /// (RecomputePlan::rebuildPerUse, Note [Rebuilt per use]).
+  bool perUse = false;
   /// persistent + arena of plan-memory on the rewritten graph (0 until
   /// planned).
   uint64_t plannedPeakBytes = 0;
@@ -148,6 +153,14 @@ public:
     nestedPlansAllowed_ = allowed;
   }
 
+  /// Whether the pool also holds plans rebuilt per use (Note [Rebuilt per
+  /// use]): on by default, off with setNestedPlans(false) too. Set before
+  /// the first solve.
+  void setPerUsePlans(bool allowed) {
+    assert(!poolBuilt_ && "the pool is already built");
+    perUsePlansAllowed_ = allowed;
+  }
+
   /// The planned peak (persistent + arena) of the graph as it is.
   uint64_t getBasePeakBytes() const { return basePeakBytes_; }
   /// The predicted seconds of a step without remat, and under \p plan.
@@ -182,6 +195,9 @@ public:
   /// Why a stashed value is kept or recomputed under \p plan, for --explain.
   std::string explainValue(const ir::Value *value, const PlanResult &plan) const;
 
+  /// explainValue without what Note [Rebuilt per use] adds.
+  std::string explainValueOnce(const ir::Value *value,
+                               const PlanResult &plan) const;
   /// The explanation of \p plan: the text of --explain and the JSON of the
   /// report's "remat" section.
   void explain(const PlanResult &plan, std::optional<uint64_t> budgetBytes,
@@ -202,7 +218,7 @@ private:
   PlanResult evaluate(llvm::StringRef strategy,
                       std::vector<SegmentChoice> choices,
                       const std::vector<std::string> *drop = nullptr,
-                      bool estimate = true);
+                      bool estimate = true, bool perUse = false);
   /// Fills \p plan's estimated peak (and its stats) if evaluate left it.
   void ensureEstimate(PlanResult &plan);
   /// \returns \p plan's values in the graph.
@@ -228,6 +244,14 @@ private:
   nestedPlans(const std::vector<std::pair<std::string,
                                           std::vector<SegmentChoice>>> &plans)
       const;
+  /// The plans rebuilt per use (Note [Rebuilt per use]): the compact and
+  /// nested ones, and the one that drops every stashed value, each when its
+  /// rewrite clones at most kPerUseClonesPerNode per node of the graph (at
+  /// least kPerUseMinClones).
+  void addPerUsePlans(llvm::function_ref<void(PlanResult)> add);
+  static constexpr unsigned kPerUseMembers = 8;
+  static constexpr unsigned kPerUseClonesPerNode = 1;
+  static constexpr unsigned kPerUseMinClones = 4096;
   /// The chain DP's plans under an arena budget: of least predicted time,
   /// and the one holding the fewest bytes at the end of forward, counted in
   /// buckets (least time among those). One table gives both.
@@ -256,6 +280,7 @@ private:
   std::vector<PlanResult> pool_;
   bool poolBuilt_ = false;
   bool nestedPlansAllowed_ = true;
+  bool perUsePlansAllowed_ = true;
   /// Rungs of the budget ladder and of the selective prefixes.
   static constexpr unsigned kLadderSteps = 12;
 };

@@ -13,9 +13,11 @@
 // A plan of remat's is a set of stashed values to drop and a set of
 // forward values to hold for recompute to start from (Solver::toRewrite);
 // the solver's held values are the stash, the segment boundaries and the
-// side inputs. The brute force enumerates every subset of those candidates
-// as the held set (a stashed value outside it is dropped, a boundary inside
-// it is kept), so every plan the solver can make is among those it prices,
+// side inputs, and its dropped values are rebuilt once or for each use
+// (Note [Rebuilt per use]). The brute force enumerates every subset of
+// those candidates as the held set (a stashed value outside it is dropped,
+// a boundary inside it is kept), each rebuilt both ways, so every plan the
+// solver can make but the nested ones is among those it prices,
 // and no plan can be faster at a budget than the fastest the brute force
 // finds. How much slower auto's is, and how much larger the smallest peak
 // the solver reports, is measured: the pool of candidates is a heuristic
@@ -53,14 +55,19 @@ constexpr int64_t kRows = 256;
 constexpr size_t kMaxCandidates = 12;
 /// Forward nodes at most (Constants included).
 constexpr size_t kMaxForwardNodes = 25;
-/// The worst gaps measured when the test was written (61 graphs, 209
-/// budgets on their brute-force fronts): auto's predicted step time over
-/// the fastest plan that fits (18.31%, seed 185; auto the fastest at 138
-/// of the 175 budgets it reaches), and the smallest feasible peak the
-/// solver reports over the brute force's (23.69%; equal in 34 of the 61
-/// graphs), as fractions, rounded up.
-constexpr double kTimeTolerance = 0.184;
-constexpr double kPeakTolerance = 0.237;
+/// The worst gaps measured when the test was last changed (61 graphs, 259
+/// budgets on their brute-force fronts, each held set rebuilt once and per
+/// use): auto's predicted step time over the fastest plan that fits, at the
+/// budgets where a plan of the pool's that rebuilds once fits (16.72%;
+/// before plans rebuilt per use, against the brute force's plans rebuilt
+/// once, 18.31%) and at the 64 where only its plans rebuilt per use do
+/// (125.55%); and the smallest feasible peak the solver reports over the
+/// brute force's (22.12%; equal in 45 of the 61 graphs, before 23.69% and
+/// 34), as fractions, rounded up. Auto is the fastest at 157 of the 242
+/// budgets it reaches.
+constexpr double kTimeTolerance = 0.168;
+constexpr double kPerUseTimeTolerance = 1.256;
+constexpr double kPeakTolerance = 0.222;
 
 struct PricedPlan {
   uint64_t peak = 0;
@@ -100,6 +107,9 @@ std::unique_ptr<ir::Graph> trainingStep(llvm::StringRef text) {
 
 struct Measured {
   double worstTimeGap = 0;
+  /// The same at the budgets below every plan that rebuilds once.
+  double worstPerUseTimeGap = 0;
+  unsigned perUseBudgets = 0;
   double worstPeakGap = 0;
   unsigned graphs = 0, budgets = 0, plans = 0;
   /// Budgets where auto is the fastest; where it has no plan; graphs
@@ -134,16 +144,19 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
   REQUIRE(candidates.size() <= kMaxCandidates);
 
   std::vector<PricedPlan> plans;
-  for (uint32_t held = 0; held < (1u << candidates.size()); ++held) {
-    RecomputePlan plan = planHolding(stash, candidates, held);
-    RecomputeUndo undo;
-    RecomputeStats stats = applyRecomputePlan(step, plan, profile, &undo);
-    auto memoryPlan = passes::planMemory(step);
-    undoRecomputePlan(step, undo);
-    REQUIRE_MESSAGE(bool(memoryPlan), errorToString(memoryPlan.takeError()));
-    plans.push_back({persistent + memoryPlan->arenaBytes,
-                     stats.recomputeSeconds});
-  }
+  for (uint32_t held = 0; held < (1u << candidates.size()); ++held)
+    for (bool perUse : {false, true}) {
+      RecomputePlan plan = planHolding(stash, candidates, held);
+      plan.rebuildPerUse = perUse;
+      RecomputeUndo undo;
+      RecomputeStats stats = applyRecomputePlan(step, plan, profile, &undo);
+      auto memoryPlan = passes::planMemory(step);
+      undoRecomputePlan(step, undo);
+      REQUIRE_MESSAGE(bool(memoryPlan),
+                      errorToString(memoryPlan.takeError()));
+      plans.push_back({persistent + memoryPlan->arenaBytes,
+                       stats.recomputeSeconds});
+    }
   measured.plans += unsigned(plans.size());
 
   // The Pareto front: each plan not beaten in both peak and time.
@@ -157,6 +170,12 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
   uint64_t smallestPeak = front.front().peak;
   REQUIRE(front.back().seconds == 0);
 
+  Solver onceSolver(step, stash, *chain, profile);
+  REQUIRE(!onceSolver.initialize());
+  onceSolver.setPerUsePlans(false);
+  auto onceSmallestPlan = onceSolver.smallestPlan();
+  REQUIRE(bool(onceSmallestPlan));
+  uint64_t poolOnceSmallest = onceSmallestPlan->plannedPeakBytes;
   auto smallest = solver.smallestPlan();
   REQUIRE(bool(smallest));
   // The solver's plans are among those priced: none is smaller.
@@ -191,9 +210,15 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
     // Nothing priced is faster at this budget than the front's point.
     CHECK(autoSeconds >= point.seconds - 1e-15);
     double gap = (base + autoSeconds) / (base + point.seconds) - 1;
-    measured.worstTimeGap = std::max(measured.worstTimeGap, gap);
+    // Below the smallest peak of the pool's plans that rebuild each value
+    // once, only its plans rebuilt per use fit; it has fewer of those than
+    // the brute force (Solver::addPerUsePlans).
+    bool once = point.peak >= poolOnceSmallest;
+    double &worst = once ? measured.worstTimeGap : measured.worstPerUseTimeGap;
+    worst = std::max(worst, gap);
     measured.fastest += gap <= 1e-12;
-    CHECK_MESSAGE(gap <= kTimeTolerance + 1e-12,
+    measured.perUseBudgets += !once;
+    CHECK_MESSAGE(gap <= (once ? kTimeTolerance : kPerUseTimeTolerance) + 1e-12,
                   "seed " << seed << " budget " << point.peak
                           << " B: auto predicts " << base + autoSeconds
                           << " s, the fastest plan that fits "
@@ -240,7 +265,10 @@ TEST_CASE("remat: auto is the fastest fitting plan and its smallest peak the "
       << " plans priced, " << measured.budgets << " budgets (auto the "
       << "fastest at " << measured.fastest << ", infeasible at "
       << measured.infeasible << "): worst time gap "
-      << llvm::format("%.3f%%", measured.worstTimeGap * 100)
+      << llvm::format("%.3f%%", measured.worstTimeGap * 100) << " ("
+      << llvm::format("%.3f%%", measured.worstPerUseTimeGap * 100)
+      << " at the " << measured.perUseBudgets
+      << " budgets only plans rebuilt per use fit)"
       << "; smallest peak the brute force's in " << measured.smallestPeaks
       << " graphs, worst gap "
       << llvm::format("%.3f%%", measured.worstPeakGap * 100);
@@ -253,9 +281,10 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
   // The solver prices nested plans by predictRecomputeStats before it
   // rewrites them (Solver::ensureEstimate): every held set of the brute
   // force's graphs, and the same with each segment input not held made an
-  // inner boundary (Note [Nested recompute]).
+  // inner boundary (Note [Nested recompute]), each also rebuilt per use
+  // (Note [Rebuilt per use]).
   CostProfile profile;
-  unsigned plans = 0, nestedDiffer = 0;
+  unsigned plans = 0, nestedDiffer = 0, perUseDiffer = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     std::unique_ptr<ir::Graph> step =
         trainingStep(remat::testing::randomTrainingGraph(seed, kRows));
@@ -274,9 +303,13 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
       for (const Segment &segment : chain->segments)
         if (segment.input && !plan.keep.count(segment.input))
           nested.innerBoundaries.insert(segment.input);
-      for (const RecomputePlan *rewrite : {&plan, &nested}) {
+      RecomputePlan perUse = plan, nestedPerUse = nested;
+      perUse.rebuildPerUse = nestedPerUse.rebuildPerUse = true;
+      for (const RecomputePlan *rewrite :
+           {&plan, &nested, &perUse, &nestedPerUse}) {
         INFO("seed " << seed << " held set " << held
-                     << (rewrite == &nested ? " nested" : ""));
+                     << (rewrite->innerBoundaries.empty() ? "" : " nested")
+                     << (rewrite->rebuildPerUse ? " per use" : ""));
         RecomputeStats predicted =
             predictRecomputeStats(*step, *rewrite, profile);
         RecomputeUndo undo;
@@ -288,6 +321,10 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
         CHECK(predicted.recomputeFlops == stats.recomputeFlops);
         CHECK(predicted.recomputeSeconds == stats.recomputeSeconds);
         ++plans;
+        perUseDiffer += rewrite == &perUse &&
+                        stats.clonedNodes !=
+                            predictRecomputeStats(*step, plan, profile)
+                                .clonedNodes;
         if (rewrite == &nested)
           nestedDiffer +=
               stats.clonedNames !=
@@ -296,9 +333,11 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
     }
   }
   MESSAGE(plans << " rewrites predicted, " << nestedDiffer
-                << " nested ones differ from their flat plan");
-  // The inner boundaries' path is exercised.
+                << " nested ones and " << perUseDiffer
+                << " rebuilt per use differ from their flat plan");
+  // The inner boundaries' and the per-use paths are exercised.
   CHECK(nestedDiffer > 0);
+  CHECK(perUseDiffer > 0);
 }
 
 // Not a check: with REMAT_WRITE_RANDOM_GRAPHS=DIR, writes the 200 random

@@ -690,6 +690,8 @@ TEST_CASE("remat: nested recompute goes below every layer's working set, "
   auto problem = recompute::prepareRematProblem(*copy, "", {});
   REQUIRE(bool(problem));
   recompute::Solver &solver = *(*problem)->solver;
+  // The nested plans' floor; with plans rebuilt per use, below.
+  solver.setPerUsePlans(false);
   auto everyLayer = solver.solve(recompute::Strategy::EveryLayer, std::nullopt);
   REQUIRE(bool(everyLayer));
   REQUIRE(bool(*everyLayer));
@@ -706,6 +708,20 @@ TEST_CASE("remat: nested recompute goes below every layer's working set, "
       "chunk-loss=off budget=" + std::to_string(smallest->plannedPeakBytes),
       /*chunked=*/false, 768, "nested");
   CHECK(peak == smallest->plannedPeakBytes);
+
+  std::unique_ptr<Graph> again = step->clone();
+  auto perUse = recompute::prepareRematProblem(*again, "", {});
+  REQUIRE(bool(perUse));
+  auto lowest = (*perUse)->solver->smallestPlan();
+  REQUIRE(bool(lowest));
+  INFO("with plans rebuilt per use: " << lowest->plannedPeakBytes << " B ("
+                                      << lowest->strategy << ")");
+  CHECK(lowest->plannedPeakBytes <= smallest->plannedPeakBytes);
+  peak = checkChunked(
+      *step, reference,
+      "chunk-loss=off budget=" + std::to_string(lowest->plannedPeakBytes),
+      /*chunked=*/false, 768, lowest->strategy);
+  CHECK(peak == lowest->plannedPeakBytes);
 }
 
 TEST_CASE("remat: a clone costs its original's measured time, whatever its "
