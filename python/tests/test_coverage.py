@@ -99,3 +99,25 @@ def test_a_missing_gradient_is_zero_only_where_torchs_is_zero():
     assert (count, worst, bad) == (2, 0.0, [])
     _, _, bad = family_check.compare_grads({"w": one * 1e-3, "v": one}, {"v": one})
     assert bad == ["w missing or misshaped"]
+
+
+def test_an_image_classifier_is_given_its_image(tmp_path):
+    """The wrapper of an image classifier takes pixel_values (it once got input_ids, and every
+    image case failed at export). ViT on TorchScript passes every stage, and its workspace is
+    removed when the case ends unless --work keeps it."""
+    if not REMAT_OPT:
+        pytest.skip("REMAT_OPT is not set (ctest sets it to the build's remat-opt)")
+    remat_run = pathlib.Path(REMAT_OPT).parent / "remat-run"
+    out = tmp_path / "coverage.json"
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    subprocess.run(
+        [sys.executable, str(ROOT / "tests/fixtures/coverage.py"), "--remat-opt", REMAT_OPT,
+         "--remat-run", str(remat_run), "--only", "^ViTForImageClassification/ts17$",
+         "--exporters", "ts17", "--timeout", "240", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=True, env=env)
+    [res] = json.loads(out.read_text())["results"]
+    assert (res["task"], res["stages"]["export"], res["stages"]["train"]) == \
+        ("image-classification", "ok", "ok")
+    assert res["stages"]["remat"] == "ok"
+    # torch keeps its own caches there; the harness's directories are gone.
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("coverage-")] == []
