@@ -17,7 +17,8 @@
 //     ScatterElements, SplitToSequence -> Split (SequenceAt at a constant
 //     position picks a piece), Einsum -> Expand, ReduceSum, Transpose,
 //     Reshape and MatMul (frontends/onnx/Einsum.h), NonZero of a constant
-//     -> Constant,
+//     -> Constant, GlobalAveragePool/GlobalMaxPool -> ReduceMean/ReduceMax,
+//     BatchNormalization -> its statistics, Sub, Div, Mul and Add,
 //     seeds for Dropout, ...). Every result type comes from ir::inferTypes;
 //     a node whose operands are all constants (or a Shape of a static type)
 //     is evaluated with ImportOptions::evaluator and replaced by a Constant
@@ -351,6 +352,8 @@ private:
   /// NonZero of a constant, evaluated at import (its result's shape is the
   /// number of nonzero elements).
   Results convertNonZero(const FlatNode &flat, NodeArgs &args);
+  Results convertGlobalPool(const FlatNode &flat, NodeArgs &args);
+  Results convertBatchNormalization(const FlatNode &flat, NodeArgs &args);
   /// \returns ", which depends on graph input 'x'" (up to three inputs)
   /// for the non-weight graph inputs \p value is computed from, or "".
   std::string runtimeInputsText(const Value *value) const;
@@ -1391,6 +1394,172 @@ Importer::Results Importer::convertCastLike(const FlatNode &flat,
   return emit(flat, OpKind::Cast, {operands[0]}, std::move(attrs), {name});
 }
 
+Importer::Results Importer::convertGlobalPool(const FlatNode &flat,
+                                             NodeArgs &args) {
+  // GlobalAveragePool(x) == ReduceMean(x) {axes = [2, rank), keepdims = 1},
+  // GlobalMaxPool with ReduceMax: every spatial dim of [N, C, ...] pooled.
+  if (args.operands.size() != 1)
+    return nodeError(flat, "expects 1 input, got " +
+                               Twine(args.operands.size()));
+  const TensorType &type = args.operands[0]->getType();
+  if (type.getRank() < 3)
+    return nodeError(flat, "expects [N, C, spatial...] of rank 3 or more, got " +
+                               type.str());
+  std::vector<int64_t> axes;
+  for (int64_t i = 2; i < type.getRank(); ++i)
+    axes.push_back(i);
+  AttrList attrs;
+  attrs.set("axes", axes);
+  attrs.set("keepdims", int64_t{1});
+  OpKind op = flat.proto->op_type() == "GlobalMaxPool" ? OpKind::ReduceMax
+                                                        : OpKind::ReduceMean;
+  return emit(flat, op, {args.operands[0]}, std::move(attrs),
+              {args.names[0]});
+}
+
+Importer::Results Importer::convertBatchNormalization(const FlatNode &flat,
+                                                     NodeArgs &args) {
+  // BatchNormalization(x, scale, bias, mean, var) over [N, C, ...], each of
+  // the others [C], in remat's elementwise ops and reductions, so that
+  // autodiff, the kernels and recompute need nothing of their own:
+  //   inference: y = (x - mean) / sqrt(var + epsilon) * scale + bias;
+  //   training_mode = 1: the batch's own statistics over every dim but C,
+  //     m = ReduceMean(x), v = ReduceMean((x - m)^2) (population variance),
+  //     y = (x - m) / sqrt(v + epsilon) * scale + bias, and the running
+  //     statistics' outputs mean * momentum + m * (1 - momentum) (var alike).
+  ArrayRef<Value *> operands = args.operands;
+  const std::string &name = args.names[0];
+  if (operands.size() != 5)
+    return nodeError(flat, "expects 5 inputs, got " + Twine(operands.size()));
+  const TensorType &type = operands[0]->getType();
+  int64_t rank = type.getRank();
+  if (rank < 2)
+    return nodeError(flat, "expects [N, C, ...] of rank 2 or more, got " +
+                               type.str());
+  int64_t channels = type.getDim(1);
+  for (int i = 1; i < 5; ++i) {
+    const TensorType &t = operands[i]->getType();
+    if (t.getRank() != 1 || t.getDim(0) != channels ||
+        t.getDType() != type.getDType())
+      return nodeError(flat, "input " + Twine(i) + " is " + t.str() +
+                                 ", expected [" + Twine(channels) + "] of " +
+                                 type.str() + "'s dtype");
+  }
+  bool training = args.attrs.getInt("training_mode").value_or(0) != 0;
+  double epsilon = args.attrs.getFloat("epsilon").value_or(1e-5f);
+  double momentum = args.attrs.getFloat("momentum").value_or(0.9f);
+  if (!training && args.names.size() > 1)
+    return nodeError(flat, "has running statistics' outputs without "
+                           "training_mode = 1");
+  auto scalar = [&](double value, StringRef base) {
+    return emitConstant(
+        TensorData::fromDoubles(TensorType(type.getDType(), {}), {value}),
+        base);
+  };
+  // [C] -> [C, 1, ...]: broadcast along every dim after C.
+  SmallVector<int64_t, 4> perChannel = {channels};
+  perChannel.append(size_t(rank - 2), 1);
+  Value *channelShape = emitConstant(
+      TensorData::fromInts(
+          TensorType(DType::I64, {static_cast<int64_t>(perChannel.size())}),
+          perChannel),
+      name + ".channel_shape");
+  auto step = [&](OpKind op, ArrayRef<Value *> ins, StringRef base,
+                  AttrList attrs = {}) -> Expected<Value *> {
+    auto results = emit(flat, op, ins, std::move(attrs), {freshName(base)});
+    if (!results)
+      return results.takeError();
+    return (*results)[0];
+  };
+  auto channel = [&](Value *v, StringRef base) {
+    return step(OpKind::Reshape, {v, channelShape}, base);
+  };
+  std::vector<int64_t> axes = {0};
+  for (int64_t i = 2; i < rank; ++i)
+    axes.push_back(i);
+  AttrList reduce;
+  reduce.set("axes", axes);
+  reduce.set("keepdims", int64_t{1});
+
+  Expected<Value *> mean = nullptr, var = nullptr;
+  if (training) {
+    mean = step(OpKind::ReduceMean, {operands[0]}, name + ".batch_mean", reduce);
+  } else {
+    mean = channel(operands[3], name + ".mean");
+  }
+  if (!mean)
+    return mean.takeError();
+  auto centered = step(OpKind::Sub, {operands[0], *mean}, name + ".centered");
+  if (!centered)
+    return centered.takeError();
+  if (training) {
+    auto square = step(OpKind::Mul, {*centered, *centered}, name + ".square");
+    if (!square)
+      return square.takeError();
+    var = step(OpKind::ReduceMean, {*square}, name + ".batch_var", reduce);
+  } else {
+    var = channel(operands[4], name + ".var");
+  }
+  if (!var)
+    return var.takeError();
+  auto shifted =
+      step(OpKind::Add, {*var, scalar(epsilon, name + ".epsilon")},
+           name + ".var_eps");
+  if (!shifted)
+    return shifted.takeError();
+  auto stddev = step(OpKind::Sqrt, {*shifted}, name + ".stddev");
+  if (!stddev)
+    return stddev.takeError();
+  auto normed = step(OpKind::Div, {*centered, *stddev}, name + ".normalized");
+  if (!normed)
+    return normed.takeError();
+  auto scale = channel(operands[1], name + ".scale");
+  if (!scale)
+    return scale.takeError();
+  auto scaled = step(OpKind::Mul, {*normed, *scale}, name + ".scaled");
+  if (!scaled)
+    return scaled.takeError();
+  auto bias = channel(operands[2], name + ".bias");
+  if (!bias)
+    return bias.takeError();
+  auto y = emit(flat, OpKind::Add, {*scaled, *bias}, {}, {name});
+  if (!y)
+    return y.takeError();
+  SmallVector<Value *, 2> results = {(*y)[0]};
+  // The running statistics, for the outputs asked for.
+  for (size_t i = 1; i < args.names.size() && i < 3; ++i) {
+    if (args.names[i].empty()) {
+      results.push_back(nullptr);
+      continue;
+    }
+    Value *batch = i == 1 ? *mean : *var;
+    Value *running = operands[i == 1 ? 3 : 4];
+    Value *flatShape = emitConstant(
+        TensorData::fromInts(TensorType(DType::I64, {1}), {channels}),
+        args.names[i] + ".shape");
+    auto current = step(OpKind::Reshape, {batch, flatShape},
+                        args.names[i] + ".batch");
+    if (!current)
+      return current.takeError();
+    auto kept = step(OpKind::Mul,
+                     {running, scalar(momentum, args.names[i] + ".momentum")},
+                     args.names[i] + ".kept");
+    if (!kept)
+      return kept.takeError();
+    auto added = step(OpKind::Mul,
+                      {*current, scalar(1 - momentum,
+                                        args.names[i] + ".one_minus_momentum")},
+                      args.names[i] + ".added");
+    if (!added)
+      return added.takeError();
+    auto out = emit(flat, OpKind::Add, {*kept, *added}, {}, {args.names[i]});
+    if (!out)
+      return out.takeError();
+    results.push_back((*out)[0]);
+  }
+  return results;
+}
+
 Expected<Value *> Importer::tensorInput(const FlatNode &flat, int i) {
   const onnx::NodeProto &proto = *flat.proto;
   auto it = values_.find(proto.input(i));
@@ -2174,6 +2343,10 @@ const llvm::StringMap<Importer::Converter> &Importer::converterTable() {
     map[".ScatterND"] = {std::nullopt, 11, &Importer::convertScatterND};
     map[".Einsum"] = {std::nullopt, 12, &Importer::convertEinsum};
     map[".NonZero"] = {std::nullopt, 9, &Importer::convertNonZero};
+    map[".GlobalAveragePool"] = {std::nullopt, 1, &Importer::convertGlobalPool};
+    map[".GlobalMaxPool"] = {std::nullopt, 1, &Importer::convertGlobalPool};
+    map[".BatchNormalization"] = {std::nullopt, 14,
+                                  &Importer::convertBatchNormalization};
     map[".SplitToSequence"] = {std::nullopt, 11, nullptr,
                                &Importer::convertSplitToSequence};
     map[".SequenceAt"] = {std::nullopt, 11, nullptr,

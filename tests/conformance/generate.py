@@ -85,6 +85,10 @@ IMPORTER_CONVERSIONS = {
                  "only)",
     "Einsum": "lowered to Expand, ReduceSum, Transpose, Reshape and MatMul "
               "(no repeated subscript within one operand)",
+    "GlobalAveragePool": "converted to ReduceMean over the spatial dims",
+    "GlobalMaxPool": "converted to ReduceMax over the spatial dims",
+    "BatchNormalization": "converted to its statistics (training_mode 1: the "
+                          "batch's), Sub, Div, Mul and Add",
 }
 
 # Ops whose versions after opset 20 change nothing a case at opset 20 could
@@ -106,6 +110,8 @@ RETARGET = {
     "Einsum": "28 adds bfloat16",
     "EyeLike": "22 adds bfloat16",
     "Flatten": "21-25 add types",
+    "GlobalAveragePool": "22 adds bfloat16",
+    "GlobalMaxPool": "22 adds bfloat16",
     "Identity": "21-25 add types",
     "MaxPool": "22 adds bfloat16",
     "Mod": "28 allows floating-point inputs with fmod=0 (A - floor(A/B)*B)",
