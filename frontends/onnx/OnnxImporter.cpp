@@ -18,7 +18,8 @@
 //     position picks a piece), Einsum -> Expand, ReduceSum, Transpose,
 //     Reshape and MatMul (frontends/onnx/Einsum.h), NonZero of a constant
 //     -> Constant, GlobalAveragePool/GlobalMaxPool -> ReduceMean/ReduceMax,
-//     BatchNormalization -> its statistics, Sub, Div, Mul and Add,
+//     BatchNormalization and InstanceNormalization -> their statistics,
+//     Sub, Div, Mul and Add,
 //     seeds for Dropout, ...). Every result type comes from ir::inferTypes;
 //     a node whose operands are all constants (or a Shape of a static type)
 //     is evaluated with ImportOptions::evaluator and replaced by a Constant
@@ -354,6 +355,20 @@ private:
   Results convertNonZero(const FlatNode &flat, NodeArgs &args);
   Results convertGlobalPool(const FlatNode &flat, NodeArgs &args);
   Results convertBatchNormalization(const FlatNode &flat, NodeArgs &args);
+  Results convertInstanceNormalization(const FlatNode &flat, NodeArgs &args);
+  /// What emitNormalized made: the result, and the mean and variance it
+  /// used (the batch's when it computed them, else the given ones, [C, 1..]).
+  struct Normalized {
+    Value *y = nullptr, *mean = nullptr, *var = nullptr;
+  };
+  Expected<Normalized> emitNormalized(const FlatNode &flat,
+                                      const std::string &name, Value *x,
+                                      ArrayRef<int64_t> axes, Value *mean,
+                                      Value *var, Value *scale, Value *bias,
+                                      double epsilon);
+  /// Checks x [N, C, ...] and \p count - 1 operands of [C] and x's dtype.
+  Error checkChannelOperands(const FlatNode &flat, ArrayRef<Value *> operands,
+                             unsigned count);
   /// \returns ", which depends on graph input 'x'" (up to three inputs)
   /// for the non-weight graph inputs \p value is computed from, or "".
   std::string runtimeInputsText(const Value *value) const;
@@ -1417,46 +1432,16 @@ Importer::Results Importer::convertGlobalPool(const FlatNode &flat,
               {args.names[0]});
 }
 
-Importer::Results Importer::convertBatchNormalization(const FlatNode &flat,
-                                                     NodeArgs &args) {
-  // BatchNormalization(x, scale, bias, mean, var) over [N, C, ...], each of
-  // the others [C], in remat's elementwise ops and reductions, so that
-  // autodiff, the kernels and recompute need nothing of their own:
-  //   inference: y = (x - mean) / sqrt(var + epsilon) * scale + bias;
-  //   training_mode = 1: the batch's own statistics over every dim but C,
-  //     m = ReduceMean(x), v = ReduceMean((x - m)^2) (population variance),
-  //     y = (x - m) / sqrt(v + epsilon) * scale + bias, and the running
-  //     statistics' outputs mean * momentum + m * (1 - momentum) (var alike).
-  ArrayRef<Value *> operands = args.operands;
-  const std::string &name = args.names[0];
-  if (operands.size() != 5)
-    return nodeError(flat, "expects 5 inputs, got " + Twine(operands.size()));
-  const TensorType &type = operands[0]->getType();
-  int64_t rank = type.getRank();
-  if (rank < 2)
-    return nodeError(flat, "expects [N, C, ...] of rank 2 or more, got " +
-                               type.str());
-  int64_t channels = type.getDim(1);
-  for (int i = 1; i < 5; ++i) {
-    const TensorType &t = operands[i]->getType();
-    if (t.getRank() != 1 || t.getDim(0) != channels ||
-        t.getDType() != type.getDType())
-      return nodeError(flat, "input " + Twine(i) + " is " + t.str() +
-                                 ", expected [" + Twine(channels) + "] of " +
-                                 type.str() + "'s dtype");
-  }
-  bool training = args.attrs.getInt("training_mode").value_or(0) != 0;
-  double epsilon = args.attrs.getFloat("epsilon").value_or(1e-5f);
-  double momentum = args.attrs.getFloat("momentum").value_or(0.9f);
-  if (!training && args.names.size() > 1)
-    return nodeError(flat, "has running statistics' outputs without "
-                           "training_mode = 1");
-  auto scalar = [&](double value, StringRef base) {
-    return emitConstant(
-        TensorData::fromDoubles(TensorType(type.getDType(), {}), {value}),
-        base);
-  };
-  // [C] -> [C, 1, ...]: broadcast along every dim after C.
+Expected<Importer::Normalized>
+Importer::emitNormalized(const FlatNode &flat, const std::string &name,
+                         Value *x, ArrayRef<int64_t> axes, Value *mean,
+                         Value *var, Value *scale, Value *bias,
+                         double epsilon) {
+  // y = (x - m) / sqrt(v + epsilon) * scale + bias, the [C] operands
+  // broadcast along every dim after C; m and v the mean and the population
+  // variance over \p axes (keepdims) unless given.
+  const TensorType &type = x->getType();
+  int64_t rank = type.getRank(), channels = type.getDim(1);
   SmallVector<int64_t, 4> perChannel = {channels};
   perChannel.append(size_t(rank - 2), 1);
   Value *channelShape = emitConstant(
@@ -1474,37 +1459,32 @@ Importer::Results Importer::convertBatchNormalization(const FlatNode &flat,
   auto channel = [&](Value *v, StringRef base) {
     return step(OpKind::Reshape, {v, channelShape}, base);
   };
-  std::vector<int64_t> axes = {0};
-  for (int64_t i = 2; i < rank; ++i)
-    axes.push_back(i);
   AttrList reduce;
-  reduce.set("axes", axes);
+  reduce.set("axes", std::vector<int64_t>(axes.begin(), axes.end()));
   reduce.set("keepdims", int64_t{1});
-
-  Expected<Value *> mean = nullptr, var = nullptr;
-  if (training) {
-    mean = step(OpKind::ReduceMean, {operands[0]}, name + ".batch_mean", reduce);
-  } else {
-    mean = channel(operands[3], name + ".mean");
-  }
-  if (!mean)
-    return mean.takeError();
-  auto centered = step(OpKind::Sub, {operands[0], *mean}, name + ".centered");
+  Normalized out;
+  auto m = mean ? channel(mean, name + ".mean")
+                : step(OpKind::ReduceMean, {x}, name + ".batch_mean", reduce);
+  if (!m)
+    return m.takeError();
+  auto centered = step(OpKind::Sub, {x, *m}, name + ".centered");
   if (!centered)
     return centered.takeError();
-  if (training) {
+  Expected<Value *> v = nullptr;
+  if (var) {
+    v = channel(var, name + ".var");
+  } else {
     auto square = step(OpKind::Mul, {*centered, *centered}, name + ".square");
     if (!square)
       return square.takeError();
-    var = step(OpKind::ReduceMean, {*square}, name + ".batch_var", reduce);
-  } else {
-    var = channel(operands[4], name + ".var");
+    v = step(OpKind::ReduceMean, {*square}, name + ".batch_var", reduce);
   }
-  if (!var)
-    return var.takeError();
-  auto shifted =
-      step(OpKind::Add, {*var, scalar(epsilon, name + ".epsilon")},
-           name + ".var_eps");
+  if (!v)
+    return v.takeError();
+  Value *eps = emitConstant(
+      TensorData::fromDoubles(TensorType(type.getDType(), {}), {epsilon}),
+      name + ".epsilon");
+  auto shifted = step(OpKind::Add, {*v, eps}, name + ".var_eps");
   if (!shifted)
     return shifted.takeError();
   auto stddev = step(OpKind::Sqrt, {*shifted}, name + ".stddev");
@@ -1513,51 +1493,131 @@ Importer::Results Importer::convertBatchNormalization(const FlatNode &flat,
   auto normed = step(OpKind::Div, {*centered, *stddev}, name + ".normalized");
   if (!normed)
     return normed.takeError();
-  auto scale = channel(operands[1], name + ".scale");
-  if (!scale)
-    return scale.takeError();
-  auto scaled = step(OpKind::Mul, {*normed, *scale}, name + ".scaled");
+  auto scaled = channel(scale, name + ".scale");
   if (!scaled)
     return scaled.takeError();
-  auto bias = channel(operands[2], name + ".bias");
-  if (!bias)
-    return bias.takeError();
-  auto y = emit(flat, OpKind::Add, {*scaled, *bias}, {}, {name});
+  auto product = step(OpKind::Mul, {*normed, *scaled}, name + ".scaled");
+  if (!product)
+    return product.takeError();
+  auto shift = channel(bias, name + ".bias");
+  if (!shift)
+    return shift.takeError();
+  auto y = emit(flat, OpKind::Add, {*product, *shift}, {}, {name});
   if (!y)
     return y.takeError();
-  SmallVector<Value *, 2> results = {(*y)[0]};
+  out.y = (*y)[0];
+  out.mean = *m;
+  out.var = *v;
+  return out;
+}
+
+Error Importer::checkChannelOperands(const FlatNode &flat,
+                                    ArrayRef<Value *> operands,
+                                    unsigned count) {
+  if (operands.size() != count)
+    return nodeError(flat, "expects " + Twine(count) + " inputs, got " +
+                               Twine(operands.size()));
+  const TensorType &type = operands[0]->getType();
+  if (type.getRank() < 2)
+    return nodeError(flat, "expects [N, C, ...] of rank 2 or more, got " +
+                               type.str());
+  int64_t channels = type.getDim(1);
+  for (unsigned i = 1; i < count; ++i) {
+    const TensorType &t = operands[i]->getType();
+    if (t.getRank() != 1 || t.getDim(0) != channels ||
+        t.getDType() != type.getDType())
+      return nodeError(flat, "input " + Twine(i) + " is " + t.str() +
+                                 ", expected [" + Twine(channels) + "] of " +
+                                 type.str() + "'s dtype");
+  }
+  return Error::success();
+}
+
+Importer::Results Importer::convertBatchNormalization(const FlatNode &flat,
+                                                     NodeArgs &args) {
+  // BatchNormalization(x, scale, bias, mean, var) over [N, C, ...], each of
+  // the others [C], in remat's elementwise ops and reductions, so that
+  // autodiff, the kernels and recompute need nothing of their own
+  // (emitNormalized): inference normalises with the given mean and var;
+  // training_mode = 1 with the batch's own, over every dim but C, and the
+  // running statistics' outputs are mean * momentum + m * (1 - momentum)
+  // (var alike, with the population variance).
+  ArrayRef<Value *> operands = args.operands;
+  const std::string &name = args.names[0];
+  if (auto err = checkChannelOperands(flat, operands, 5))
+    return std::move(err);
+  const TensorType &type = operands[0]->getType();
+  int64_t channels = type.getDim(1);
+  bool training = args.attrs.getInt("training_mode").value_or(0) != 0;
+  double epsilon = args.attrs.getFloat("epsilon").value_or(1e-5f);
+  double momentum = args.attrs.getFloat("momentum").value_or(0.9f);
+  if (!training && args.names.size() > 1)
+    return nodeError(flat, "has running statistics' outputs without "
+                           "training_mode = 1");
+  std::vector<int64_t> axes = {0};
+  for (int64_t i = 2; i < type.getRank(); ++i)
+    axes.push_back(i);
+  auto normalized = emitNormalized(
+      flat, name, operands[0], axes, training ? nullptr : operands[3],
+      training ? nullptr : operands[4], operands[1], operands[2], epsilon);
+  if (!normalized)
+    return normalized.takeError();
+  SmallVector<Value *, 2> results = {normalized->y};
   // The running statistics, for the outputs asked for.
   for (size_t i = 1; i < args.names.size() && i < 3; ++i) {
-    if (args.names[i].empty()) {
+    const std::string &out = args.names[i];
+    if (out.empty()) {
       results.push_back(nullptr);
       continue;
     }
-    Value *batch = i == 1 ? *mean : *var;
-    Value *running = operands[i == 1 ? 3 : 4];
-    Value *flatShape = emitConstant(
+    Value *shape = emitConstant(
         TensorData::fromInts(TensorType(DType::I64, {1}), {channels}),
-        args.names[i] + ".shape");
-    auto current = step(OpKind::Reshape, {batch, flatShape},
-                        args.names[i] + ".batch");
+        out + ".shape");
+    auto current = emit(flat, OpKind::Reshape,
+                        {i == 1 ? normalized->mean : normalized->var, shape},
+                        {}, {freshName(out + ".batch")});
     if (!current)
       return current.takeError();
-    auto kept = step(OpKind::Mul,
-                     {running, scalar(momentum, args.names[i] + ".momentum")},
-                     args.names[i] + ".kept");
+    auto weigh = [&](Value *v, double w, const std::string &base) {
+      Value *c = emitConstant(
+          TensorData::fromDoubles(TensorType(type.getDType(), {}), {w}),
+          base + ".weight");
+      return emit(flat, OpKind::Mul, {v, c}, {}, {freshName(base)});
+    };
+    auto kept = weigh(operands[i == 1 ? 3 : 4], momentum, out + ".kept");
     if (!kept)
       return kept.takeError();
-    auto added = step(OpKind::Mul,
-                      {*current, scalar(1 - momentum,
-                                        args.names[i] + ".one_minus_momentum")},
-                      args.names[i] + ".added");
+    auto added = weigh((*current)[0], 1 - momentum, out + ".added");
     if (!added)
       return added.takeError();
-    auto out = emit(flat, OpKind::Add, {*kept, *added}, {}, {args.names[i]});
-    if (!out)
-      return out.takeError();
-    results.push_back((*out)[0]);
+    auto sum = emit(flat, OpKind::Add, {(*kept)[0], (*added)[0]}, {}, {out});
+    if (!sum)
+      return sum.takeError();
+    results.push_back((*sum)[0]);
   }
   return results;
+}
+
+Importer::Results Importer::convertInstanceNormalization(const FlatNode &flat,
+                                                        NodeArgs &args) {
+  // InstanceNormalization(x, scale, bias): each [N, C] instance normalised
+  // over its spatial dims (emitNormalized).
+  if (auto err = checkChannelOperands(flat, args.operands, 3))
+    return std::move(err);
+  int64_t rank = args.operands[0]->getType().getRank();
+  if (rank < 3)
+    return nodeError(flat, "expects [N, C, spatial...] of rank 3 or more, got " +
+                               args.operands[0]->getType().str());
+  std::vector<int64_t> axes;
+  for (int64_t i = 2; i < rank; ++i)
+    axes.push_back(i);
+  auto normalized = emitNormalized(
+      flat, args.names[0], args.operands[0], axes, nullptr, nullptr,
+      args.operands[1], args.operands[2],
+      args.attrs.getFloat("epsilon").value_or(1e-5f));
+  if (!normalized)
+    return normalized.takeError();
+  return SmallVector<Value *, 2>{normalized->y};
 }
 
 Expected<Value *> Importer::tensorInput(const FlatNode &flat, int i) {
@@ -2347,6 +2407,8 @@ const llvm::StringMap<Importer::Converter> &Importer::converterTable() {
     map[".GlobalMaxPool"] = {std::nullopt, 1, &Importer::convertGlobalPool};
     map[".BatchNormalization"] = {std::nullopt, 14,
                                   &Importer::convertBatchNormalization};
+    map[".InstanceNormalization"] = {std::nullopt, 6,
+                                     &Importer::convertInstanceNormalization};
     map[".SplitToSequence"] = {std::nullopt, 11, nullptr,
                                &Importer::convertSplitToSequence};
     map[".SequenceAt"] = {std::nullopt, 11, nullptr,

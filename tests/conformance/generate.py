@@ -89,6 +89,8 @@ IMPORTER_CONVERSIONS = {
     "GlobalMaxPool": "converted to ReduceMax over the spatial dims",
     "BatchNormalization": "converted to its statistics (training_mode 1: the "
                           "batch's), Sub, Div, Mul and Add",
+    "InstanceNormalization": "converted to its statistics, Sub, Div, Mul and "
+                             "Add",
 }
 
 # Ops whose versions after opset 20 change nothing a case at opset 20 could
@@ -112,6 +114,7 @@ RETARGET = {
     "Flatten": "21-25 add types",
     "GlobalAveragePool": "22 adds bfloat16",
     "GlobalMaxPool": "22 adds bfloat16",
+    "InstanceNormalization": "22 adds bfloat16",
     "Identity": "21-25 add types",
     "MaxPool": "22 adds bfloat16",
     "Mod": "28 allows floating-point inputs with fmod=0 (A - floor(A/B)*B)",

@@ -55,9 +55,11 @@ namespace {
 /// The importer's sentence on the ops it reads (the unsupported-op error):
 /// ir/Ops.def's ops and those it converts at import.
 const std::string kSupportedOps =
-    "remat supports the ops of ir/Ops.def and converts CastLike, Einsum, "
-    "Flatten, GatherND, NonZero, ScatterND, SequenceAt and SplitToSequence to "
-    "them at import; no other domain than ai.onnx and remat";
+    "remat supports the ops of ir/Ops.def and converts BatchNormalization, "
+    "CastLike, Einsum, Flatten, GatherND, GlobalAveragePool, GlobalMaxPool, "
+    "InstanceNormalization, NonZero, ScatterND, SequenceAt and "
+    "SplitToSequence to them at import; no other domain than ai.onnx and "
+    "remat";
 
 /// A dim of a declared type: a value, a symbolic name, or neither.
 struct Dim {
