@@ -221,12 +221,9 @@ PlanResult Solver::evaluate(llvm::StringRef strategy,
   if (estimate) {
     ensureEstimate(result);
   } else {
-    unsigned limit = UINT_MAX;
-    if (perUse)
-      limit = std::max<unsigned>(
-          kPerUseMinClones, kPerUseClonesPerNode * graph_.getNodes().size());
-    result.stats =
-        predictRecomputeStats(graph_, toRewrite(result), profile_, limit);
+    result.stats = predictRecomputeStats(graph_, toRewrite(result), profile_,
+                                         perUse ? perUseCloneLimit()
+                                                : UINT_MAX);
   }
   return result;
 }
@@ -610,17 +607,15 @@ Solver::nestedPlans(
   return nested;
 }
 
+unsigned Solver::perUseCloneLimit() const {
+  return std::max<unsigned>(kPerUseMinClones,
+                            kPerUseClonesPerNode * graph_.getNodes().size());
+}
+
 void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
-  unsigned limit = std::max<unsigned>(
-      kPerUseMinClones, kPerUseClonesPerNode * graph_.getNodes().size());
+  // Their estimates wait as the nested plans' do; a rewrite past the clone
+  // limit is not offered (its dry run stops there).
   auto offer = [&](PlanResult plan) {
-    // Their estimates wait as the nested plans' do; a rewrite past the
-    // clone limit is not offered (its dry run stops there).
-    plan.strategy = "per-use";
-    plan.perUse = true;
-    plan.estimated = false;
-    plan.estimatedPeakBytes = plan.plannedPeakBytes = 0;
-    plan.stats = predictRecomputeStats(graph_, toRewrite(plan), profile_, limit);
     if (!plan.stats.overLimit)
       add(std::move(plan));
   };
@@ -637,12 +632,20 @@ void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
   flat.resize(std::min<size_t>(flat.size(), kPerUseMembers));
   std::vector<std::pair<std::string, std::vector<SegmentChoice>>> choices;
   std::vector<PlanResult> members;
-  for (const PlanResult *plan : flat) {
-    members.push_back(*plan);
-    choices.push_back({plan->strategy, plan->choices});
+  for (const PlanResult *member : flat) {
+    PlanResult plan = *member;
+    plan.strategy = "per-use";
+    plan.perUse = true;
+    plan.estimated = false;
+    plan.estimatedPeakBytes = plan.plannedPeakBytes = 0;
+    plan.stats = predictRecomputeStats(graph_, toRewrite(plan), profile_,
+                                       perUseCloneLimit());
+    members.push_back(std::move(plan));
+    choices.push_back({member->strategy, member->choices});
   }
   for (auto &[name, cut] : nestedPlans(choices))
-    members.push_back(evaluate(name, std::move(cut), nullptr, /*estimate=*/false));
+    members.push_back(evaluate("per-use", std::move(cut), nullptr,
+                               /*estimate=*/false, /*perUse=*/true));
   for (PlanResult &plan : members)
     offer(std::move(plan));
   // Every stashed value dropped and nothing else held: each backward node
@@ -654,7 +657,8 @@ void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
   std::vector<SegmentChoice> each(chain_.segments.size());
   for (SegmentChoice &choice : each)
     choice = {SegmentOption::Recompute, 0};
-  offer(evaluate("per-use", std::move(each), &all, /*estimate=*/false));
+  offer(evaluate("per-use", std::move(each), &all, /*estimate=*/false,
+                 /*perUse=*/true));
 }
 
 llvm::Expected<PlanResult> Solver::smallestPlan() {

@@ -249,6 +249,8 @@ private:
   /// rewrite clones at most kPerUseClonesPerNode per node of the graph (at
   /// least kPerUseMinClones).
   void addPerUsePlans(llvm::function_ref<void(PlanResult)> add);
+  /// The most clones a plan rebuilt per use may make.
+  unsigned perUseCloneLimit() const;
   static constexpr unsigned kPerUseMembers = 8;
   static constexpr unsigned kPerUseClonesPerNode = 1;
   static constexpr unsigned kPerUseMinClones = 4096;
