@@ -1983,3 +1983,43 @@ TEST_CASE("OneHot of constants folds, so a Tile it sizes is static") {
   REQUIRE(repeats);
   CHECK(repeats->getInts() == std::vector<int64_t>{1, 1, 1, 4, 1});
 }
+
+TEST_CASE("BatchNormalization, InstanceNormalization and the global pools "
+          "refuse operands they cannot normalise, naming the node") {
+  auto normError = [](const std::string &op, std::vector<Dim> xDims,
+                      int64_t channels, int inputs, int outputs,
+                      bool training) {
+    ModelBuilder m;
+    m.input("x", kFloat, std::move(xDims));
+    std::vector<std::string> names = {"x"};
+    for (int i = 1; i < inputs; ++i) {
+      std::string name = "p" + std::to_string(i);
+      m.floats(name, {channels}, std::vector<float>(size_t(channels), 1.0f));
+      names.push_back(name);
+    }
+    std::vector<std::string> outs = {"y", "rm", "rv"};
+    outs.resize(size_t(outputs));
+    onnx::NodeProto *n = m.node(op, names, outs, "norm");
+    if (training)
+      attrInt(n, "training_mode", 1);
+    m.output("y");
+    return importError(m.bytes());
+  };
+  CHECK(normError("BatchNormalization", {2, 3, 4}, 3, 4, 1, false) ==
+        "model.onnx: node 'norm' (BatchNormalization): expects 5 inputs, "
+        "got 4");
+  CHECK(normError("BatchNormalization", {2, 3, 4}, 4, 5, 1, false) ==
+        "model.onnx: node 'norm' (BatchNormalization): input 1 is f32[4], "
+        "expected [3] of f32[2,3,4]'s dtype");
+  CHECK(normError("BatchNormalization", {2, 3, 4}, 3, 5, 3, false) ==
+        "model.onnx: node 'norm' (BatchNormalization): has running "
+        "statistics' outputs without training_mode = 1");
+  CHECK(normError("InstanceNormalization", {2, 3}, 3, 3, 1, false) ==
+        "model.onnx: node 'norm' (InstanceNormalization): expects [N, C, "
+        "spatial...] of rank 3 or more, got f32[2,3]");
+  CHECK(normError("GlobalAveragePool", {2, 3}, 3, 1, 1, false) ==
+        "model.onnx: node 'norm' (GlobalAveragePool): expects [N, C, "
+        "spatial...] of rank 3 or more, got f32[2,3]");
+  // Training mode with the running statistics' outputs imports.
+  CHECK(normError("BatchNormalization", {2, 3, 4}, 3, 5, 3, true) == "ok");
+}
