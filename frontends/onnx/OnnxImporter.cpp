@@ -19,7 +19,8 @@
 //     Reshape and MatMul (frontends/onnx/Einsum.h), NonZero of a constant
 //     -> Constant, GlobalAveragePool/GlobalMaxPool -> ReduceMean/ReduceMax,
 //     BatchNormalization and InstanceNormalization -> their statistics,
-//     Sub, Div, Mul and Add,
+//     Sub, Div, Mul and Add, Resize with constant sizes -> a Gather or a
+//     MatMul by constant weights per resized axis (frontends/onnx/Resize.h),
 //     seeds for Dropout, ...). Every result type comes from ir::inferTypes;
 //     a node whose operands are all constants (or a Shape of a static type)
 //     is evaluated with ImportOptions::evaluator and replaced by a Constant
@@ -36,6 +37,7 @@
 
 #include "frontends/onnx/Einsum.h"
 #include "frontends/onnx/OnnxTensor.h"
+#include "frontends/onnx/Resize.h"
 
 #include "ir/GradientName.h"
 #include "ir/Hash.h"
@@ -306,6 +308,9 @@ private:
     /// proto.
     Error (Importer::*convertSequence)(const FlatNode &,
                                        const AttrList &) = nullptr;
+    /// A conversion at import that takes omitted inputs in the middle (as
+    /// null operands); the others refuse them.
+    bool takesOmittedInputs = false;
   };
   /// Every converter, keyed by "domain.opType" ("" for the default domain).
   static const llvm::StringMap<Converter> &converterTable();
@@ -356,6 +361,8 @@ private:
   Results convertGlobalPool(const FlatNode &flat, NodeArgs &args);
   Results convertBatchNormalization(const FlatNode &flat, NodeArgs &args);
   Results convertInstanceNormalization(const FlatNode &flat, NodeArgs &args);
+  /// Resize with constant roi, scales and sizes.
+  Results convertResize(const FlatNode &flat, NodeArgs &args);
   /// What emitNormalized made: the result, and the mean and variance it
   /// used (the batch's when it computed them, else the given ones, [C, 1..]).
   struct Normalized {
@@ -921,6 +928,19 @@ Error Importer::importInitializers() {
         matched = scalarWeightUsed[i] = true;
     return matched;
   };
+  // Float initializers that only Resize's roi and scales read are the
+  // constants the exporter meant, not weights.
+  llvm::StringMap<bool> onlyResizeParameters;
+  for (const FlatNode &flat : flatNodes_)
+    for (int i = 0; i < flat.proto->input_size(); ++i) {
+      bool parameter = flat.proto->op_type() == "Resize" &&
+                       isDefaultDomain(flat.proto->domain()) &&
+                       (i == 1 || i == 2);
+      auto [it, inserted] =
+          onlyResizeParameters.insert({flat.proto->input(i), parameter});
+      if (!inserted)
+        it->second = it->second && parameter;
+    }
   for (onnx::TensorProto &tensor : *graphProto_.mutable_initializer()) {
     if (tensor.name().empty())
       return fileError("an initializer has an empty name");
@@ -930,10 +950,13 @@ Error Importer::importInitializers() {
       return data.takeError();
     releasePayload(tensor);
     const TensorType &type = (*data)->getType();
+    auto resizeOnly = onlyResizeParameters.find(tensor.name());
     bool isWeight = isFloat(type.getDType()) &&
                     (options_.singleElementWeights ||
                      type.getNumElements() != 1 ||
-                     isScalarWeight(tensor.name()));
+                     isScalarWeight(tensor.name())) &&
+                    !(resizeOnly != onlyResizeParameters.end() &&
+                      resizeOnly->second);
     if (isWeight) {
       Value *weight = graph_->addInput(tensor.name(), type, /*isWeight=*/true);
       weight->setData(*data);
@@ -1618,6 +1641,205 @@ Importer::Results Importer::convertInstanceNormalization(const FlatNode &flat,
   if (!normalized)
     return normalized.takeError();
   return SmallVector<Value *, 2>{normalized->y};
+}
+
+Importer::Results Importer::convertResize(const FlatNode &flat,
+                                         NodeArgs &args) {
+  // Resize(x, roi, scales, sizes), each of roi, scales and sizes omitted or
+  // a constant: each resized axis becomes a Gather (nearest) or a MatMul by
+  // its constant [out, in] weights, and tf_crop_and_resize's extrapolation
+  // value is added where the output lies outside the roi
+  // (frontends/onnx/Resize.h).
+  ArrayRef<Value *> operands = args.operands;
+  const std::string &name = args.names[0];
+  if (operands.empty() || operands.size() > 4 || !operands[0])
+    return nodeError(flat, "expects 1 to 4 inputs with the first given, got " +
+                               Twine(operands.size()));
+  Value *x = operands[0];
+  const TensorType &type = x->getType();
+  const AttrList &a = args.attrs;
+  ResizeAttrs attrs;
+  attrs.mode = a.getString("mode").value_or(attrs.mode);
+  attrs.coordinateMode =
+      a.getString("coordinate_transformation_mode").value_or(
+          attrs.coordinateMode);
+  attrs.nearestMode = a.getString("nearest_mode").value_or(attrs.nearestMode);
+  attrs.keepAspectRatioPolicy =
+      a.getString("keep_aspect_ratio_policy")
+          .value_or(attrs.keepAspectRatioPolicy);
+  attrs.cubicCoeffA = a.getFloat("cubic_coeff_a").value_or(-0.75f);
+  attrs.extrapolationValue = a.getFloat("extrapolation_value").value_or(0.0f);
+  attrs.excludeOutside = a.getInt("exclude_outside").value_or(0) != 0;
+  attrs.antialias = a.getInt("antialias").value_or(0) != 0;
+  attrs.axes = a.getInts("axes");
+
+  // The constant inputs: an empty tensor stands for an omitted one.
+  static const char *const kInputNames[] = {"X", "roi", "scales", "sizes"};
+  auto constant = [&](unsigned i) -> Expected<const TensorData *> {
+    if (i >= operands.size() || !operands[i])
+      return nullptr;
+    const TensorData *data = getConstantValue(operands[i]);
+    if (!data)
+      return nodeError(flat, Twine("input '") + kInputNames[i] + "' ('" +
+                                 operands[i]->getName() +
+                                 "') is not a constant at import" +
+                                 runtimeInputsText(operands[i]) +
+                                 "; remat needs static shapes, so it "
+                                 "imports Resize with constant roi, scales "
+                                 "and sizes");
+    return data->getNumElements() == 0 ? nullptr : data;
+  };
+  auto doubles = [](const TensorData *data) {
+    std::optional<std::vector<double>> values;
+    if (data) {
+      values.emplace();
+      for (int64_t i = 0; i < data->getNumElements(); ++i)
+        values->push_back(data->getDouble(i));
+    }
+    return values;
+  };
+  // roi is read only by tf_crop_and_resize.
+  std::optional<std::vector<double>> roi;
+  if (attrs.coordinateMode == "tf_crop_and_resize") {
+    auto data = constant(1);
+    if (!data)
+      return data.takeError();
+    roi = doubles(*data);
+  }
+  auto scaleData = constant(2);
+  if (!scaleData)
+    return scaleData.takeError();
+  auto sizeData = constant(3);
+  if (!sizeData)
+    return sizeData.takeError();
+  std::optional<std::vector<int64_t>> sizes;
+  if (*sizeData)
+    sizes = (*sizeData)->getInts();
+  auto plan = planResize(type.getDims(), attrs, std::move(roi),
+                         doubles(*scaleData), std::move(sizes));
+  if (!plan)
+    return nodeError(flat, errorToString(plan.takeError()));
+
+  int64_t rank = type.getRank();
+  bool extrapolate = attrs.extrapolationValue != 0 &&
+                     llvm::any_of(plan->axes, [](const ResizeAxis &axis) {
+                       return axis.anyOutside();
+                     });
+  bool weighted = llvm::any_of(plan->axes, [](const ResizeAxis &axis) {
+    return !axis.isSelection();
+  });
+  if ((weighted || extrapolate) && !isFloat(type.getDType()))
+    return nodeError(flat, "mode '" + attrs.mode + "' interpolates " +
+                               type.str() +
+                               ", which needs a floating-point dtype");
+  // The last node emitted takes the result's name.
+  int steps = extrapolate ? 1 : 0;
+  for (const ResizeAxis &axis : plan->axes)
+    steps += axis.isSelection() || axis.axis >= rank - 2 ? 1 : 3;
+  if (steps == 0)
+    return emit(flat, OpKind::Identity, {x}, {}, {name});
+  int emitted = 0;
+  auto step = [&](OpKind op, ArrayRef<Value *> ins, AttrList stepAttrs,
+                  const std::string &base) -> Expected<Value *> {
+    std::string out = ++emitted == steps ? name : freshName(base);
+    auto results = emit(flat, op, ins, std::move(stepAttrs), {out});
+    if (!results)
+      return results.takeError();
+    return (*results)[0];
+  };
+  Value *current = x;
+  for (const ResizeAxis &axis : plan->axes) {
+    std::string base = name + ".axis" + std::to_string(axis.axis);
+    int64_t in = axis.inSize, out = axis.outSize;
+    Expected<Value *> next = nullptr;
+    if (axis.isSelection()) {
+      std::vector<int64_t> indices;
+      for (const auto &row : axis.taps)
+        indices.push_back(row[0].first);
+      Value *constant = emitConstant(
+          TensorData::fromInts(TensorType(DType::I64, {out}), indices),
+          base + ".indices");
+      AttrList gather;
+      gather.set("axis", axis.axis);
+      next = step(OpKind::Gather, {current, constant}, std::move(gather),
+                  base);
+    } else {
+      // [out, in] on the left for the second-to-last axis, [in, out] on the
+      // right for the last; another axis is swapped with the last for it.
+      if (out * in > (int64_t(1) << 24))
+        return nodeError(flat, "resizing axis " + Twine(axis.axis) + " from " +
+                                   Twine(in) + " to " + Twine(out) +
+                                   " entries needs a weight matrix of more "
+                                   "than 2^24 entries");
+      bool left = rank >= 2 && axis.axis == rank - 2;
+      std::vector<double> weights(size_t(out * in), 0.0);
+      for (int64_t y = 0; y < out; ++y)
+        for (const auto &[index, weight] : axis.taps[size_t(y)])
+          weights[size_t(left ? y * in + index : index * out + y)] = weight;
+      Value *matrix = emitConstant(
+          TensorData::fromDoubles(
+              TensorType(type.getDType(),
+                         left ? std::vector<int64_t>{out, in}
+                              : std::vector<int64_t>{in, out}),
+              weights),
+          base + ".weights");
+      if (left) {
+        next = step(OpKind::MatMul, {matrix, current}, {}, base);
+      } else if (axis.axis == rank - 1) {
+        next = step(OpKind::MatMul, {current, matrix}, {}, base);
+      } else {
+        std::vector<int64_t> perm;
+        for (int64_t i = 0; i < rank; ++i)
+          perm.push_back(i);
+        std::swap(perm[size_t(axis.axis)], perm[size_t(rank - 1)]);
+        AttrList transpose;
+        transpose.set("perm", perm);
+        auto swapped = step(OpKind::Transpose, {current}, transpose,
+                            base + ".swapped");
+        if (!swapped)
+          return swapped.takeError();
+        auto product = step(OpKind::MatMul, {*swapped, matrix}, {}, base);
+        if (!product)
+          return product.takeError();
+        next = step(OpKind::Transpose, {*product}, transpose, base);
+      }
+    }
+    if (!next)
+      return next.takeError();
+    current = *next;
+  }
+  if (extrapolate) {
+    // The extrapolation value wherever some axis lies outside its roi; the
+    // interpolation is 0 there (the rows of such indices are empty).
+    std::vector<int64_t> maskDims(size_t(rank), 1);
+    for (const ResizeAxis &axis : plan->axes)
+      if (axis.anyOutside())
+        maskDims[size_t(axis.axis)] = axis.outSize;
+    TensorType maskType(type.getDType(), maskDims);
+    std::vector<double> mask(size_t(maskType.getNumElements()), 0.0);
+    for (int64_t flatIndex = 0; flatIndex < maskType.getNumElements();
+         ++flatIndex) {
+      int64_t rest = flatIndex;
+      bool outside = false;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        int64_t index = rest % maskDims[size_t(d)];
+        rest /= maskDims[size_t(d)];
+        for (const ResizeAxis &axis : plan->axes)
+          if (axis.axis == d && maskDims[size_t(d)] > 1 &&
+              axis.outside[size_t(index)])
+            outside = true;
+      }
+      if (outside)
+        mask[size_t(flatIndex)] = attrs.extrapolationValue;
+    }
+    Value *constant = emitConstant(TensorData::fromDoubles(maskType, mask),
+                                   name + ".extrapolation");
+    auto added = step(OpKind::Add, {current, constant}, {}, name);
+    if (!added)
+      return added.takeError();
+    current = *added;
+  }
+  return SmallVector<Value *, 2>{current};
 }
 
 Expected<Value *> Importer::tensorInput(const FlatNode &flat, int i) {
@@ -2366,7 +2588,7 @@ Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
 // negative perm entries). Then the op
 // types remat has no op for but converts at import with constant indices or
 // sizes (Flatten, GatherND, CastLike, ScatterND, Einsum, NonZero of a
-// constant) and the two sequence ops (SplitToSequence, SequenceAt), whose
+// constant, the normalisations and global pools, Resize) and the two sequence ops (SplitToSequence, SequenceAt), whose
 // converters read the node's proto
 // because their inputs or results are sequences rather than tensors.
 // The unsupported-op error names these from the table
@@ -2409,6 +2631,8 @@ const llvm::StringMap<Importer::Converter> &Importer::converterTable() {
                                   &Importer::convertBatchNormalization};
     map[".InstanceNormalization"] = {std::nullopt, 6,
                                      &Importer::convertInstanceNormalization};
+    map[".Resize"] = {std::nullopt, 11, &Importer::convertResize, nullptr,
+                      /*takesOmittedInputs=*/true};
     map[".SplitToSequence"] = {std::nullopt, 11, nullptr,
                                &Importer::convertSplitToSequence};
     map[".SequenceAt"] = {std::nullopt, 11, nullptr,
@@ -2476,6 +2700,7 @@ Error Importer::checkAttributeNames(const FlatNode &flat) const {
       {"ReduceMax", {"keepdims", "noop_with_empty_axes"}},  // opset 18
       {"ReduceL2", {"keepdims", "noop_with_empty_axes"}},   // opset 18
       {"ReduceLogSumExp", {"keepdims", "noop_with_empty_axes"}}, // opset 18
+      {"Resize", {"antialias", "axes", "keep_aspect_ratio_policy"}}, // 18
   };
   const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
       node.op_type(), int(std::min<int64_t>(flat.opset, INT_MAX)), "");
@@ -2593,6 +2818,10 @@ Error Importer::convertNode(const FlatNode &flat) {
   for (int i = 0; i <= lastInput; ++i) {
     const std::string &name = proto.input(i);
     if (name.empty()) {
+      if (converter->takesOmittedInputs) {
+        operands.push_back(nullptr);
+        continue;
+      }
       if (!converter->op)
         return nodeError(flat, "input " + Twine(i) + " is omitted");
       auto value = defaultOperand(flat, *converter->op, i, operands);

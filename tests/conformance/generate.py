@@ -64,6 +64,7 @@ STATIC_OPERANDS = {
     "ReduceMean": (1,),
     "ReduceSum": (1,),
     "Reshape": (1,),
+    "Resize": (1, 2, 3),
     "ScatterND": (1,),
     "Slice": (1, 2, 3, 4),
     "Split": (1,),
@@ -91,6 +92,8 @@ IMPORTER_CONVERSIONS = {
                           "batch's), Sub, Div, Mul and Add",
     "InstanceNormalization": "converted to its statistics, Sub, Div, Mul and "
                              "Add",
+    "Resize": "converted to a Gather or a MatMul by constant weights per "
+              "resized axis (constant roi, scales and sizes)",
 }
 
 # Ops whose versions after opset 20 change nothing a case at opset 20 could

@@ -57,7 +57,7 @@ namespace {
 const std::string kSupportedOps =
     "remat supports the ops of ir/Ops.def and converts BatchNormalization, "
     "CastLike, Einsum, Flatten, GatherND, GlobalAveragePool, GlobalMaxPool, "
-    "InstanceNormalization, NonZero, ScatterND, SequenceAt and "
+    "InstanceNormalization, NonZero, Resize, ScatterND, SequenceAt and "
     "SplitToSequence to them at import; no other domain than ai.onnx and "
     "remat";
 
@@ -2022,4 +2022,89 @@ TEST_CASE("BatchNormalization, InstanceNormalization and the global pools "
         "spatial...] of rank 3 or more, got f32[2,3]");
   // Training mode with the running statistics' outputs imports.
   CHECK(normError("BatchNormalization", {2, 3, 4}, 3, 5, 3, true) == "ok");
+}
+
+TEST_CASE("Resize imports as a MatMul by constant weights or a Gather per "
+          "resized axis") {
+  // Linear, half_pixel, the second-to-last axis 3 -> 6 (sizes from a
+  // Constant): out[y] reads x at (y + 0.5) / 2 - 0.5, the edge clamped.
+  ModelBuilder m(19);
+  m.input("x", kFloat, {1, 2, 3, 4});
+  m.constInts("sizes", {1, 2, 6, 4});
+  onnx::NodeProto *linear = m.node("Resize", {"x", "", "", "sizes"}, {"y"},
+                                   "resize");
+  attrString(linear, "mode", "linear");
+  m.output("y");
+  auto graph = importOk(m.bytes());
+  REQUIRE(graph);
+  CHECK(graph->lookup("y")->getType().str() == "f32[1,2,6,4]");
+  const Node *matmul = definingNode(*graph, "y");
+  REQUIRE(matmul->getOpSpelling() == "MatMul");
+  const TensorData *weights = getConstantValue(matmul->getOperand(0));
+  REQUIRE(weights);
+  CHECK(weights->getType().str() == "f32[6,3]");
+  std::vector<double> expected = {1,    0,    0,    0.75, 0.25, 0,
+                                  0.25, 0.75, 0,    0,    0.75, 0.25,
+                                  0,    0.25, 0.75, 0,    0,    1};
+  for (int64_t i = 0; i < 18; ++i)
+    CHECK(weights->getDouble(i) == doctest::Approx(expected[size_t(i)]));
+
+  // Nearest along the last axis 3 -> 6, scales an f32 initializer (only
+  // Resize reads it: a constant, not a weight): a Gather.
+  ModelBuilder n(19);
+  n.input("x", kFloat, {1, 1, 2, 3});
+  n.floats("scales", {4}, {1, 1, 1, 2});
+  n.node("Resize", {"x", "", "scales"}, {"y"}, "resize");
+  n.output("y");
+  auto nearest = importOk(n.bytes());
+  REQUIRE(nearest);
+  CHECK(nearest->lookup("y")->getType().str() == "f32[1,1,2,6]");
+  const Node *gather = definingNode(*nearest, "y");
+  REQUIRE(gather->getOpSpelling() == "Gather");
+  CHECK(gather->getAttrs().getInt("axis") == 3);
+  const TensorData *indices = getConstantValue(gather->getOperand(1));
+  REQUIRE(indices);
+  CHECK(indices->getInts() == std::vector<int64_t>{0, 0, 1, 1, 2, 2});
+  for (const Value *input : nearest->getInputs())
+    CHECK_MESSAGE(!input->isWeight(), input->getName().str());
+}
+
+TEST_CASE("Resize refuses what it cannot make constant weights of, naming "
+          "the node") {
+  auto resizeError = [](const std::string &mode, bool sizesFromInput,
+                        bool both, int elemType) {
+    ModelBuilder m(19);
+    m.input("x", elemType, {1, 1, 2, 3});
+    if (sizesFromInput) {
+      m.input("s", kInt64, {4});
+      m.node("Identity", {"s"}, {"sizes"});
+    } else {
+      m.constInts("sizes", {1, 1, 4, 6});
+    }
+    std::vector<std::string> inputs = {"x", "", "", "sizes"};
+    if (both) {
+      m.floats("scales", {4}, {1, 1, 2, 2});
+      inputs[2] = "scales";
+    }
+    onnx::NodeProto *node = m.node("Resize", inputs, {"y"}, "resize");
+    attrString(node, "mode", mode);
+    m.output("y");
+    return importError(m.bytes());
+  };
+  CHECK(resizeError("linear", true, false, kFloat) ==
+        "model.onnx: node 'resize' (Resize): input 'sizes' ('sizes') is not "
+        "a constant at import, which depends on graph input 's'; remat needs "
+        "static shapes, so it imports Resize with constant roi, scales and "
+        "sizes");
+  CHECK(resizeError("linear", false, true, kFloat) ==
+        "model.onnx: node 'resize' (Resize): has both 'scales' and 'sizes'; "
+        "ONNX allows one");
+  CHECK(resizeError("area", false, false, kFloat) ==
+        "model.onnx: node 'resize' (Resize): mode 'area' is not one of "
+        "'nearest', 'linear' and 'cubic'");
+  CHECK(resizeError("cubic", false, false, kInt64) ==
+        "model.onnx: node 'resize' (Resize): mode 'cubic' interpolates "
+        "i64[1,1,2,3], which needs a floating-point dtype");
+  // Nearest selects, so integers resize.
+  CHECK(resizeError("nearest", false, false, kInt64) == "ok");
 }
