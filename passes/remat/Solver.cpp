@@ -612,6 +612,12 @@ unsigned Solver::perUseCloneLimit() const {
                             kPerUseClonesPerNode * graph_.getNodes().size());
 }
 
+size_t Solver::perUseMemberCount() const {
+  return std::max<size_t>(kPerUseMembers,
+                          kPerUseMemberNodes /
+                              std::max<size_t>(1, graph_.getNodes().size()));
+}
+
 void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
   // Their estimates wait as the nested plans' do; a rewrite past the clone
   // limit is not offered (its dry run stops there).
@@ -629,7 +635,7 @@ void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
   llvm::stable_sort(flat, [](const PlanResult *a, const PlanResult *b) {
     return a->estimatedPeakBytes < b->estimatedPeakBytes;
   });
-  flat.resize(std::min<size_t>(flat.size(), kPerUseMembers));
+  flat.resize(std::min<size_t>(flat.size(), perUseMemberCount()));
   std::vector<std::pair<std::string, std::vector<SegmentChoice>>> choices;
   std::vector<PlanResult> members;
   for (const PlanResult *member : flat) {

@@ -251,7 +251,12 @@ private:
   void addPerUsePlans(llvm::function_ref<void(PlanResult)> add);
   /// The most clones a plan rebuilt per use may make.
   unsigned perUseCloneLimit() const;
+  /// How many flat members get a variant rebuilt per use: at least
+  /// kPerUseMembers, more in a small graph, as many as kPerUseMemberNodes
+  /// graph nodes allow (each costs a dry run of its rewrite).
+  size_t perUseMemberCount() const;
   static constexpr unsigned kPerUseMembers = 8;
+  static constexpr unsigned kPerUseMemberNodes = 1 << 14;
   static constexpr unsigned kPerUseClonesPerNode = 1;
   static constexpr unsigned kPerUseMinClones = 4096;
   /// The chain DP's plans under an arena budget: of least predicted time,
