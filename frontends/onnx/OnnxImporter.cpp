@@ -1766,11 +1766,6 @@ Importer::Results Importer::convertResize(const FlatNode &flat,
     } else {
       // [out, in] on the left for the second-to-last axis, [in, out] on the
       // right for the last; another axis is swapped with the last for it.
-      if (out * in > (int64_t(1) << 24))
-        return nodeError(flat, "resizing axis " + Twine(axis.axis) + " from " +
-                                   Twine(in) + " to " + Twine(out) +
-                                   " entries needs a weight matrix of more "
-                                   "than 2^24 entries");
       bool left = rank >= 2 && axis.axis == rank - 2;
       std::vector<double> weights(size_t(out * in), 0.0);
       for (int64_t y = 0; y < out; ++y)

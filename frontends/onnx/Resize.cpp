@@ -8,7 +8,9 @@
 
 #include "frontends/onnx/Resize.h"
 
+#include "ir/Limits.h"
 #include "ir/Support.h"
+#include "ir/Types.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
@@ -28,6 +30,14 @@ namespace {
 /// The most weights one resized axis may have ([out, in]): a MatMul by a
 /// larger constant is not what a user meant to train.
 constexpr int64_t kMaxResizeWeights = int64_t(1) << 24;
+
+/// \returns \p size as a dim, or none when it is not a finite number below
+/// 2^62 (a scale that would overflow the int64 conversion).
+std::optional<int64_t> toDim(double size) {
+  if (!(size >= 0) || size >= 4.6e18)
+    return std::nullopt;
+  return int64_t(size);
+}
 
 bool isCloseTo(double a, double b) {
   // Python's math.isclose with its default relative tolerance, as the
@@ -244,7 +254,11 @@ Expected<ResizePlan> planResize(ArrayRef<int64_t> dims,
       if (!(s > 0) || !std::isfinite(s))
         return makeError("scale " + Twine(i) + " is not a positive number");
       scale[size_t(d)] = s;
-      out[size_t(d)] = int64_t(std::floor(double(dims[size_t(d)]) * s));
+      auto size = toDim(std::floor(double(dims[size_t(d)]) * s));
+      if (!size)
+        return makeError("scale " + Twine(i) + " makes axis " + Twine(d) +
+                         " too large");
+      out[size_t(d)] = *size;
     } else {
       int64_t size = (*sizes)[i];
       if (size < 0)
@@ -266,9 +280,16 @@ Expected<ResizePlan> planResize(ArrayRef<int64_t> dims,
                    : std::max(common, scale[size_t(d)]);
     for (int64_t d : axes) {
       scale[size_t(d)] = common;
-      out[size_t(d)] = int64_t(common * double(dims[size_t(d)]) + 0.5);
+      auto size = toDim(common * double(dims[size_t(d)]) + 0.5);
+      if (!size)
+        return makeError("the sizes make axis " + Twine(d) + " too large");
+      out[size_t(d)] = *size;
     }
   }
+  // Checked before the taps of each output index are made.
+  if (auto err = ir::checkAllocation(ir::TensorType(ir::DType::F32, out),
+                                     "the result"))
+    return std::move(err);
 
   ResizePlan plan;
   plan.outDims = out;
@@ -282,7 +303,9 @@ Expected<ResizePlan> planResize(ArrayRef<int64_t> dims,
     if (isCloseTo(scale[size_t(d)], 1.0) && out[size_t(d)] == in &&
         roiStart == 0 && isCloseTo(roiEnd, 1.0))
       continue;
-    if (attrs.mode != "nearest" && out[size_t(d)] * in > kMaxResizeWeights)
+    // Nearest is a Gather unless tf_crop_and_resize extrapolates.
+    if ((attrs.mode != "nearest" || crop) && in != 0 &&
+        out[size_t(d)] > kMaxResizeWeights / in)
       return makeError("resizing axis " + Twine(d) + " from " + Twine(in) +
                        " to " + Twine(out[size_t(d)]) +
                        " entries needs a weight matrix of more than 2^24 "

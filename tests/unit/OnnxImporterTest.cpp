@@ -2107,4 +2107,22 @@ TEST_CASE("Resize refuses what it cannot make constant weights of, naming "
         "i64[1,1,2,3], which needs a floating-point dtype");
   // Nearest selects, so integers resize.
   CHECK(resizeError("nearest", false, false, kInt64) == "ok");
+
+  // Sizes from a hostile file are checked before anything is allocated.
+  for (int64_t size : {int64_t(1) << 40, int64_t(1) << 62}) {
+    ModelBuilder m(19);
+    m.input("x", kFloat, {1, 1, 2, 3});
+    m.constInts("sizes", {1, 1, 4, size});
+    m.node("Resize", {"x", "", "", "sizes"}, {"y"}, "resize");
+    m.output("y");
+    CHECK_CONTAINS(importError(m.bytes()),
+                   "model.onnx: node 'resize' (Resize): the result");
+  }
+  ModelBuilder huge(19);
+  huge.input("x", kFloat, {1, 1, 2, 3});
+  huge.floats("scales", {4}, {1, 1, 1, 1e30f});
+  huge.node("Resize", {"x", "", "scales"}, {"y"}, "resize");
+  huge.output("y");
+  CHECK(importError(huge.bytes()) ==
+        "model.onnx: node 'resize' (Resize): scale 3 makes axis 3 too large");
 }
