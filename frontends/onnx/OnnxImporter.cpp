@@ -21,6 +21,7 @@
 //     BatchNormalization and InstanceNormalization -> their statistics,
 //     Sub, Div, Mul and Add, Resize with constant sizes -> a Gather or a
 //     MatMul by constant weights per resized axis (frontends/onnx/Resize.h),
+//     DFT -> a MatMul by the transform's constant matrix (Dft.h),
 //     seeds for Dropout, ...). Every result type comes from ir::inferTypes;
 //     a node whose operands are all constants (or a Shape of a static type)
 //     is evaluated with ImportOptions::evaluator and replaced by a Constant
@@ -35,6 +36,7 @@
 
 #include "frontends/onnx/OnnxImporter.h"
 
+#include "frontends/onnx/Dft.h"
 #include "frontends/onnx/Einsum.h"
 #include "frontends/onnx/OnnxTensor.h"
 #include "frontends/onnx/Resize.h"
@@ -361,8 +363,17 @@ private:
   Results convertGlobalPool(const FlatNode &flat, NodeArgs &args);
   Results convertBatchNormalization(const FlatNode &flat, NodeArgs &args);
   Results convertInstanceNormalization(const FlatNode &flat, NodeArgs &args);
+  /// \returns the constant operand \p i (named \p inputName) of \p flat,
+  /// null when it is omitted, or an error saying that remat imports the op
+  /// as \p form ("Resize with constant sizes").
+  Expected<const TensorData *> constantInput(const FlatNode &flat,
+                                             ArrayRef<Value *> operands,
+                                             unsigned i, StringRef inputName,
+                                             StringRef form);
   /// Resize with constant roi, scales and sizes.
   Results convertResize(const FlatNode &flat, NodeArgs &args);
+  /// DFT with a constant dft_length and axis.
+  Results convertDft(const FlatNode &flat, NodeArgs &args);
   /// What emitNormalized made: the result, and the mean and variance it
   /// used (the batch's when it computed them, else the given ones, [C, 1..]).
   struct Normalized {
@@ -1643,6 +1654,21 @@ Importer::Results Importer::convertInstanceNormalization(const FlatNode &flat,
   return SmallVector<Value *, 2>{normalized->y};
 }
 
+Expected<const TensorData *>
+Importer::constantInput(const FlatNode &flat, ArrayRef<Value *> operands,
+                        unsigned i, StringRef inputName, StringRef form) {
+  if (i >= operands.size() || !operands[i])
+    return nullptr;
+  if (const TensorData *data = getConstantValue(operands[i]))
+    return data;
+  return nodeError(flat, "input '" + inputName + "' ('" +
+                             operands[i]->getName() +
+                             "') is not a constant at import" +
+                             runtimeInputsText(operands[i]) +
+                             "; remat needs static shapes, so it imports " +
+                             form);
+}
+
 Importer::Results Importer::convertResize(const FlatNode &flat,
                                          NodeArgs &args) {
   // Resize(x, roi, scales, sizes), each of roi, scales and sizes omitted or
@@ -1676,18 +1702,11 @@ Importer::Results Importer::convertResize(const FlatNode &flat,
   // The constant inputs: an empty tensor stands for an omitted one.
   static const char *const kInputNames[] = {"X", "roi", "scales", "sizes"};
   auto constant = [&](unsigned i) -> Expected<const TensorData *> {
-    if (i >= operands.size() || !operands[i])
+    auto data = constantInput(flat, operands, i, kInputNames[i],
+                              "Resize with constant roi, scales and sizes");
+    if (data && *data && (*data)->getNumElements() == 0)
       return nullptr;
-    const TensorData *data = getConstantValue(operands[i]);
-    if (!data)
-      return nodeError(flat, Twine("input '") + kInputNames[i] + "' ('" +
-                                 operands[i]->getName() +
-                                 "') is not a constant at import" +
-                                 runtimeInputsText(operands[i]) +
-                                 "; remat needs static shapes, so it "
-                                 "imports Resize with constant roi, scales "
-                                 "and sizes");
-    return data->getNumElements() == 0 ? nullptr : data;
+    return data;
   };
   auto doubles = [](const TensorData *data) {
     std::optional<std::vector<double>> values;
@@ -1833,6 +1852,125 @@ Importer::Results Importer::convertResize(const FlatNode &flat,
     if (!added)
       return added.takeError();
     current = *added;
+  }
+  return SmallVector<Value *, 2>{current};
+}
+
+Importer::Results Importer::convertDft(const FlatNode &flat, NodeArgs &args) {
+  // DFT(x, dft_length, axis), dft_length and (from opset 20) axis omitted
+  // or constants: one MatMul by the transform's constant matrix over the
+  // axis and the parts dim brought last, by a Transpose when the axis is not
+  // the one before the parts, and a Reshape (frontends/onnx/Dft.h).
+  ArrayRef<Value *> operands = args.operands;
+  const std::string &name = args.names[0];
+  if (operands.empty() || operands.size() > 3 || !operands[0])
+    return nodeError(flat, "expects 1 to 3 inputs with the first given, got " +
+                               Twine(operands.size()));
+  Value *x = operands[0];
+  const TensorType &type = x->getType();
+  if (!isFloat(type.getDType()))
+    return nodeError(flat, "transforms " + type.str() +
+                               ", which needs a floating-point dtype");
+  static const char *const kInputNames[] = {"input", "dft_length", "axis"};
+  auto scalar = [&](unsigned i) -> Expected<std::optional<int64_t>> {
+    auto data = constantInput(flat, operands, i, kInputNames[i],
+                              "DFT with a constant dft_length and axis");
+    if (!data)
+      return data.takeError();
+    if (!*data)
+      return std::nullopt;
+    if ((*data)->getNumElements() != 1 ||
+        isFloat((*data)->getType().getDType()))
+      return nodeError(flat, Twine("input '") + kInputNames[i] + "' is " +
+                                 (*data)->getType().str() +
+                                 ", expected one integer");
+    return std::optional<int64_t>((*data)->getInt(0));
+  };
+  auto length = scalar(1);
+  if (!length)
+    return length.takeError();
+  auto axisInput = scalar(2);
+  if (!axisInput)
+    return axisInput.takeError();
+  // The axis is an attribute (default 1) before opset 20, an input (default
+  // -2) from it.
+  int64_t axis = flat.opset >= 20 ? axisInput->value_or(-2)
+                                  : args.attrs.getInt("axis").value_or(1);
+  auto plan = planDft(type.getDims(), axis, *length,
+                      args.attrs.getInt("inverse").value_or(0) != 0,
+                      args.attrs.getInt("onesided").value_or(0) != 0);
+  if (!plan)
+    return nodeError(flat, errorToString(plan.takeError()));
+
+  int64_t rank = type.getRank();
+  bool moved = plan->axis != rank - 2;
+  int steps = moved ? 5 : 3, emitted = 0;
+  auto step = [&](OpKind op, ArrayRef<Value *> ins, AttrList stepAttrs,
+                  const std::string &base) -> Expected<Value *> {
+    std::string out = ++emitted == steps ? name : freshName(name + base);
+    auto results = emit(flat, op, ins, std::move(stepAttrs), {out});
+    if (!results)
+      return results.takeError();
+    return (*results)[0];
+  };
+  auto reshape = [&](Value *value, ArrayRef<int64_t> dims,
+                     const std::string &base) {
+    Value *shape = emitConstant(
+        TensorData::fromInts(
+            TensorType(DType::I64, {static_cast<int64_t>(dims.size())}), dims),
+        name + base + ".shape");
+    return step(OpKind::Reshape, {value, shape}, {}, base);
+  };
+  // perm brings the axis just before the parts dim; its inverse undoes it.
+  std::vector<int64_t> perm;
+  std::vector<int64_t> inversePerm(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank - 1; ++i)
+    if (i != plan->axis)
+      perm.push_back(i);
+  perm.push_back(plan->axis);
+  perm.push_back(rank - 1);
+  for (int64_t i = 0; i < rank; ++i)
+    inversePerm[size_t(perm[size_t(i)])] = i;
+  Value *current = x;
+  if (moved) {
+    AttrList transpose;
+    transpose.set("perm", perm);
+    auto swapped = step(OpKind::Transpose, {current}, transpose, ".moved");
+    if (!swapped)
+      return swapped.takeError();
+    current = *swapped;
+  }
+  std::vector<int64_t> outer;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    outer.push_back(type.getDim(size_t(perm[size_t(i)])));
+  std::vector<int64_t> flatDims = outer;
+  flatDims.push_back(plan->inSize * plan->inParts);
+  auto flattened = reshape(current, flatDims, ".signal");
+  if (!flattened)
+    return flattened.takeError();
+  Value *matrix = emitConstant(
+      TensorData::fromDoubles(TensorType(type.getDType(),
+                                         {plan->inSize * plan->inParts,
+                                          plan->outSize * plan->outParts}),
+                              plan->matrix),
+      name + ".matrix");
+  auto product = step(OpKind::MatMul, {*flattened, matrix}, {}, ".spectrum");
+  if (!product)
+    return product.takeError();
+  std::vector<int64_t> outDims = outer;
+  outDims.push_back(plan->outSize);
+  outDims.push_back(plan->outParts);
+  auto result = reshape(*product, outDims, ".parts");
+  if (!result)
+    return result.takeError();
+  current = *result;
+  if (moved) {
+    AttrList transpose;
+    transpose.set("perm", inversePerm);
+    auto back = step(OpKind::Transpose, {current}, transpose, ".back");
+    if (!back)
+      return back.takeError();
+    current = *back;
   }
   return SmallVector<Value *, 2>{current};
 }
@@ -2583,7 +2721,7 @@ Importer::emit(const FlatNode &flat, OpKind op, ArrayRef<Value *> operands,
 // negative perm entries). Then the op
 // types remat has no op for but converts at import with constant indices or
 // sizes (Flatten, GatherND, CastLike, ScatterND, Einsum, NonZero of a
-// constant, the normalisations and global pools, Resize) and the two sequence ops (SplitToSequence, SequenceAt), whose
+// constant, the normalisations and global pools, Resize, DFT) and the two sequence ops (SplitToSequence, SequenceAt), whose
 // converters read the node's proto
 // because their inputs or results are sequences rather than tensors.
 // The unsupported-op error names these from the table
@@ -2628,6 +2766,8 @@ const llvm::StringMap<Importer::Converter> &Importer::converterTable() {
                                      &Importer::convertInstanceNormalization};
     map[".Resize"] = {std::nullopt, 11, &Importer::convertResize, nullptr,
                       /*takesOmittedInputs=*/true};
+    map[".DFT"] = {std::nullopt, 17, &Importer::convertDft, nullptr,
+                   /*takesOmittedInputs=*/true};
     map[".SplitToSequence"] = {std::nullopt, 11, nullptr,
                                &Importer::convertSplitToSequence};
     map[".SequenceAt"] = {std::nullopt, 11, nullptr,

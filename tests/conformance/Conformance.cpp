@@ -5,7 +5,8 @@
 // <case>/model.onnx, <case>/test_data_set_0/{input,output}_<i>.pb) on the
 // CPU backend and compares every output as ONNX's own backend test runner
 // does: same dtype and shape; floats within rtol 1e-3 and atol 1e-7 (NaN
-// matches NaN), integers and bools exactly.
+// matches NaN; a looser atol for the cases absoluteTolerance names, which
+// no f32 computation meets), integers and bools exactly.
 //
 // One line per case: `PASS name`, `FAIL name: <what differs>` or
 // `UNSUPPORTED name: <the importer's or backend's error>`. An unsupported
@@ -58,6 +59,18 @@ namespace {
 /// outputs with these.
 constexpr double kRelativeTolerance = 1e-3;
 constexpr double kAbsoluteTolerance = 1e-7;
+
+/// The cases whose expected values no f32 computation meets within
+/// kAbsoluteTolerance, with the absolute tolerance they get instead.
+/// test_dft_inverse: outputs up to 54 whose imaginary parts are 0 in exact
+/// arithmetic; the expected ones are numpy's f64 transform of the f32
+/// inputs (up to 1.9e-7), and ONNX Runtime's f32 ones are up to 1.9e-5 from
+/// them (20 of the 200 elements outside the default tolerance).
+double absoluteTolerance(StringRef caseName) {
+  if (caseName == "test_dft_inverse" || caseName == "test_dft_inverse_opset19")
+    return 1e-5;
+  return kAbsoluteTolerance;
+}
 
 enum class Outcome { Pass, Fail, Unsupported };
 
@@ -186,7 +199,8 @@ std::string formatDouble(double value) {
 
 /// Compares output \p name: \returns what differs, or std::nullopt.
 std::optional<std::string> compare(StringRef name, const ir::TensorData &expected,
-                                   const ir::TensorData &actual) {
+                                   const ir::TensorData &actual,
+                                   double absolute) {
   const ir::TensorType &expectedType = expected.getType();
   const ir::TensorType &actualType = actual.getType();
   if (expectedType != actualType)
@@ -205,7 +219,7 @@ std::optional<std::string> compare(StringRef name, const ir::TensorData &expecte
         same = e == a;
       else
         same = std::fabs(a - e) <=
-               kAbsoluteTolerance + kRelativeTolerance * std::fabs(e);
+               absolute + kRelativeTolerance * std::fabs(e);
     } else {
       same = expected.getInt(i) == actual.getInt(i);
     }
@@ -305,8 +319,9 @@ CaseResult runCase(StringRef caseDir, runtime::Backend &backend,
 
   for (size_t i = 0; i < outputs.size(); ++i) {
     auto actual = result->outputs[i].toData();
-    if (auto difference = compare((*graph)->getOutputs()[i]->getName(),
-                                  *outputs[i].data, *actual))
+    if (auto difference = compare(
+            (*graph)->getOutputs()[i]->getName(), *outputs[i].data, *actual,
+            absoluteTolerance(llvm::sys::path::filename(caseDir))))
       return fail(*difference);
   }
   return {Outcome::Pass, ""};

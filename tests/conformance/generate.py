@@ -53,6 +53,7 @@ RETARGET_IR_VERSION = 9
 # dims. {op: operand indices}
 STATIC_OPERANDS = {
     "ConstantOfShape": (0,),
+    "DFT": (1, 2),
     "Expand": (1,),
     "GatherND": (1,),
     "OneHot": (1,),
@@ -92,6 +93,8 @@ IMPORTER_CONVERSIONS = {
                           "batch's), Sub, Div, Mul and Add",
     "InstanceNormalization": "converted to its statistics, Sub, Div, Mul and "
                              "Add",
+    "DFT": "converted to a MatMul by the transform's constant matrix "
+           "(constant dft_length and axis)",
     "Resize": "converted to a Gather or a MatMul by constant weights per "
               "resized axis (constant roi, scales and sizes)",
 }

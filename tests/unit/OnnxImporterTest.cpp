@@ -56,7 +56,8 @@ namespace {
 /// ir/Ops.def's ops and those it converts at import.
 const std::string kSupportedOps =
     "remat supports the ops of ir/Ops.def and converts BatchNormalization, "
-    "CastLike, Einsum, Flatten, GatherND, GlobalAveragePool, GlobalMaxPool, "
+    "CastLike, DFT, Einsum, Flatten, GatherND, GlobalAveragePool, "
+    "GlobalMaxPool, "
     "InstanceNormalization, NonZero, Resize, ScatterND, SequenceAt and "
     "SplitToSequence to them at import; no other domain than ai.onnx and "
     "remat";
@@ -2125,4 +2126,39 @@ TEST_CASE("Resize refuses what it cannot make constant weights of, naming "
   huge.output("y");
   CHECK(importError(huge.bytes()) ==
         "model.onnx: node 'resize' (Resize): scale 3 makes axis 3 too large");
+}
+
+TEST_CASE("DFT imports as one MatMul by a constant matrix, and refuses what "
+          "it cannot, naming the node") {
+  auto dft = [](std::vector<Dim> dims, int64_t axis, bool lengthFromInput) {
+    ModelBuilder m(20);
+    m.input("x", kFloat, std::move(dims));
+    std::vector<std::string> inputs = {"x", "", "axis"};
+    if (lengthFromInput) {
+      m.input("n", kInt64, {});
+      inputs[1] = "n";
+    }
+    m.ints("axis", {}, {axis});
+    m.node("DFT", inputs, {"y"}, "dft");
+    m.output("y");
+    return m.bytes();
+  };
+  // [2, 6, 5, 1] along axis 1: the axis moved next to the parts dim, 6 x 1
+  // inputs to 6 x 2 outputs, and moved back.
+  auto graph = importOk(dft({2, 6, 5, 1}, 1, false));
+  REQUIRE(graph);
+  CHECK(graph->lookup("y")->getType().str() == "f32[2,6,5,2]");
+  CHECK(opsOf(*graph) ==
+        "Transpose Constant Reshape Constant MatMul Constant Reshape Transpose");
+  CHECK(importError(dft({2, 6, 5, 1}, -1, false)) ==
+        "model.onnx: node 'dft' (DFT): axis -1 is the last dim, the real and "
+        "imaginary parts");
+  CHECK(importError(dft({2, 6, 5, 3}, 1, false)) ==
+        "model.onnx: node 'dft' (DFT): the last dim is 3, expected 1 (real) "
+        "or 2 (complex)");
+  CHECK(importError(dft({2, 6, 5, 1}, 1, true)) ==
+        "model.onnx: node 'dft' (DFT): input 'dft_length' ('n') is not a "
+        "constant at import, which depends on graph input 'n'; remat needs "
+        "static shapes, so it imports DFT with a constant dft_length and "
+        "axis");
 }

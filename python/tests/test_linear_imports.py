@@ -1,8 +1,9 @@
-"""Resize, which remat imports as constant interpolation weights per axis
-(frontends/onnx/Resize.h), trains as torch's F.interpolate does: a parameter read
-through each mode, exported by torch, gets torch's gradient from one remat-run step,
-and the loss is torch's. ONNX's conformance cases check the forward against ONNX's
-reference; this checks the backward, against an independent implementation.
+"""Resize and DFT, which remat imports as MatMuls by constant matrices
+(frontends/onnx/Resize.h, Dft.h), train as torch's F.interpolate and torch.fft do: a
+parameter read through each mode, exported by torch, gets torch's gradient from one
+remat-run step, and the loss is torch's. ONNX's conformance cases check the forward
+against ONNX's reference; this checks the backward, against an independent
+implementation.
 """
 
 import os
@@ -36,6 +37,18 @@ CASES = [
 ]
 
 
+# (case, the transform of a real [2, 6, 5] tensor, as a real tensor): FNet's token
+# mixing (two transforms, the real part), the onesided forward, the inverse of a complex
+# signal, and the inverse of a onesided spectrum (a real result). TorchScript does not
+# export torch.fft: all through dynamo.
+FFTS = [
+    ("fftn-real", lambda x: torch.fft.fftn(x, dim=(1, 2)).real),
+    ("rfft", lambda x: torch.view_as_real(torch.fft.rfft(x, dim=1))),
+    ("ifft", lambda x: torch.fft.ifft(torch.fft.fft(x, dim=1), dim=2).real),
+    ("irfft", lambda x: torch.fft.irfft(torch.fft.rfft(x, dim=2), dim=2)),
+]
+
+
 class Interpolated(torch.nn.Module):
     """loss = sum(interpolate(x * scale) * weight): scale's gradient passes back through
     the interpolation."""
@@ -53,6 +66,21 @@ class Interpolated(torch.nn.Module):
         return (y * self.weight).sum()
 
 
+class Transformed(torch.nn.Module):
+    """loss = sum(transform(x * scale) * weight)."""
+
+    def __init__(self, shape, transform):
+        super().__init__()
+        gen = torch.Generator().manual_seed(40)
+        self.transform = transform
+        self.scale = torch.nn.Parameter(torch.rand(shape[1:], generator=gen) + 0.5)
+        out = transform(torch.zeros(shape)).shape
+        self.weight = torch.nn.Parameter(torch.randn(out[1:], generator=gen))
+
+    def forward(self, x):
+        return (self.transform(x * self.scale) * self.weight).sum()
+
+
 def shape_for(args):
     if args["mode"] == "trilinear":
         return (2, 2, 4, 6, 5)
@@ -63,11 +91,22 @@ def shape_for(args):
 
 @pytest.mark.parametrize("case,args,exporter", CASES, ids=[c[0] for c in CASES])
 def test_resize_trains_as_torch_interpolates(tmp_path, case, args, exporter):
+    shape = shape_for(args)
+    check_step(tmp_path, case, Interpolated(shape, args), shape, exporter, "Resize")
+
+
+@pytest.mark.parametrize("case,transform", FFTS, ids=[c[0] for c in FFTS])
+def test_dft_trains_as_torch_transforms(tmp_path, case, transform):
+    shape = (2, 6, 5)
+    check_step(tmp_path, case, Transformed(shape, transform), shape, "dynamo", "DFT")
+
+
+def check_step(tmp_path, case, model, shape, exporter, op):
+    """Exports \p model with \p exporter, checks that the export has \p op, and
+    compares remat's loss and the gradients of scale and weight with torch's."""
     if not REMAT_OPT:
         pytest.skip("REMAT_OPT is not set (ctest sets it to the build's remat-opt)")
     remat_run = pathlib.Path(REMAT_OPT).parent / "remat-run"
-    shape = shape_for(args)
-    model = Interpolated(shape, args)
     x = torch.rand(shape, generator=torch.Generator().manual_seed(41))
     path = tmp_path / "model.onnx"
     if exporter == "dynamo":
@@ -77,7 +116,7 @@ def test_resize_trains_as_torch_interpolates(tmp_path, case, args, exporter):
         torch.onnx.export(model, (x,), str(path), input_names=["x"], opset_version=17,
                           dynamo=False)
     graph = onnx.load(str(path)).graph
-    assert any(n.op_type == "Resize" for n in graph.node), "the export has no Resize"
+    assert any(n.op_type == op for n in graph.node), f"the export has no {op}"
     names = {init.name for init in graph.initializer}
     assert {"scale", "weight"} <= names, names
 
