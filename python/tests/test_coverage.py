@@ -121,3 +121,22 @@ def test_an_image_classifier_is_given_its_image(tmp_path):
     assert res["stages"]["remat"] == "ok"
     # torch keeps its own caches there; the harness's directories are gone.
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("coverage-")] == []
+
+
+def test_the_tiny_configs_zero_per_stage_drop_rates_and_shrink_latents():
+    """Every dropout is 0 for the reference, per-stage rates too (Cvt's drop_path_rate
+    (0.0, 0.0, 0.1) left a RandomUniformLike in the export), and Perceiver's latent stack
+    (26 self-attention layers of 1280 over 256 latents) is shrunk like any other."""
+    import importlib.util
+    import transformers
+    spec = importlib.util.spec_from_file_location("coverage", ROOT / "tests/fixtures/coverage.py")
+    coverage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(coverage)
+    cvt = coverage.tiny_config(transformers.CvtForImageClassification, "cvt", False)
+    assert list(cvt.drop_path_rate) == [0.0] * 3 and list(cvt.drop_rate) == [0.0] * 3
+    dropping = coverage.tiny_config(transformers.CvtForImageClassification, "cvt", True)
+    assert list(dropping.drop_path_rate) == [0.0] * 3      # stochastic depth: always 0
+    assert list(dropping.drop_rate) == [0.1] * 3
+    perceiver = coverage.tiny_config(transformers.PerceiverForMaskedLM, "perceiver", False)
+    assert perceiver.num_self_attends_per_block <= 2
+    assert perceiver.d_latents <= 32 and perceiver.num_latents <= 16

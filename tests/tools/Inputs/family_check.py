@@ -103,19 +103,21 @@ def equivalence(remat_run, model, dims, work, name):
     return segments_of(out)
 
 
-def bind_small(dims):
-    return ",".join(f"{k}={v}" for k, v in (("batch", 2), ("seq", 16)) if k in dims)
+def bind_small(dims, batch=2):
+    """The --bind of the fixtures' inputs (batch 2, seq 16; \\p batch where they have another)."""
+    return ",".join(f"{k}={v}" for k, v in (("batch", batch), ("seq", 16)) if k in dims)
 
 
-def train_step(remat_opt, remat_run, fx, work, name, freeze=(), padding=(), scalars=()):
+def train_step(remat_opt, remat_run, fx, work, name, freeze=(), padding=(), scalars=(),
+               batch=2):
     """One CPU training step against torch's loss and gradients; \\returns a summary.
     \\p freeze names the initializers torch does not train (remat-opt --freeze), \\p padding
     gives (initializer, row) for the embeddings torch looks up with a padding_idx
     (remat-opt --padding-idx), \\p scalars the one-element initializers torch trains
-    (remat-opt --scalar-weights)."""
+    (remat-opt --scalar-weights), \\p batch the batch of the fixture's inputs."""
     params = json.loads((fx / "params.json").read_text())
     graph = work / f"{name}.train.rir"
-    run(remat_opt, fx / "model.onnx", "--bind", bind_small(bind_for(fx)),
+    run(remat_opt, fx / "model.onnx", "--bind", bind_small(bind_for(fx), batch),
         "-p", "canonicalize,disable-dropout,autodiff", "-o", graph,
         *(["--freeze", ",".join(freeze)] if freeze else []),
         *(["--padding-idx", ",".join(f"{n}={r}" for n, r in padding)] if padding else []),
