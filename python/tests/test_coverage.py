@@ -140,3 +140,22 @@ def test_the_tiny_configs_zero_per_stage_drop_rates_and_shrink_latents():
     perceiver = coverage.tiny_config(transformers.PerceiverForMaskedLM, "perceiver", False)
     assert perceiver.num_self_attends_per_block <= 2
     assert perceiver.d_latents <= 32 and perceiver.num_latents <= 16
+
+
+def test_a_gradient_zero_in_exact_arithmetic_is_judged_against_zero():
+    """A gradient zero in f64 (a bias a batch norm removes) passes when remat's is within
+    1e-5 of the largest gradient; one that is not zero in f64, or remat's further from zero,
+    does not."""
+    import importlib.util
+    import numpy as np
+    spec = importlib.util.spec_from_file_location("coverage", ROOT / "tests/fixtures/coverage.py")
+    coverage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(coverage)
+    exact = {"w": np.full((4, 4), 2.0), "b": np.zeros(4), "c": np.full(4, 1e-3)}
+    noise = {"w": np.full((4, 4), 2.0, np.float32), "b": np.full(4, 1e-7, np.float32),
+             "c": np.full(4, 1e-3, np.float32)}
+    assert coverage.zero_gradients(["b"], exact, noise) == ["b"]
+    assert coverage.zero_gradients(["b", "c"], exact, noise) is None    # c is not zero
+    wrong = dict(noise, b=np.full(4, 1e-3, np.float32))                 # 1.25e-4 of the largest
+    assert coverage.zero_gradients(["b"], exact, wrong) is None
+    assert coverage.zero_gradients([], exact, noise) is None
