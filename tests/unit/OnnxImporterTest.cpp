@@ -1649,11 +1649,12 @@ TEST_CASE("every fixture under tests/fixtures imports and verifies") {
   REQUIRE_MESSAGE(!models.empty(), "no fixture model.onnx under " << root);
 
   ImportOptions options = bind({{"batch", 2}, {"seq", 16}});
-  // The image family (fam_vit_*) has no seq dim.
+  // The image families (fam_vit_*, fam_resnet_*) have no seq dim.
   ImportOptions imageOptions = bind({{"batch", 2}});
   for (const std::string &model : models) {
     INFO("fixture: " << model);
-    bool imageModel = llvm::StringRef(model).contains("/fam_vit_");
+    bool imageModel = llvm::StringRef(model).contains("/fam_vit_") ||
+                      llvm::StringRef(model).contains("/fam_resnet_");
     auto imported = importOnnxFile(model, imageModel ? imageOptions : options);
     if (!imported) {
       FAIL_CHECK(errorToString(imported.takeError()));
