@@ -126,7 +126,8 @@ def test_an_image_classifier_is_given_its_image(tmp_path):
 def test_the_tiny_configs_zero_per_stage_drop_rates_and_shrink_latents():
     """Every dropout is 0 for the reference, per-stage rates too (Cvt's drop_path_rate
     (0.0, 0.0, 0.1) left a RandomUniformLike in the export), and Perceiver's latent stack
-    (26 self-attention layers of 1280 over 256 latents) is shrunk like any other."""
+    (26 self-attention layers of 1280 over 256 latents) and linear attention's heads are
+    shrunk like any other."""
     import importlib.util
     import transformers
     spec = importlib.util.spec_from_file_location("coverage", ROOT / "tests/fixtures/coverage.py")
@@ -140,6 +141,17 @@ def test_the_tiny_configs_zero_per_stage_drop_rates_and_shrink_latents():
     perceiver = coverage.tiny_config(transformers.PerceiverForMaskedLM, "perceiver", False)
     assert perceiver.num_self_attends_per_block <= 2
     assert perceiver.d_latents <= 32 and perceiver.num_latents <= 16
+    # Linear attention's heads (Qwen3-Next's gated delta rule: 16 key heads of 128, 32
+    # value heads of 128, against a hidden size of 32) shrink like attention's.
+    qwen = coverage.tiny_config(transformers.Qwen3NextForCausalLM, "qwen3_next", False)
+    assert qwen.linear_key_head_dim == qwen.linear_value_head_dim == 16
+    assert qwen.linear_num_key_heads <= 2 and qwen.linear_num_value_heads <= 2
+    # Widths and vocabularies by other names: RoCBert's shape and pronunciation
+    # embeddings, Gemma 4's per-layer input embedding (262144 x 256).
+    roc = coverage.tiny_config(transformers.RoCBertForMaskedLM, "roc_bert", False)
+    assert roc.shape_embed_dim <= 32 and roc.pronunciation_embed_dim <= 32
+    gemma = coverage.tiny_config(transformers.Gemma4ForCausalLM, "gemma4_text", False)
+    assert gemma.vocab_size_per_layer_input <= 300 and gemma.hidden_size_per_layer_input <= 32
 
 
 def test_a_gradient_zero_in_exact_arithmetic_is_judged_against_zero():
