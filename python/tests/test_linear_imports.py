@@ -102,7 +102,7 @@ def test_dft_trains_as_torch_transforms(tmp_path, case, transform):
 
 
 def check_step(tmp_path, case, model, shape, exporter, op):
-    """Exports \p model with \p exporter, checks that the export has \p op, and
+    """Exports the model with the exporter, checks that the export has the op, and
     compares remat's loss and the gradients of scale and weight with torch's."""
     if not REMAT_OPT:
         pytest.skip("REMAT_OPT is not set (ctest sets it to the build's remat-opt)")
