@@ -404,6 +404,15 @@ private:
                                          ArrayRef<Value *> operands,
                                          AttrList attrs,
                                          ArrayRef<std::string> names);
+  /// emit() of \p op with one result, named \p name. \returns the result.
+  Expected<Value *> emitValue(const FlatNode &flat, OpKind op,
+                              ArrayRef<Value *> operands, AttrList attrs,
+                              const std::string &name) {
+    auto results = emit(flat, op, operands, std::move(attrs), {name});
+    if (!results)
+      return results.takeError();
+    return (*results)[0];
+  }
   /// Creates a Constant node named from \p base holding \p data.
   Value *emitConstant(TensorDataPtr data, StringRef base);
   /// Replaces \p node by a Constant node when its operands are constants.
@@ -1484,11 +1493,8 @@ Importer::emitNormalized(const FlatNode &flat, const std::string &name,
           perChannel),
       name + ".channel_shape");
   auto step = [&](OpKind op, ArrayRef<Value *> ins, StringRef base,
-                  AttrList attrs = {}) -> Expected<Value *> {
-    auto results = emit(flat, op, ins, std::move(attrs), {freshName(base)});
-    if (!results)
-      return results.takeError();
-    return (*results)[0];
+                  AttrList attrs = {}) {
+    return emitValue(flat, op, ins, std::move(attrs), freshName(base));
   };
   auto channel = [&](Value *v, StringRef base) {
     return step(OpKind::Reshape, {v, channelShape}, base);
@@ -1759,12 +1765,9 @@ Importer::Results Importer::convertResize(const FlatNode &flat,
     return emit(flat, OpKind::Identity, {x}, {}, {name});
   int emitted = 0;
   auto step = [&](OpKind op, ArrayRef<Value *> ins, AttrList stepAttrs,
-                  const std::string &base) -> Expected<Value *> {
-    std::string out = ++emitted == steps ? name : freshName(base);
-    auto results = emit(flat, op, ins, std::move(stepAttrs), {out});
-    if (!results)
-      return results.takeError();
-    return (*results)[0];
+                  const std::string &base) {
+    return emitValue(flat, op, ins, std::move(stepAttrs),
+                     ++emitted == steps ? name : freshName(base));
   };
   Value *current = x;
   for (const ResizeAxis &axis : plan->axes) {
@@ -1906,12 +1909,9 @@ Importer::Results Importer::convertDft(const FlatNode &flat, NodeArgs &args) {
   bool moved = plan->axis != rank - 2;
   int steps = moved ? 5 : 3, emitted = 0;
   auto step = [&](OpKind op, ArrayRef<Value *> ins, AttrList stepAttrs,
-                  const std::string &base) -> Expected<Value *> {
-    std::string out = ++emitted == steps ? name : freshName(name + base);
-    auto results = emit(flat, op, ins, std::move(stepAttrs), {out});
-    if (!results)
-      return results.takeError();
-    return (*results)[0];
+                  const std::string &base) {
+    return emitValue(flat, op, ins, std::move(stepAttrs),
+                     ++emitted == steps ? name : freshName(name + base));
   };
   auto reshape = [&](Value *value, ArrayRef<int64_t> dims,
                      const std::string &base) {

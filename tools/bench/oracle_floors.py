@@ -26,6 +26,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import remat_oracle  # noqa: E402
 
 
+def summarize(gaps):
+    """(how many of the relative \\p gaps are within 5%, their median, (index, gap) of the
+    worst)."""
+    worst = max(range(len(gaps)), key=lambda i: gaps[i])
+    return sum(g <= 0.05 for g in gaps), statistics.median(gaps), (worst, gaps[worst])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("rows", nargs="+")
@@ -55,23 +62,22 @@ def main():
                     peak = remat_oracle.remat_smallest_peak(oracle, model, directory)
                 out.append({"graph": row["graph"], "oracle_smallest_peak":
                             row["oracle_smallest_peak"], "remat_smallest_peak": peak})
-    if timed:
-        solved = [r for r in timed if r["auto_seconds"] is not None]
-        gaps = [r["auto_seconds"] / r["oracle_seconds"] - 1 for r in solved]
-        worst = max(range(len(solved)), key=lambda i: gaps[i])
+    solved = [r for r in timed if r["auto_seconds"] is not None]
+    if solved:
+        within, median, worst = summarize(
+            [r["auto_seconds"] / r["oracle_seconds"] - 1 for r in solved])
         print(f"{len(timed)} budgets the oracle solved: auto has a plan at {len(solved)}, "
-              f"its predicted time within 5% of the optimum at {sum(g <= 0.05 for g in gaps)}; "
-              f"median gap {statistics.median(gaps):+.1%}, worst {gaps[worst]:+.1%} "
-              f"({solved[worst]['graph']} at {solved[worst]['budget']} B)")
+              f"its predicted time within 5% of the optimum at {within}; median gap "
+              f"{median:+.1%}, worst {worst[1]:+.1%} ({solved[worst[0]]['graph']} at "
+              f"{solved[worst[0]]['budget']} B)")
     if not out:
         print("error: no row has an oracle_smallest_peak", file=sys.stderr)
         return 1
     gaps = [r["remat_smallest_peak"] / r["oracle_smallest_peak"] - 1 for r in out]
-    worst = max(range(len(out)), key=lambda i: gaps[i])
+    within, median, worst = summarize(gaps)
     print(f"{len(out)} graphs: remat's smallest peak within 5% of the oracle's in "
-          f"{sum(g <= 0.05 for g in gaps)}, below it in {sum(g < 0 for g in gaps)}; "
-          f"median gap {statistics.median(gaps):+.1%}, worst {gaps[worst]:+.1%} "
-          f"({out[worst]['graph']})")
+          f"{within}, below it in {sum(g < 0 for g in gaps)}; "
+          f"median gap {median:+.1%}, worst {worst[1]:+.1%} ({out[worst[0]]['graph']})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out + timed, f, indent=1)

@@ -95,7 +95,7 @@ def segments_of(text):
 def equivalence(remat_run, model, dims, work, name):
     """remat-run --check-equivalence under auto at 50% of the step's peak without remat, or
     at the smallest feasible planned peak where 50% has no plan (a small CNN, whose input
-    images and first convolution's outputs are most of its peak); \returns 'remat auto B
+    images and first convolution's outputs are most of its peak); \\returns 'remat auto B
     bitwise equal; segments ...'."""
     # Images have no seq: a larger batch gives them as much activation memory.
     sizes = (("batch", 16), ("seq", 32)) if "seq" in dims else (("batch", 64),)
