@@ -2157,6 +2157,21 @@ TEST_CASE("DFT imports as one MatMul by a constant matrix, and refuses what "
   CHECK(importError(dft({2, 6, 5, 3}, 1, false)) ==
         "model.onnx: node 'dft' (DFT): the last dim is 3, expected 1 (real) "
         "or 2 (complex)");
+  auto withLength = [](int64_t length) {
+    ModelBuilder m(20);
+    m.input("x", kFloat, {2, 6, 5, 1});
+    m.ints("n", {}, {length});
+    m.node("DFT", {"x", "n"}, {"y"}, "dft");
+    m.output("y");
+    return m.bytes();
+  };
+  CHECK(importError(withLength(0)) ==
+        "model.onnx: node 'dft' (DFT): the transform's length is 0, expected "
+        "at least 1");
+  CHECK(importError(withLength(int64_t(1) << 40)) ==
+        "model.onnx: node 'dft' (DFT): a transform from 5 to 1099511627776 "
+        "entries needs a matrix of more than 2^24 entries (remat imports DFT "
+        "as a MatMul by one)");
   CHECK(importError(dft({2, 6, 5, 1}, 1, true)) ==
         "model.onnx: node 'dft' (DFT): input 'dft_length' ('n') is not a "
         "constant at import, which depends on graph input 'n'; remat needs "
