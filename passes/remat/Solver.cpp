@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace remat::passes::recompute {
 
@@ -178,6 +179,15 @@ PlanResult Solver::evaluate(llvm::StringRef strategy,
                             std::vector<SegmentChoice> choices,
                             const std::vector<std::string> *drop,
                             bool estimate, bool perUse) {
+  PlanResult result = describe(strategy, std::move(choices), drop, perUse);
+  measure(result, estimate);
+  return result;
+}
+
+PlanResult Solver::describe(llvm::StringRef strategy,
+                            std::vector<SegmentChoice> choices,
+                            const std::vector<std::string> *drop,
+                            bool perUse) const {
   PlanResult result;
   result.strategy = strategy.str();
   result.perUse = perUse;
@@ -217,15 +227,28 @@ PlanResult Solver::evaluate(llvm::StringRef strategy,
   for (const std::string &name : result.keepNames)
     if (!stash_.isStashed(graph_.lookup(name)))
       result.keptStashBytes += bytesOf(graph_.lookup(name));
-
-  if (estimate) {
-    ensureEstimate(result);
-  } else {
-    result.stats = predictRecomputeStats(graph_, toRewrite(result), profile_,
-                                         perUse ? perUseCloneLimit()
-                                                : UINT_MAX);
-  }
   return result;
+}
+
+bool Solver::searchesWide() const {
+  return graph_.getNodes().size() <= kWideSearchNodes;
+}
+
+void Solver::measure(PlanResult &plan, bool estimate) {
+  if (estimate) {
+    ensureEstimate(plan);
+    return;
+  }
+  plan.stats = predictRecomputeStats(graph_, toRewrite(plan), profile_,
+                                     plan.perUse ? perUseCloneLimit()
+                                                 : UINT_MAX);
+}
+
+/// \returns what identifies \p plan's rewrite: one pool member each.
+static std::string rewriteKey(const PlanResult &plan) {
+  return llvm::join(plan.dropNames, ",") + "|" +
+         llvm::join(plan.keepNames, ",") + "|" +
+         llvm::join(plan.nestedNames, ",") + (plan.perUse ? "|per-use" : "");
 }
 
 void Solver::ensureEstimate(PlanResult &plan) {
@@ -281,13 +304,17 @@ llvm::Error Solver::planExactly(PlanResult &plan) {
   return llvm::Error::success();
 }
 
-Solver::DpPlans Solver::runDp(uint64_t arenaBudget, bool allowSelective) const {
-  size_t n = chain_.segments.size();
+uint64_t Solver::dpTemporaries() const {
   uint64_t totalStash = 0;
   for (const Segment &segment : chain_.segments)
     totalStash += segment.stashedBytes;
   uint64_t baseArena = basePeakBytes_ - persistentBytes_;
-  uint64_t temporaries = baseArena > totalStash ? baseArena - totalStash : 0;
+  return baseArena > totalStash ? baseArena - totalStash : 0;
+}
+
+Solver::DpPlans Solver::runDp(uint64_t arenaBudget, bool allowSelective) const {
+  size_t n = chain_.segments.size();
+  uint64_t temporaries = dpTemporaries();
   if (temporaries >= arenaBudget)
     return {};
   uint64_t quantum = std::max<uint64_t>(1, arenaBudget / kBuckets);
@@ -392,13 +419,23 @@ std::vector<PlanResult> &Solver::getPool() {
     return pool_;
   poolBuilt_ = true;
   llvm::StringSet<> seen;
+  // The flat plans' choices, each once, for their nested variants: two
+  // choices can give one flat rewrite (a segment selective, or rebuilt
+  // with its group, when all it stashes is cheap) and different nested
+  // ones.
+  std::vector<std::pair<std::string, std::vector<SegmentChoice>>> flat;
+  std::set<std::vector<std::pair<unsigned, unsigned>>> flatSeen;
+  bool collectFlat = nestedPlansAllowed_ && searchesWide();
   auto add = [&](PlanResult plan) {
+    if (collectFlat) {
+      std::vector<std::pair<unsigned, unsigned>> key;
+      for (const SegmentChoice &choice : plan.choices)
+        key.push_back({unsigned(choice.option), choice.groupStart});
+      if (flatSeen.insert(std::move(key)).second)
+        flat.push_back({plan.strategy, plan.choices});
+    }
     // One member per distinct rewrite.
-    std::string key = llvm::join(plan.dropNames, ",") + "|" +
-                      llvm::join(plan.keepNames, ",") + "|" +
-                      llvm::join(plan.nestedNames, ",") +
-                      (plan.perUse ? "|per-use" : "");
-    if (!seen.insert(key).second)
+    if (!seen.insert(rewriteKey(plan)).second)
       return;
     pool_.push_back(std::move(plan));
   };
@@ -436,7 +473,9 @@ std::vector<PlanResult> &Solver::getPool() {
   // far up to no remat, plus each fixed plan's peak: at each rung the plan
   // of least predicted time and the one that holds the least, with and
   // without selective segments. A DP plan over its level gets one retry
-  // with the level lowered by the overshoot.
+  // with the level lowered by the overshoot. A small graph searches wider
+  // (searchesWide): rungs below the fixed plans too, and up to
+  // kLevelAttempts runs per rung, correcting the level both ways.
   uint64_t low = basePeakBytes_, high = basePeakBytes_;
   std::vector<uint64_t> levels;
   for (const PlanResult &plan : pool_) {
@@ -445,6 +484,13 @@ std::vector<PlanResult> &Solver::getPool() {
   }
   for (unsigned step = 0; step < kLadderSteps; ++step)
     levels.push_back(low + (high - low) * step / kLadderSteps);
+  // And below the fixed plans, down to what the DP's model can plan at all:
+  // the fixed plans need not be near the smallest peaks (a graph whose
+  // largest stash is not in a layer).
+  uint64_t dpFloor = persistentBytes_ + dpTemporaries() + 1;
+  if (dpFloor < low && searchesWide())
+    for (unsigned step = 0; step < kLadderSteps; ++step)
+      levels.push_back(dpFloor + (low - dpFloor) * step / kLadderSteps);
   llvm::sort(levels);
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
   // Each distinct plan's estimated peak: neighbouring rungs and the four
@@ -453,6 +499,7 @@ std::vector<PlanResult> &Solver::getPool() {
   // pool holds at least what the least-time runs give by themselves.
   std::map<std::vector<std::pair<unsigned, unsigned>>, uint64_t> estimates;
   std::map<std::pair<uint64_t, bool>, DpPlans> dpRuns;
+  unsigned attempts = searchesWide() ? kLevelAttempts : 2;
   for (uint64_t level : levels) {
     if (level <= persistentBytes_)
       continue;
@@ -460,7 +507,7 @@ std::vector<PlanResult> &Solver::getPool() {
          {std::pair{false, false}, std::pair{false, true},
           std::pair{true, false}, std::pair{true, true}}) {
       uint64_t arena = level - persistentBytes_;
-      for (unsigned attempt = 0; attempt < 2; ++attempt) {
+      for (unsigned attempt = 0; attempt < attempts; ++attempt) {
         // Both variants come from one table: run it once per level.
         auto [cached, isNewRun] = dpRuns.try_emplace({arena, selective});
         if (isNewRun)
@@ -480,23 +527,37 @@ std::vector<PlanResult> &Solver::getPool() {
           add(std::move(plan));
         }
         uint64_t estimate = known->second;
-        if (estimate <= level || estimate - level >= arena)
+        if (estimate > level) {
+          if (estimate - level >= arena)
+            break;
+          arena -= estimate - level;
+          continue;
+        }
+        // Under the level by more than the rounding: the DP's model was
+        // pessimistic here, and a plan that holds more may still fit.
+        uint64_t slack = level - estimate;
+        if (!searchesWide() || slack <= level / kLevelSlack)
           break;
-        arena -= estimate - level;
+        arena += slack;
       }
     }
   }
   // Every plan so far with its groups cut again inside (Note [Nested
-  // recompute]), unless the caller cannot run them.
-  std::vector<std::pair<std::string, std::vector<SegmentChoice>>> flat;
-  if (nestedPlansAllowed_)
+  // recompute]), unless the caller cannot run them. No decision above reads
+  // their estimates: they are made when the order or a budget first reads
+  // them (ensureEstimate), and the recompute time that orders the pool comes
+  // from a dry run of the rewrite.
+  if (!collectFlat && nestedPlansAllowed_)
     for (const PlanResult &plan : pool_)
       flat.push_back({plan.strategy, plan.choices});
-  // No decision above reads their estimates: they are made when the order
-  // or a budget first reads them (ensureEstimate), and the recompute time
-  // that orders the pool comes from a dry run of the rewrite.
-  for (auto &[name, choices] : nestedPlans(flat))
-    add(evaluate(name, std::move(choices), nullptr, /*estimate=*/false));
+  collectFlat = false;
+  for (auto &[name, choices] : nestedPlans(flat)) {
+    PlanResult plan = describe(name, std::move(choices));
+    if (seen.contains(rewriteKey(plan)))
+      continue;
+    measure(plan, /*estimate=*/false);
+    add(std::move(plan));
+  }
   if (nestedPlansAllowed_ && perUsePlansAllowed_)
     addPerUsePlans(add);
 

@@ -41,19 +41,21 @@
 // prefixes (the cheap stashed values, cheapest rebuild per byte first), and
 // the chain DP with and without selective segments at a ladder of budgets
 // (12 rungs from the smallest estimated peak to no remat, plus each fixed
-// plan's peak), taking at each rung both the plan of least predicted time
-// and the plan that holds the fewest bytes. The second keeps the smallest
-// reachable peak from hinging on the cost rates: which plans the least-time
-// runs propose at the lowest rungs shifts with the rates, so without the
-// least-held ones the smallest peak did too (figures in docs/remat.md;
-// tests/tools/remat-smallest.test). Every candidate is rewritten on a copy
-// and its peak is bounded below by its live bytes under plan-memory's
-// in-place sharing. The pool is sorted once by (recompute time, estimated
-// peak, build order). A budget B then takes the first member, in
-// that order, whose planned peak (plan-memory on the rewritten copy) is at
-// most B. For B' < B the members that fit B' are a subset of those that fit
-// B, so the choice at B' is the choice at B if it still fits, and else a
-// plan whose planned peak is at most B' < the peak chosen at B. `none`,
+// plan's peak; in a small graph 12 more below, down to what the DP can plan
+// at all: Solver::searchesWide), taking at each rung both the plan of
+// least predicted time and the plan that holds the fewest bytes. The second
+// keeps the smallest reachable peak from hinging on the cost rates: which
+// plans the least-time runs propose at the lowest rungs shifts with the
+// rates, so without the least-held ones the smallest peak did too (figures
+// in docs/remat.md; tests/tools/remat-smallest.test). Every candidate is
+// rewritten on a copy and its peak is bounded below by its live bytes under
+// plan-memory's in-place sharing. The pool is sorted once by (recompute
+// time, estimated peak, build order). A budget B then takes the first
+// member, in that order, whose planned peak (plan-memory on the rewritten
+// copy) is at most B. For B' < B the members that fit B' are a subset of
+// those that fit B, so the choice at B' is the choice at B if it still
+// fits, and else a plan whose planned peak is at most B' < the peak chosen
+// at B. `none`,
 // `every-layer` and `sqrt` are fixed plans; `chain-dp` and `selective` read
 // only their own members (and none), `auto` reads all of them, so auto is
 // never slower (by the model) than a fixed plan that fits.
@@ -219,6 +221,15 @@ private:
                       std::vector<SegmentChoice> choices,
                       const std::vector<std::string> *drop = nullptr,
                       bool estimate = true, bool perUse = false);
+  /// evaluate's first half: \p plan's values (what it drops, keeps, cuts
+  /// again) and kept stash bytes, without its rewrite.
+  PlanResult describe(llvm::StringRef strategy,
+                      std::vector<SegmentChoice> choices,
+                      const std::vector<std::string> *drop = nullptr,
+                      bool perUse = false) const;
+  /// evaluate's second half: \p plan's stats from a dry run of its rewrite,
+  /// and with \p estimate its estimated peak too.
+  void measure(PlanResult &plan, bool estimate);
   /// Fills \p plan's estimated peak (and its stats) if evaluate left it.
   void ensureEstimate(PlanResult &plan);
   /// \returns \p plan's values in the graph.
@@ -266,6 +277,9 @@ private:
     std::optional<std::vector<SegmentChoice>> leastTime, leastHeld;
   };
   DpPlans runDp(uint64_t arenaBudget, bool allowSelective) const;
+  /// T of Note [Chain DP as built]: the arena of the step without remat
+  /// beyond all stashes, which the DP adds to every check.
+  uint64_t dpTemporaries() const;
   /// Seconds to rebuild \p value from what is held if it alone is dropped.
   double chainSeconds(const ir::Value *value) const;
   bool isCheap(const ir::Value *value) const;
@@ -290,6 +304,18 @@ private:
   bool perUsePlansAllowed_ = true;
   /// Rungs of the budget ladder and of the selective prefixes.
   static constexpr unsigned kLadderSteps = 12;
+  /// Whether the pool is searched wider (a graph of at most
+  /// kWideSearchNodes nodes): the DP at rungs below the fixed plans' peaks,
+  /// up to kLevelAttempts runs per rung, its budget corrected by how far its
+  /// plan's estimated peak lands over or under the rung until it lands
+  /// within 1/kLevelSlack of it, and the nested variants of every distinct
+  /// choice of segments the pool was offered (not only of each distinct
+  /// rewrite). It doubled the pass's time on bert-large and found the same
+  /// plans there (docs/remat.md "How far from the optimum").
+  bool searchesWide() const;
+  static constexpr unsigned kWideSearchNodes = 2048;
+  static constexpr unsigned kLevelAttempts = 4;
+  static constexpr uint64_t kLevelSlack = 100;
 };
 
 /// \returns \p plan's values in \p graph (which has them by name).
