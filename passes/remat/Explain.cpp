@@ -39,7 +39,8 @@ struct SegmentRow {
 std::string Solver::explainValue(const ir::Value *value,
                                  const PlanResult &plan) const {
   std::string reason = explainValueOnce(value, plan);
-  if (plan.perUse && llvm::StringRef(reason).startswith("recompute"))
+  if (plan.perUse && llvm::StringRef(reason).startswith("recompute") &&
+      !llvm::is_contained(plan.onceNames, value->getName()))
     reason += ", again for each backward node that reads it";
   return reason;
 }

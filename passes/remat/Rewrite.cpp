@@ -72,19 +72,32 @@ private:
   /// \returns \p value itself if held, else its recompute clone for
   /// backward, building it (and what it needs) before \p before. An inner
   /// boundary on the way comes from its own pass (materializeBoundary).
-  ir::Value *materialize(ir::Value *value, ir::Node *before) {
+  /// With \p once, \p value is rebuilt once whatever the plan says: it is
+  /// on the way to a value rebuilt once.
+  ir::Value *materialize(ir::Value *value, ir::Node *before,
+                         bool once = false) {
     if (isHeld(value))
       return value;
     if (plan_.innerBoundaries.count(value))
       return materializeBoundary(value, before);
-    auto &clones = plan_.rebuildPerUse ? perUse_ : clones_;
-    if (auto it = clones.find(value); it != clones.end())
-      return it->second;
     ir::Node *def = value->getDefiningNode();
+    if (once || !plan_.rebuildPerUse || plan_.rebuildOnce.count(value)) {
+      if (auto it = clones_.find(value); it != clones_.end())
+        return it->second;
+      for (ir::Value *operand : def->getOperands())
+        materialize(operand, before, /*once=*/true);
+      cloneInto(clones_, *def, before);
+      return clones_.lookup(value);
+    }
+    if (auto it = perUse_.find(value); it != perUse_.end())
+      return it->second;
+    // Operands rebuilt once, or inner boundaries, come from clones_: this
+    // node's clone reads them through perUse_.
     for (ir::Value *operand : def->getOperands())
-      materialize(operand, before);
-    cloneInto(clones, *def, before);
-    return clones.lookup(value);
+      if (ir::Value *clone = materialize(operand, before); clone != operand)
+        perUse_[operand] = clone;
+    cloneInto(perUse_, *def, before);
+    return perUse_.lookup(value);
   }
 
   /// \returns the clone of the inner boundary \p value, building it before

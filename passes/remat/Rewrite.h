@@ -42,7 +42,12 @@
 // during the backward: what is held, and one node's rebuilt operands with
 // the chain that makes them; paid: a value read by k backward nodes is
 // computed k + 1 times. The solver offers such plans at the bottom of its
-// pool, for budgets nothing faster fits (Solver::perUsePlans).
+// pool, for budgets nothing faster fits (Solver::addPerUsePlans).
+// rebuildOnce mixes the two: its values are rebuilt once, for every later
+// use, and so are the dropped values on their way (a clone that serves
+// several uses reads clones that live as long); a node's per-use clone
+// reads a clone rebuilt once, or an inner boundary's, where there is one
+// (Solver::addMixedPlans).
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_PASSES_REMAT_REWRITE_H
@@ -76,6 +81,10 @@ struct RecomputePlan {
   /// itself (Note [Rebuilt per use]), instead of the first one rebuilding
   /// them for every later use. Inner boundaries are rebuilt once either way.
   bool rebuildPerUse = false;
+  /// With rebuildPerUse: dropped values rebuilt once all the same, for
+  /// every later use, with the dropped values on their way (Note [Rebuilt
+  /// per use]).
+  llvm::DenseSet<const ir::Value *> rebuildOnce;
 };
 
 /// What a rewrite added.

@@ -248,7 +248,8 @@ void Solver::measure(PlanResult &plan, bool estimate) {
 static std::string rewriteKey(const PlanResult &plan) {
   return llvm::join(plan.dropNames, ",") + "|" +
          llvm::join(plan.keepNames, ",") + "|" +
-         llvm::join(plan.nestedNames, ",") + (plan.perUse ? "|per-use" : "");
+         llvm::join(plan.nestedNames, ",") +
+         (plan.perUse ? "|per-use|" + llvm::join(plan.onceNames, ",") : "");
 }
 
 void Solver::ensureEstimate(PlanResult &plan) {
@@ -288,6 +289,8 @@ RecomputePlan toRecomputePlan(const ir::Graph &graph, const PlanResult &plan) {
   for (const std::string &name : plan.nestedNames)
     rewrite.innerBoundaries.insert(graph.lookup(name));
   rewrite.rebuildPerUse = plan.perUse;
+  for (const std::string &name : plan.onceNames)
+    rewrite.rebuildOnce.insert(graph.lookup(name));
   return rewrite;
 }
 
@@ -713,8 +716,6 @@ void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
   for (auto &[name, cut] : nestedPlans(choices))
     members.push_back(evaluate("per-use", std::move(cut), nullptr,
                                /*estimate=*/false, /*perUse=*/true));
-  for (PlanResult &plan : members)
-    offer(std::move(plan));
   // Every stashed value dropped and nothing else held: each backward node
   // rebuilds its operands from the graph's inputs (the smallest peaks of
   // small graphs; a large one runs past the clone limit).
@@ -724,8 +725,55 @@ void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
   std::vector<SegmentChoice> each(chain_.segments.size());
   for (SegmentChoice &choice : each)
     choice = {SegmentOption::Recompute, 0};
-  offer(evaluate("per-use", std::move(each), &all, /*estimate=*/false,
-                 /*perUse=*/true));
+  members.push_back(evaluate("per-use", std::move(each), &all,
+                             /*estimate=*/false, /*perUse=*/true));
+  if (searchesWide() && mixedPlansAllowed_)
+    addMixedPlans(members);
+  for (PlanResult &plan : members)
+    offer(std::move(plan));
+}
+
+void Solver::addMixedPlans(std::vector<PlanResult> &members) const {
+  // What rebuilding a value per use costs over rebuilding it once: its
+  // chain again for each backward use after the first.
+  auto extraSeconds = [&](const ir::Value *value) {
+    unsigned uses = 0;
+    for (const ir::Use &use : value->getUses())
+      uses += use.user->getStage() == ir::Stage::Backward;
+    return uses > 1 ? (uses - 1) * chainSeconds_[stash_.stashIndex.lookup(
+                                       value)]
+                    : 0.0;
+  };
+  size_t count = members.size();
+  for (size_t m = 0; m < count; ++m) {
+    std::vector<const ir::Value *> dropped;
+    for (const std::string &name : members[m].dropNames)
+      if (!llvm::is_contained(members[m].keepNames, name) &&
+          !llvm::is_contained(members[m].nestedNames, name)) {
+        const ir::Value *value = graph_.lookup(name);
+        if (stash_.isStashed(value) && extraSeconds(value) > 0)
+          dropped.push_back(value);
+      }
+    // Most costly per byte held first: those gain the least from a hold
+    // cut to each use.
+    llvm::stable_sort(dropped, [&](const ir::Value *a, const ir::Value *b) {
+      return extraSeconds(a) / double(bytesOf(a)) >
+             extraSeconds(b) / double(bytesOf(b));
+    });
+    size_t previous = 0;
+    for (unsigned step = 1; step < kMixedSteps; ++step) {
+      size_t k = dropped.size() * step / kMixedSteps;
+      if (k == previous)
+        continue;
+      previous = k;
+      PlanResult plan = members[m];
+      for (size_t i = 0; i < k; ++i)
+        plan.onceNames.push_back(dropped[i]->getName().str());
+      plan.stats = predictRecomputeStats(graph_, toRewrite(plan), profile_,
+                                         perUseCloneLimit());
+      members.push_back(std::move(plan));
+    }
+  }
 }
 
 llvm::Expected<PlanResult> Solver::smallestPlan() {

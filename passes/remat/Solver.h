@@ -119,6 +119,9 @@ struct PlanResult {
   /// Each backward node rebuilds the dropped values it reads for itself
   /// (RecomputePlan::rebuildPerUse, Note [Rebuilt per use]).
   bool perUse = false;
+  /// perUse only: dropped values rebuilt once all the same
+  /// (RecomputePlan::rebuildOnce).
+  std::vector<std::string> onceNames;
   /// persistent + arena of plan-memory on the rewritten graph (0 until
   /// planned).
   uint64_t plannedPeakBytes = 0;
@@ -161,6 +164,14 @@ public:
   void setPerUsePlans(bool allowed) {
     assert(!poolBuilt_ && "the pool is already built");
     perUsePlansAllowed_ = allowed;
+  }
+
+  /// Whether plans rebuilt per use also come with variants that rebuild
+  /// some values once (addMixedPlans): on by default. Set before the first
+  /// solve.
+  void setMixedPlans(bool allowed) {
+    assert(!poolBuilt_ && "the pool is already built");
+    mixedPlansAllowed_ = allowed;
   }
 
   /// The planned peak (persistent + arena) of the graph as it is.
@@ -260,6 +271,12 @@ private:
   /// rewrite clones at most kPerUseClonesPerNode per node of the graph (at
   /// least kPerUseMinClones).
   void addPerUsePlans(llvm::function_ref<void(PlanResult)> add);
+  /// Adds to \p members (plans rebuilt per use) their variants that
+  /// rebuild some dropped values once: for kMixedSteps - 1 fractions of the
+  /// values read by several backward nodes, those whose rebuilds for each
+  /// use cost the most per byte.
+  void addMixedPlans(std::vector<PlanResult> &members) const;
+  static constexpr unsigned kMixedSteps = 4;
   /// The most clones a plan rebuilt per use may make.
   unsigned perUseCloneLimit() const;
   /// How many flat members get a variant rebuilt per use: at least
@@ -302,6 +319,7 @@ private:
   bool poolBuilt_ = false;
   bool nestedPlansAllowed_ = true;
   bool perUsePlansAllowed_ = true;
+  bool mixedPlansAllowed_ = true;
   /// Rungs of the budget ladder and of the selective prefixes.
   static constexpr unsigned kLadderSteps = 12;
   /// Whether the pool is searched wider (a graph of at most

@@ -118,6 +118,12 @@ struct Measured {
   /// Budgets where auto is the fastest; where it has no plan; graphs
   /// where the smallest peak is the brute force's.
   unsigned fastest = 0, infeasible = 0, smallestPeaks = 0;
+  /// With the mixed plans (Solver::addMixedPlans): graphs whose smallest
+  /// peak is lower, and below the brute force's; budgets where auto is
+  /// faster.
+  unsigned mixedSmaller = 0, mixedBelow = 0, mixedFaster = 0;
+  /// Budgets where a nested plan is faster than every plan priced.
+  unsigned nestedFaster = 0;
 };
 
 /// Brute force on one graph; adds its gaps to \p measured and a line per
@@ -128,8 +134,13 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
   auto chain = findSegments(step, stash, {});
   REQUIRE(bool(chain));
   CostProfile profile;
+  // Plans that rebuild some values per use and others once are not among
+  // those priced: they are checked against the solver without them.
   Solver solver(step, stash, *chain, profile);
   REQUIRE(!solver.initialize());
+  solver.setMixedPlans(false);
+  Solver mixedSolver(step, stash, *chain, profile);
+  REQUIRE(!mixedSolver.initialize());
   uint64_t persistent = 0;
   for (const ir::Value *input : step.getInputs())
     persistent += uint64_t(input->getType().getByteSize());
@@ -176,13 +187,17 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
   Solver onceSolver(step, stash, *chain, profile);
   REQUIRE(!onceSolver.initialize());
   onceSolver.setPerUsePlans(false);
+  auto mixedSmallest = mixedSolver.smallestPlan();
+  REQUIRE(bool(mixedSmallest));
   auto onceSmallestPlan = onceSolver.smallestPlan();
   REQUIRE(bool(onceSmallestPlan));
   uint64_t poolOnceSmallest = onceSmallestPlan->plannedPeakBytes;
   auto smallest = solver.smallestPlan();
   REQUIRE(bool(smallest));
-  // The solver's plans are among those priced: none is smaller.
-  CHECK(smallest->plannedPeakBytes >= smallestPeak);
+  // The solver's plans but the nested ones are among those priced: none is
+  // smaller.
+  CHECK((smallest->plannedPeakBytes >= smallestPeak ||
+         !smallest->nestedNames.empty()));
   double peakGap = double(smallest->plannedPeakBytes) / double(smallestPeak) - 1;
   measured.worstPeakGap = std::max(measured.worstPeakGap, peakGap);
   measured.smallestPeaks += peakGap <= 1e-12;
@@ -190,6 +205,11 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
                 "seed " << seed << ": smallest feasible peak "
                         << smallest->plannedPeakBytes << " B, brute force "
                         << smallestPeak << " B");
+  // The mixed plans are added to the pool: they only lower the floor.
+  CHECK(mixedSmallest->plannedPeakBytes <= smallest->plannedPeakBytes);
+  measured.mixedSmaller +=
+      mixedSmallest->plannedPeakBytes < smallest->plannedPeakBytes;
+  measured.mixedBelow += mixedSmallest->plannedPeakBytes < smallestPeak;
 
   double base = solver.getBaseSeconds();
   for (const PricedPlan &point : front) {
@@ -210,8 +230,17 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
     }
     double autoSeconds = (*plan)->stats.recomputeSeconds;
     CHECK((*plan)->plannedPeakBytes <= point.peak);
-    // Nothing priced is faster at this budget than the front's point.
-    CHECK(autoSeconds >= point.seconds - 1e-15);
+    // With the mixed plans, auto is never slower.
+    auto mixed = mixedSolver.solve(Strategy::Auto, point.peak);
+    REQUIRE(bool(mixed));
+    REQUIRE(bool(*mixed));
+    CHECK((*mixed)->stats.recomputeSeconds <= autoSeconds);
+    measured.mixedFaster += (*mixed)->stats.recomputeSeconds < autoSeconds;
+    // Nothing priced is faster at this budget than the front's point; a
+    // nested plan is not among those priced.
+    CHECK((autoSeconds >= point.seconds - 1e-15 ||
+           !(*plan)->nestedNames.empty()));
+    measured.nestedFaster += autoSeconds < point.seconds - 1e-15;
     double gap = (base + autoSeconds) / (base + point.seconds) - 1;
     // Below the smallest peak of the pool's plans that rebuild each value
     // once, only its plans rebuilt per use fit; it has fewer of those than
@@ -274,9 +303,17 @@ TEST_CASE("remat: auto is the fastest fitting plan and its smallest peak the "
       << " budgets only plans rebuilt per use fit)"
       << "; smallest peak the brute force's in " << measured.smallestPeaks
       << " graphs, worst gap "
-      << llvm::format("%.3f%%", measured.worstPeakGap * 100);
+      << llvm::format("%.3f%%", measured.worstPeakGap * 100)
+      << "; nested plans faster than every plan priced at "
+      << measured.nestedFaster << " budgets"
+      << "; with the mixed plans the smallest peak lower in "
+      << measured.mixedSmaller << " graphs (below the brute force's in "
+      << measured.mixedBelow << "), auto faster at " << measured.mixedFaster
+      << " budgets";
   MESSAGE(summary);
   CHECK(measured.graphs >= 20);
+  // The mixed plans are exercised.
+  CHECK(measured.mixedSmaller > 0);
 }
 
 TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
@@ -285,9 +322,11 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
   // rewrites them (Solver::ensureEstimate): every held set of the brute
   // force's graphs, and the same with each segment input not held made an
   // inner boundary (Note [Nested recompute]), each also rebuilt per use
-  // (Note [Rebuilt per use]).
+  // (Note [Rebuilt per use]), and per use with every other dropped value
+  // rebuilt once. No rewrite leaves a dropped value read after forward.
   CostProfile profile;
-  unsigned plans = 0, nestedDiffer = 0, perUseDiffer = 0;
+  unsigned plans = 0, nestedDiffer = 0, perUseDiffer = 0, mixedDiffer = 0,
+           readsDropped = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     std::unique_ptr<ir::Graph> step =
         trainingStep(remat::testing::randomTrainingGraph(seed, kRows));
@@ -308,16 +347,33 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
           nested.innerBoundaries.insert(segment.input);
       RecomputePlan perUse = plan, nestedPerUse = nested;
       perUse.rebuildPerUse = nestedPerUse.rebuildPerUse = true;
+      // Every other dropped value (in stash order) rebuilt once, the rest
+      // per use.
+      RecomputePlan mixed = perUse, nestedMixed = nestedPerUse;
+      bool once = false;
+      for (ir::Value *value : stash.stashed)
+        if (plan.drop.count(value) && (once = !once)) {
+          mixed.rebuildOnce.insert(value);
+          nestedMixed.rebuildOnce.insert(value);
+        }
       for (const RecomputePlan *rewrite :
-           {&plan, &nested, &perUse, &nestedPerUse}) {
+           {&plan, &nested, &perUse, &nestedPerUse, &mixed, &nestedMixed}) {
         INFO("seed " << seed << " held set " << held
                      << (rewrite->innerBoundaries.empty() ? "" : " nested")
-                     << (rewrite->rebuildPerUse ? " per use" : ""));
+                     << (rewrite->rebuildPerUse ? " per use" : "")
+                     << (rewrite->rebuildOnce.empty() ? "" : " mixed"));
         RecomputeStats predicted =
             predictRecomputeStats(*step, *rewrite, profile);
         RecomputeUndo undo;
         RecomputeStats stats =
             applyRecomputePlan(*step, *rewrite, profile, &undo);
+        // Nothing after forward reads a dropped value: backward nodes read
+        // its clones, and so do the clones that rebuild from it.
+        for (const ir::Node &node : step->getNodes())
+          if (node.getStage() != ir::Stage::Forward)
+            for (const ir::Value *operand : node.getOperands())
+              readsDropped += rewrite->drop.count(operand) &&
+                              !rewrite->keep.count(operand);
         undoRecomputePlan(*step, undo);
         CHECK(predicted.clonedNodes == stats.clonedNodes);
         CHECK(predicted.clonedNames == stats.clonedNames);
@@ -328,6 +384,12 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
                         stats.clonedNodes !=
                             predictRecomputeStats(*step, plan, profile)
                                 .clonedNodes;
+        mixedDiffer +=
+            rewrite == &mixed &&
+            stats.clonedNodes !=
+                predictRecomputeStats(*step, plan, profile).clonedNodes &&
+            stats.clonedNodes !=
+                predictRecomputeStats(*step, perUse, profile).clonedNodes;
         if (rewrite == &nested)
           nestedDiffer +=
               stats.clonedNames !=
@@ -337,10 +399,13 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
   }
   MESSAGE(plans << " rewrites predicted, " << nestedDiffer
                 << " nested ones and " << perUseDiffer
-                << " rebuilt per use differ from their flat plan");
-  // The inner boundaries' and the per-use paths are exercised.
+                << " rebuilt per use differ from their flat plan, "
+                << mixedDiffer << " mixed ones from both");
+  // The inner boundaries', the per-use and the mixed paths are exercised.
   CHECK(nestedDiffer > 0);
   CHECK(perUseDiffer > 0);
+  CHECK(mixedDiffer > 0);
+  CHECK(readsDropped == 0);
 }
 
 // Not a check: with REMAT_WRITE_RANDOM_GRAPHS=DIR, writes the 200 random
