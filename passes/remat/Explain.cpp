@@ -71,9 +71,7 @@ std::string Solver::explainValueOnce(const ir::Value *value,
     return reason;
   }
   if (dropped)
-    return isCheap(value) ? "recompute: cheap, " + cost
-                          : "recompute: " + cost +
-                                ", and the fastest plan that fits drops it";
+    return "recompute: cheap, " + cost;
   if (isCheap(value))
     return choice.option == SegmentOption::Keep
                ? "kept: its segment is kept whole (" + cost + ")"

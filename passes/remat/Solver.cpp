@@ -545,25 +545,6 @@ std::vector<PlanResult> &Solver::getPool() {
       }
     }
   }
-  // In a small graph, every plan that drops one or two stashed values and
-  // holds the rest, each rebuilt once: the other end of the per-use plans
-  // that hold one or two (addPerUsePlans). After the ladder, whose rungs
-  // they would multiply.
-  if (searchesWide() && stash_.stashed.size() <= kHoldFewStashed)
-    for (size_t a = 0; a < stash_.stashed.size(); ++a)
-      for (size_t b = a; b < stash_.stashed.size(); ++b) {
-        std::vector<std::string> names;
-        std::vector<SegmentChoice> choices = keepAll;
-        for (size_t i : a == b ? std::vector<size_t>{a}
-                               : std::vector<size_t>{a, b}) {
-          const ir::Value *value = stash_.stashed[i];
-          names.push_back(value->getName().str());
-          unsigned s = chain_.segmentOf.lookup(value->getDefiningNode());
-          choices[s] = {SegmentOption::Selective, s};
-        }
-        add(evaluate("drop-few", std::move(choices), &names));
-      }
-
   // Every plan so far with its groups cut again inside (Note [Nested
   // recompute]), unless the caller cannot run them. No decision above reads
   // their estimates: they are made when the order or a budget first reads

@@ -280,8 +280,7 @@ private:
   static constexpr unsigned kMixedSteps = 4;
   /// A graph (searched wider) of at most this many stashed values also
   /// gets the plans rebuilt per use that hold one or two of them and drop
-  /// every other, and the plans that drop one or two and hold the rest
-  /// (strategy drop-few): up to 300 more members each.
+  /// every other (up to 300 more members).
   static constexpr unsigned kHoldFewStashed = 24;
   /// The most clones a plan rebuilt per use may make.
   unsigned perUseCloneLimit() const;
