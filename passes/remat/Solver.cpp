@@ -725,19 +725,6 @@ void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
   std::vector<SegmentChoice> each(chain_.segments.size());
   for (SegmentChoice &choice : each)
     choice = {SegmentOption::Recompute, 0};
-  // In a small graph, also the plans that hold one or two of its stashed
-  // values and drop every other (the oracle's smallest peaks hold a few
-  // values and rebuild the rest, some more than once).
-  if (searchesWide() && all.size() <= kHoldFewStashed)
-    for (size_t a = 0; a < all.size(); ++a)
-      for (size_t b = a; b < all.size(); ++b) {
-        std::vector<std::string> drop;
-        for (size_t i = 0; i < all.size(); ++i)
-          if (i != a && i != b)
-            drop.push_back(all[i]);
-        members.push_back(evaluate("per-use", each, &drop,
-                                   /*estimate=*/false, /*perUse=*/true));
-      }
   members.push_back(evaluate("per-use", std::move(each), &all,
                              /*estimate=*/false, /*perUse=*/true));
   if (searchesWide() && mixedPlansAllowed_)

@@ -267,10 +267,9 @@ private:
                                           std::vector<SegmentChoice>>> &plans)
       const;
   /// The plans rebuilt per use (Note [Rebuilt per use]): the compact and
-  /// nested ones, the one that drops every stashed value (and in a small
-  /// graph those that hold one or two), and their mixed variants, each
-  /// when its rewrite clones at most kPerUseClonesPerNode per node of the
-  /// graph (at least kPerUseMinClones).
+  /// nested ones, and the one that drops every stashed value, each when its
+  /// rewrite clones at most kPerUseClonesPerNode per node of the graph (at
+  /// least kPerUseMinClones).
   void addPerUsePlans(llvm::function_ref<void(PlanResult)> add);
   /// Adds to \p members (plans rebuilt per use) their variants that
   /// rebuild some dropped values once: for kMixedSteps - 1 fractions of the
@@ -278,10 +277,6 @@ private:
   /// use cost the most per byte.
   void addMixedPlans(std::vector<PlanResult> &members) const;
   static constexpr unsigned kMixedSteps = 4;
-  /// A graph (searched wider) of at most this many stashed values also
-  /// gets the plans rebuilt per use that hold one or two of them and drop
-  /// every other (up to 300 more members).
-  static constexpr unsigned kHoldFewStashed = 24;
   /// The most clones a plan rebuilt per use may make.
   unsigned perUseCloneLimit() const;
   /// How many flat members get a variant rebuilt per use: at least
