@@ -69,7 +69,9 @@ std::string Solver::explainValueOnce(const ir::Value *value,
     return reason;
   }
   if (dropped)
-    return "recompute: cheap, " + cost;
+    return isCheap(value) ? "recompute: cheap, " + cost
+                          : "recompute: " + cost +
+                                ", and the fastest plan that fits drops it";
   if (isCheap(value))
     return choice.option == SegmentOption::Keep
                ? "kept: its segment is kept whole (" + cost + ")"

@@ -545,6 +545,29 @@ std::vector<PlanResult> &Solver::getPool() {
       }
     }
   }
+  // In a small graph, every plan that drops one or two stashed values and
+  // holds the rest, each rebuilt once. The selective prefixes drop the
+  // cheapest values first, and a DP segment drops all its cheap values or
+  // all it stashes; the fastest fit just under a budget is often one or two
+  // values of any cost in segments apart. After the ladder, whose rungs
+  // they would multiply; like the nested plans', their estimates wait until
+  // a decision reads them.
+  if (searchesWide() && stash_.stashed.size() <= kDropFewStashed)
+    for (size_t a = 0; a < stash_.stashed.size(); ++a)
+      for (size_t b = a; b < stash_.stashed.size(); ++b) {
+        std::vector<std::string> names;
+        std::vector<SegmentChoice> choices = keepAll;
+        for (size_t i : a == b ? std::vector<size_t>{a}
+                               : std::vector<size_t>{a, b}) {
+          const ir::Value *value = stash_.stashed[i];
+          names.push_back(value->getName().str());
+          unsigned s = chain_.segmentOf.lookup(value->getDefiningNode());
+          choices[s] = {SegmentOption::Selective, s};
+        }
+        add(evaluate("drop-few", std::move(choices), &names,
+                     /*estimate=*/false));
+      }
+
   // Every plan so far with its groups cut again inside (Note [Nested
   // recompute]), unless the caller cannot run them. No decision above reads
   // their estimates: they are made when the order or a budget first reads

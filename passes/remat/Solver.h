@@ -47,7 +47,9 @@
 // keeps the smallest reachable peak from hinging on the cost rates: which
 // plans the least-time runs propose at the lowest rungs shifts with the
 // rates, so without the least-held ones the smallest peak did too (figures
-// in docs/remat.md; tests/tools/remat-smallest.test). Every candidate is
+// in docs/remat.md; tests/tools/remat-smallest.test). A small graph also
+// gets every plan that drops one or two stashed values and holds the rest
+// (kDropFewStashed). Every candidate is
 // rewritten on a copy and its peak is bounded below by its live bytes under
 // plan-memory's in-place sharing. The pool is sorted once by (recompute
 // time, estimated peak, build order). A budget B then takes the first
@@ -277,6 +279,10 @@ private:
   /// use cost the most per byte.
   void addMixedPlans(std::vector<PlanResult> &members) const;
   static constexpr unsigned kMixedSteps = 4;
+  /// A graph (searched wider) of at most this many stashed values also
+  /// gets every plan that drops one or two of them and holds the rest
+  /// (strategy drop-few): up to 300 more members.
+  static constexpr unsigned kDropFewStashed = 24;
   /// The most clones a plan rebuilt per use may make.
   unsigned perUseCloneLimit() const;
   /// How many flat members get a variant rebuilt per use: at least
