@@ -757,16 +757,18 @@ void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
 }
 
 void Solver::addMixedPlans(std::vector<PlanResult> &members) const {
-  // What rebuilding a value per use costs over rebuilding it once: its
-  // chain again for each backward use after the first.
-  auto extraSeconds = [&](const ir::Value *value) {
+  // What rebuilding a value per use costs over rebuilding it once, per byte
+  // it holds: its chain again for each backward use after the first.
+  llvm::DenseMap<const ir::Value *, double> extraPerByte;
+  for (const ir::Value *value : stash_.stashed) {
     unsigned uses = 0;
     for (const ir::Use &use : value->getUses())
       uses += use.user->getStage() == ir::Stage::Backward;
-    return uses > 1 ? (uses - 1) * chainSeconds_[stash_.stashIndex.lookup(
-                                       value)]
-                    : 0.0;
-  };
+    if (uses > 1)
+      extraPerByte[value] =
+          (uses - 1) * chainSeconds_[stash_.stashIndex.lookup(value)] /
+          double(bytesOf(value));
+  }
   size_t count = members.size();
   for (size_t m = 0; m < count; ++m) {
     std::vector<const ir::Value *> dropped;
@@ -774,14 +776,13 @@ void Solver::addMixedPlans(std::vector<PlanResult> &members) const {
       if (!llvm::is_contained(members[m].keepNames, name) &&
           !llvm::is_contained(members[m].nestedNames, name)) {
         const ir::Value *value = graph_.lookup(name);
-        if (stash_.isStashed(value) && extraSeconds(value) > 0)
+        if (extraPerByte.lookup(value) > 0)
           dropped.push_back(value);
       }
     // Most costly per byte held first: those gain the least from a hold
     // cut to each use.
     llvm::stable_sort(dropped, [&](const ir::Value *a, const ir::Value *b) {
-      return extraSeconds(a) / double(bytesOf(a)) >
-             extraSeconds(b) / double(bytesOf(b));
+      return extraPerByte.lookup(a) > extraPerByte.lookup(b);
     });
     size_t previous = 0;
     for (unsigned step = 1; step < kMixedSteps; ++step) {
