@@ -62,6 +62,8 @@ std::string Solver::explainValueOnce(const ir::Value *value,
     return "kept: side input that later segments read";
   if (llvm::is_contained(plan.keepNames, value->getName()))
     return "kept: boundary a recomputed group starts from";
+  if (choice.option == SegmentOption::Recompute && !dropped)
+    return "kept: held while the rest of its segment is rebuilt";
   if (choice.option == SegmentOption::Recompute) {
     const Segment &first = chain_.segments[choice.groupStart];
     std::string reason = "recompute: its segment is rebuilt from boundary ";

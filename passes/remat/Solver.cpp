@@ -748,6 +748,37 @@ void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
   std::vector<SegmentChoice> each(chain_.segments.size());
   for (SegmentChoice &choice : each)
     choice = {SegmentOption::Recompute, 0};
+  // In a small graph, also the plans that hold one or two of the
+  // kHoldFewValues stashed values whose rebuilds would cost the most per
+  // byte (the chain again for each backward use) and drop every other: the
+  // oracle's smallest peaks hold a few values and rebuild the rest, some
+  // more than once.
+  if (searchesWide() && all.size() > 2 && all.size() <= kDropFewStashed) {
+    llvm::DenseMap<const ir::Value *, double> perUseCost;
+    for (const ir::Value *value : stash_.stashed) {
+      unsigned uses = 0;
+      for (const ir::Use &use : value->getUses())
+        uses += use.user->getStage() == ir::Stage::Backward;
+      perUseCost[value] = uses *
+                          chainSeconds_[stash_.stashIndex.lookup(value)] /
+                          double(std::max<uint64_t>(1, bytesOf(value)));
+    }
+    std::vector<const ir::Value *> dear(stash_.stashed.begin(),
+                                        stash_.stashed.end());
+    llvm::stable_sort(dear, [&](const ir::Value *a, const ir::Value *b) {
+      return perUseCost.lookup(a) > perUseCost.lookup(b);
+    });
+    dear.resize(std::min<size_t>(dear.size(), kHoldFewValues));
+    for (size_t a = 0; a < dear.size(); ++a)
+      for (size_t b = a; b < dear.size(); ++b) {
+        std::vector<std::string> drop;
+        for (const ir::Value *value : stash_.stashed)
+          if (value != dear[a] && value != dear[b])
+            drop.push_back(value->getName().str());
+        members.push_back(evaluate("per-use", each, &drop,
+                                   /*estimate=*/false, /*perUse=*/true));
+      }
+  }
   members.push_back(evaluate("per-use", std::move(each), &all,
                              /*estimate=*/false, /*perUse=*/true));
   if (searchesWide() && mixedPlansAllowed_)

@@ -269,9 +269,10 @@ private:
                                           std::vector<SegmentChoice>>> &plans)
       const;
   /// The plans rebuilt per use (Note [Rebuilt per use]): the compact and
-  /// nested ones, and the one that drops every stashed value, each when its
-  /// rewrite clones at most kPerUseClonesPerNode per node of the graph (at
-  /// least kPerUseMinClones).
+  /// nested ones, the one that drops every stashed value (and in a small
+  /// graph those that hold one or two, kHoldFewValues), and their mixed
+  /// variants, each when its rewrite clones at most kPerUseClonesPerNode
+  /// per node of the graph (at least kPerUseMinClones).
   void addPerUsePlans(llvm::function_ref<void(PlanResult)> add);
   /// Adds to \p members (plans rebuilt per use) their variants that
   /// rebuild some dropped values once: for kMixedSteps - 1 fractions of the
@@ -283,6 +284,11 @@ private:
   /// gets every plan that drops one or two of them and holds the rest
   /// (strategy drop-few): up to 300 more members.
   static constexpr unsigned kDropFewStashed = 24;
+  /// Such a graph's plans rebuilt per use also hold one or two of this many
+  /// stashed values (those whose rebuilds for each use cost the most per
+  /// byte) and drop every other: up to 21 more members, and their mixed
+  /// variants.
+  static constexpr unsigned kHoldFewValues = 6;
   /// The most clones a plan rebuilt per use may make.
   unsigned perUseCloneLimit() const;
   /// How many flat members get a variant rebuilt per use: at least
