@@ -83,8 +83,12 @@ Solver::Solver(ir::Graph &graph, const StashInfo &stash,
     baseSeconds_ += nodeSeconds(node, profile);
 
   chainSeconds_.resize(stash.stashed.size());
-  for (size_t i = 0; i < stash.stashed.size(); ++i)
+  backwardUses_.resize(stash.stashed.size());
+  for (size_t i = 0; i < stash.stashed.size(); ++i) {
     chainSeconds_[i] = chainSeconds(stash.stashed[i]);
+    for (const ir::Use &use : stash.stashed[i]->getUses())
+      backwardUses_[i] += use.user->getStage() == ir::Stage::Backward;
+  }
 
   for (const Segment &segment : chain.segments) {
     uint64_t kept = 0;
@@ -754,19 +758,15 @@ void Solver::addPerUsePlans(llvm::function_ref<void(PlanResult)> add) {
   // oracle's smallest peaks hold a few values and rebuild the rest, some
   // more than once.
   if (searchesWide() && all.size() > 2 && all.size() <= kDropFewStashed) {
-    llvm::DenseMap<const ir::Value *, double> perUseCost;
-    for (const ir::Value *value : stash_.stashed) {
-      unsigned uses = 0;
-      for (const ir::Use &use : value->getUses())
-        uses += use.user->getStage() == ir::Stage::Backward;
-      perUseCost[value] = uses *
-                          chainSeconds_[stash_.stashIndex.lookup(value)] /
-                          double(std::max<uint64_t>(1, bytesOf(value)));
-    }
+    auto perUseCost = [&](const ir::Value *value) {
+      unsigned i = stash_.stashIndex.lookup(value);
+      return backwardUses_[i] * chainSeconds_[i] /
+             double(std::max<uint64_t>(1, bytesOf(value)));
+    };
     std::vector<const ir::Value *> dear(stash_.stashed.begin(),
                                         stash_.stashed.end());
     llvm::stable_sort(dear, [&](const ir::Value *a, const ir::Value *b) {
-      return perUseCost.lookup(a) > perUseCost.lookup(b);
+      return perUseCost(a) > perUseCost(b);
     });
     dear.resize(std::min<size_t>(dear.size(), kHoldFewValues));
     for (size_t a = 0; a < dear.size(); ++a)
@@ -791,15 +791,11 @@ void Solver::addMixedPlans(std::vector<PlanResult> &members) const {
   // What rebuilding a value per use costs over rebuilding it once, per byte
   // it holds: its chain again for each backward use after the first.
   llvm::DenseMap<const ir::Value *, double> extraPerByte;
-  for (const ir::Value *value : stash_.stashed) {
-    unsigned uses = 0;
-    for (const ir::Use &use : value->getUses())
-      uses += use.user->getStage() == ir::Stage::Backward;
-    if (uses > 1)
-      extraPerByte[value] =
-          (uses - 1) * chainSeconds_[stash_.stashIndex.lookup(value)] /
-          double(bytesOf(value));
-  }
+  for (size_t i = 0; i < stash_.stashed.size(); ++i)
+    if (backwardUses_[i] > 1)
+      extraPerByte[stash_.stashed[i]] = (backwardUses_[i] - 1) *
+                                        chainSeconds_[i] /
+                                        double(bytesOf(stash_.stashed[i]));
   size_t count = members.size();
   for (size_t m = 0; m < count; ++m) {
     std::vector<const ir::Value *> dropped;

@@ -322,6 +322,8 @@ private:
   double baseSeconds_ = 0;
   /// Per stashed value (stash index): rebuild seconds if dropped alone.
   std::vector<double> chainSeconds_;
+  /// Per stashed value (stash index): how many backward nodes read it.
+  std::vector<unsigned> backwardUses_;
   /// Per segment: bytes held and predicted seconds under selective.
   std::vector<uint64_t> selectiveKeptBytes_;
   std::vector<double> selectiveSeconds_;

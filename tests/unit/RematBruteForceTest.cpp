@@ -62,17 +62,14 @@ constexpr size_t kMaxForwardNodes = 25;
 /// 16.72% before the wider search of small graphs, Solver::searchesWide;
 /// before plans rebuilt per use, against the brute force's plans rebuilt
 /// once, 18.31%) and at the 56 where only its plans rebuilt per use do
-/// (55.83%; 92.05% at 52 before the plans rebuilt per use that hold one or
-/// two stashed values, kHoldFewValues, and at 57 before those that drop one
-/// or two, kDropFewStashed; 98.33% at 65 before the wider search, 125.55%
-/// at 64 when only 8 flat members had a variant rebuilt per use:
-/// Solver::perUseMemberCount); and the smallest feasible peak the solver
-/// reports over the brute force's (3.42%; equal in 55 of the 61 graphs;
-/// 3.45% and 51 before kHoldFewValues, 4.65% and 48 before
-/// kDropFewStashed, 22.12% and 46 before the wider search, 23.69% and 34
-/// before plans rebuilt per use), as fractions, rounded up. Auto is the
-/// fastest at 203 of the 253 budgets it reaches (198 of 249 before
-/// kHoldFewValues, 172 of 245 before kDropFewStashed).
+/// (55.83%; 92.05% without the plans that hold one or two stashed values,
+/// kHoldFewValues; 98.33% before the wider search, 125.55% when only 8
+/// flat members had a variant rebuilt per use: Solver::perUseMemberCount);
+/// and the smallest feasible peak the solver reports over the brute force's
+/// (3.42%; equal in 55 of the 61 graphs; 4.65% without the plans that drop
+/// or hold one or two, 22.12% before the wider search, 23.69% before plans
+/// rebuilt per use), as fractions, rounded up. Auto is the fastest at 203
+/// of the 253 budgets it reaches.
 constexpr double kTimeTolerance = 0.139;
 constexpr double kPerUseTimeTolerance = 0.559;
 constexpr double kPeakTolerance = 0.035;
