@@ -220,18 +220,24 @@ PlanResult Solver::describe(llvm::StringRef strategy,
       for (const ir::Value *value : chain_.sideInputs)
         result.keepNames.push_back(value->getName().str());
   }
+  result.keptStashBytes = keptStashBytes(result);
+  return result;
+}
+
+uint64_t Solver::keptStashBytes(const PlanResult &plan) const {
   llvm::StringSet<> dropped;
-  for (const std::string &name : result.dropNames)
+  for (const std::string &name : plan.dropNames)
     dropped.insert(name);
-  for (const std::string &name : result.keepNames)
+  for (const std::string &name : plan.keepNames)
     dropped.erase(name);
+  uint64_t bytes = 0;
   for (const ir::Value *value : stash_.stashed)
     if (!dropped.count(value->getName()))
-      result.keptStashBytes += bytesOf(value);
-  for (const std::string &name : result.keepNames)
+      bytes += bytesOf(value);
+  for (const std::string &name : plan.keepNames)
     if (!stash_.isStashed(graph_.lookup(name)))
-      result.keptStashBytes += bytesOf(graph_.lookup(name));
-  return result;
+      bytes += bytesOf(graph_.lookup(name));
+  return bytes;
 }
 
 bool Solver::searchesWide() const {
@@ -590,12 +596,30 @@ std::vector<PlanResult> &Solver::getPool() {
   }
   if (nestedPlansAllowed_ && perUsePlansAllowed_)
     addPerUsePlans(add);
+  for (size_t i = 0; i < pool_.size(); ++i)
+    pool_[i].poolIndex = unsigned(i);
+  basePoolSize_ = pool_.size();
+  sortPool();
+  return pool_;
+}
 
+std::vector<PlanResult> &Solver::getAutoPool() {
+  getPool();
+  if (!localPlansAdded_) {
+    localPlansAdded_ = true;
+    if (localPlansAllowed_ && searchesWide() &&
+        stash_.stashed.size() <= kDropFewStashed) {
+      addLocalPlans();
+      sortPool();
+    }
+  }
+  return pool_;
+}
+
+void Solver::sortPool() {
   // Note [Monotone budgets]: one fixed order, independent of the budget:
   // least recompute time, then least estimated peak, then pool order. The
   // estimate breaks ties only: members of equal time are estimated first.
-  for (size_t i = 0; i < pool_.size(); ++i)
-    pool_[i].poolIndex = unsigned(i);
   std::map<double, std::vector<size_t>> byTime;
   for (size_t i = 0; i < pool_.size(); ++i)
     byTime[pool_[i].stats.recomputeSeconds].push_back(i);
@@ -610,7 +634,106 @@ std::vector<PlanResult> &Solver::getPool() {
       return a.estimatedPeakBytes < b.estimatedPeakBytes;
     return a.poolIndex < b.poolIndex;
   });
-  return pool_;
+}
+
+void Solver::addLocalPlans() {
+  // Note [Local plans].
+  llvm::StringSet<> seen;
+  for (const PlanResult &plan : pool_)
+    seen.insert(rewriteKey(plan));
+  size_t fresh = 0; // the members the last round added start here
+  for (unsigned round = 0; round < kLocalRounds; ++round) {
+    for (size_t i = fresh; i < pool_.size(); ++i)
+      ensureEstimate(pool_[i]);
+    // The front: each member that no faster one (or one as fast, earlier
+    // in the order) matches in estimated peak.
+    std::vector<size_t> order(pool_.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    llvm::stable_sort(order, [&](size_t a, size_t b) {
+      const PlanResult &x = pool_[a], &y = pool_[b];
+      if (x.stats.recomputeSeconds != y.stats.recomputeSeconds)
+        return x.stats.recomputeSeconds < y.stats.recomputeSeconds;
+      return x.estimatedPeakBytes < y.estimatedPeakBytes;
+    });
+    std::vector<PlanResult> added;
+    uint64_t least = UINT64_MAX;
+    for (size_t i : order) {
+      if (pool_[i].estimatedPeakBytes >= least)
+        continue;
+      least = pool_[i].estimatedPeakBytes;
+      // A member an earlier round expanded gives only plans seen already.
+      if (i < fresh && round > 0)
+        continue;
+      for (PlanResult &plan : localPlansAround(pool_[i]))
+        if (seen.insert(rewriteKey(plan)).second) {
+          plan.stats = predictRecomputeStats(
+              graph_, toRewrite(plan), profile_,
+              plan.perUse ? perUseCloneLimit() : UINT_MAX);
+          if (!plan.stats.overLimit)
+            added.push_back(std::move(plan));
+        }
+    }
+    if (added.empty())
+      break;
+    fresh = pool_.size();
+    for (PlanResult &plan : added) {
+      plan.poolIndex = unsigned(pool_.size());
+      pool_.push_back(std::move(plan));
+    }
+  }
+}
+
+std::vector<PlanResult> Solver::localPlansAround(const PlanResult &base) const {
+  // Boundaries the plan holds or cuts again at stay as they are.
+  auto isBoundary = [&](const std::string &name) {
+    return llvm::is_contained(base.keepNames, name) ||
+           llvm::is_contained(base.nestedNames, name);
+  };
+  auto make = [&](std::vector<std::string> drop, std::vector<std::string> once,
+                  std::vector<SegmentChoice> choices) {
+    PlanResult plan = base;
+    // Named for the member it comes from: "per-use+local".
+    if (!llvm::StringRef(base.strategy).endswith("+local"))
+      plan.strategy += "+local";
+    plan.dropNames = std::move(drop);
+    plan.onceNames = std::move(once);
+    plan.choices = std::move(choices);
+    plan.estimated = false;
+    plan.estimatedPeakBytes = plan.plannedPeakBytes = 0;
+    plan.stats = {};
+    plan.keptStashBytes = keptStashBytes(plan);
+    return plan;
+  };
+  std::vector<PlanResult> plans;
+  // One dropped value held instead (faster, a larger peak)...
+  for (const std::string &name : base.dropNames) {
+    if (isBoundary(name))
+      continue;
+    std::vector<std::string> drop, once;
+    for (const std::string &other : base.dropNames)
+      if (other != name)
+        drop.push_back(other);
+    for (const std::string &other : base.onceNames)
+      if (other != name)
+        once.push_back(other);
+    plans.push_back(make(std::move(drop), std::move(once), base.choices));
+  }
+  // ...or one held stashed value dropped (slower, a smaller peak), its
+  // segment then selective if it was kept whole.
+  for (const ir::Value *value : stash_.stashed) {
+    std::string name = value->getName().str();
+    if (isBoundary(name) || llvm::is_contained(base.dropNames, name))
+      continue;
+    std::vector<std::string> drop = base.dropNames;
+    drop.push_back(name);
+    std::vector<SegmentChoice> choices = base.choices;
+    unsigned s = chain_.segmentOf.lookup(value->getDefiningNode());
+    if (choices[s].option == SegmentOption::Keep)
+      choices[s] = {SegmentOption::Selective, s};
+    plans.push_back(make(std::move(drop), base.onceNames, std::move(choices)));
+  }
+  return plans;
 }
 
 /// \returns true if a plan of \p strategy may come from the pool member
@@ -637,7 +760,8 @@ Solver::solve(Strategy strategy, std::optional<uint64_t> budgetBytes) {
   // The estimate is a lower bound of the planned peak (live bytes with the
   // same in-place sharing), so members over the budget by it are skipped
   // without planning them.
-  for (PlanResult &plan : getPool()) {
+  for (PlanResult &plan :
+       strategy == Strategy::Auto ? getAutoPool() : getPool()) {
     if (!belongsTo(strategy, plan))
       continue;
     ensureEstimate(plan);
@@ -846,7 +970,8 @@ llvm::Expected<PlanResult> Solver::smallestPlanOf(Strategy strategy) {
 llvm::Expected<std::optional<PlanResult>>
 Solver::smallestPlanBelow(uint64_t beat) {
   // auto reaches every pool member.
-  return smallestMember([](const PlanResult &) { return true; }, beat);
+  return smallestMember([](const PlanResult &) { return true; }, beat,
+                        /*autoPool=*/true);
 }
 
 llvm::Expected<std::optional<PlanResult>>
@@ -862,43 +987,50 @@ Solver::smallestPlanOfBelow(Strategy strategy, uint64_t beat) {
     return std::move(*plan);
   }
   return smallestMember(
-      [&](const PlanResult &plan) { return belongsTo(strategy, plan); }, beat);
+      [&](const PlanResult &plan) { return belongsTo(strategy, plan); }, beat,
+      strategy == Strategy::Auto);
 }
 
 llvm::Expected<std::optional<PlanResult>> Solver::smallestMember(
-    llvm::function_ref<bool(const PlanResult &)> isMember, uint64_t beat) {
+    llvm::function_ref<bool(const PlanResult &)> isMember, uint64_t beat,
+    bool autoPool) {
   // Plan the members with the smallest estimates exactly; the least planned
   // peak among them is what the infeasible-budget error reports, and a
-  // strategy that reads them reaches it.
-  std::vector<PlanResult *> byEstimate;
-  for (PlanResult &plan : getPool())
+  // strategy that reads them reaches it. The local plans are ranked apart,
+  // after the others: many of theirs estimate small and plan larger, and
+  // would crowd out of the planned few a member that plans smaller.
+  std::vector<PlanResult *> pool, local;
+  for (PlanResult &plan : autoPool ? getAutoPool() : getPool())
     if (isMember(plan)) {
       ensureEstimate(plan);
-      byEstimate.push_back(&plan);
+      (plan.poolIndex < basePoolSize_ ? pool : local).push_back(&plan);
     }
-  llvm::stable_sort(byEstimate, [](const PlanResult *a, const PlanResult *b) {
-    return a->estimatedPeakBytes < b->estimatedPeakBytes;
-  });
-  // Plan the six smallest estimates, and every estimate within 1% of the
-  // smallest (plans that all sit on the same floor rank unreliably by the
-  // bound), at most 32. A member whose estimate, a lower bound of its
-  // planned peak, is at or above the least planned peak so far (or
-  // \p beat) cannot be strictly smaller, which is what replaces the best:
-  // it is not planned. Those of no bound (the estimate failed: planning
-  // them reports the error) still are.
   PlanResult *best = nullptr;
-  uint64_t floor = byEstimate.empty() ? 0 : byEstimate.front()->estimatedPeakBytes;
-  for (size_t i = 0; i < byEstimate.size() && i < 32; ++i) {
-    PlanResult &plan = *byEstimate[i];
-    if (i >= 6 && plan.estimatedPeakBytes > floor + floor / 100)
-      break;
-    uint64_t least = best ? std::min(beat, best->plannedPeakBytes) : beat;
-    if (plan.estimatedPeakBytes >= least && plan.boundedEstimate)
-      continue;
-    if (auto err = planExactly(plan))
-      return std::move(err);
-    if (plan.plannedPeakBytes < least)
-      best = &plan;
+  for (std::vector<PlanResult *> *byEstimate : {&pool, &local}) {
+    llvm::stable_sort(*byEstimate, [](const PlanResult *a, const PlanResult *b) {
+      return a->estimatedPeakBytes < b->estimatedPeakBytes;
+    });
+    // Plan the six smallest estimates, and every estimate within 1% of the
+    // smallest (plans that all sit on the same floor rank unreliably by the
+    // bound), at most 32. A member whose estimate, a lower bound of its
+    // planned peak, is at or above the least planned peak so far (or
+    // \p beat) cannot be strictly smaller, which is what replaces the
+    // best: it is not planned. Those of no bound (the estimate failed:
+    // planning them reports the error) still are.
+    uint64_t floor =
+        byEstimate->empty() ? 0 : byEstimate->front()->estimatedPeakBytes;
+    for (size_t i = 0; i < byEstimate->size() && i < 32; ++i) {
+      PlanResult &plan = *(*byEstimate)[i];
+      if (i >= 6 && plan.estimatedPeakBytes > floor + floor / 100)
+        break;
+      uint64_t least = best ? std::min(beat, best->plannedPeakBytes) : beat;
+      if (plan.estimatedPeakBytes >= least && plan.boundedEstimate)
+        continue;
+      if (auto err = planExactly(plan))
+        return std::move(err);
+      if (plan.plannedPeakBytes < least)
+        best = &plan;
+    }
   }
   if (!best)
     return std::nullopt;

@@ -49,7 +49,8 @@
 // rates, so without the least-held ones the smallest peak did too (figures
 // in docs/remat.md; tests/tools/remat-smallest.test). A small graph also
 // gets every plan that drops one or two stashed values and holds the rest
-// (kDropFewStashed). Every candidate is
+// (kDropFewStashed), and auto reads the local plans around the pool's
+// front too (Note [Local plans]). Every candidate is
 // rewritten on a copy and its peak is bounded below by its live bytes under
 // plan-memory's in-place sharing. The pool is sorted once by (recompute
 // time, estimated peak, build order). A budget B then takes the first
@@ -61,6 +62,30 @@
 // `every-layer` and `sqrt` are fixed plans; `chain-dp` and `selective` read
 // only their own members (and none), `auto` reads all of them, so auto is
 // never slower (by the model) than a fixed plan that fits.
+//
+// Note [Local plans]
+// ~~~~~~~~~~~~~~~~~~
+// The pool's families each vary a plan along one axis (which segments, how
+// many cheap values, which one or two values), so between two members on
+// its front (no member both faster and of a smaller estimated peak) there
+// is often a plan one value away from either that beats both at a budget
+// between them: the oracle's optimum is frequently a front member with one
+// value more held or dropped (tools/bench/oracle_floors.py). In a small
+// graph (searched wider, at most kDropFewStashed stashed values) auto's
+// pool also holds, for each member on the front, every plan that holds one
+// of its dropped values instead (faster, a larger peak) or drops one more
+// stashed value (slower, smaller; its segment becomes selective if it was
+// kept whole), with the member's boundaries, inner boundaries and
+// per-use choice unchanged. A second round does the same around the
+// members the first put on the front (kLocalRounds). The plans are named
+// for the member they come from ("per-use+local"), and only auto reads
+// them: the other strategies' pools stay as they were, and so does their
+// cost. They are built the first time auto asks (Solver::getAutoPool),
+// after every member is estimated, which is what the front is read from;
+// the pool is then sorted again in the order above, so it is still one
+// pool for every budget. The smallest feasible peak is looked for among
+// the other members first, as before, and then among the local plans,
+// which cannot raise it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_PASSES_REMAT_SOLVER_H
@@ -176,6 +201,13 @@ public:
     mixedPlansAllowed_ = allowed;
   }
 
+  /// Whether auto also reads the local plans (Note [Local plans]): on by
+  /// default. Set before auto's first solve.
+  void setLocalPlans(bool allowed) {
+    assert(!localPlansAdded_ && "the local plans are already added");
+    localPlansAllowed_ = allowed;
+  }
+
   /// The planned peak (persistent + arena) of the graph as it is.
   uint64_t getBasePeakBytes() const { return basePeakBytes_; }
   /// The predicted seconds of a step without remat, and under \p plan.
@@ -240,6 +272,9 @@ private:
                       std::vector<SegmentChoice> choices,
                       const std::vector<std::string> *drop = nullptr,
                       bool perUse = false) const;
+  /// The stashed bytes \p plan holds through backward, and the boundaries
+  /// it holds that are not stashed.
+  uint64_t keptStashBytes(const PlanResult &plan) const;
   /// evaluate's second half: \p plan's stats from a dry run of its rewrite,
   /// and with \p estimate its estimated peak too.
   void measure(PlanResult &plan, bool estimate);
@@ -252,11 +287,23 @@ private:
   llvm::Error planExactly(PlanResult &plan);
   /// The smallest planned peak among the pool members \p isMember accepts
   /// (smallestPlan, smallestPlanOf), if it is below \p beat.
+  /// \p autoPool: among getAutoPool()'s members, not only getPool()'s.
   llvm::Expected<std::optional<PlanResult>>
   smallestMember(llvm::function_ref<bool(const PlanResult &)> isMember,
-                 uint64_t beat = UINT64_MAX);
+                 uint64_t beat, bool autoPool);
   /// Every candidate plan, in the fixed order solve() reads them in.
   std::vector<PlanResult> &getPool();
+  /// getPool() and, in a small graph, the local plans (addLocalPlans),
+  /// which only auto reads; in the same order.
+  std::vector<PlanResult> &getAutoPool();
+  /// Sorts the pool in the order of Note [Monotone budgets].
+  void sortPool();
+  /// Adds the local plans of Note [Local plans] to the pool.
+  void addLocalPlans();
+  /// The plans one value away from \p base: each dropped value held
+  /// instead, and each held stashed value dropped (not yet measured).
+  std::vector<PlanResult> localPlansAround(const PlanResult &base) const;
+  static constexpr unsigned kLocalRounds = 2;
   std::vector<SegmentChoice> fixedPlan(Strategy strategy) const;
   /// The plans that hold the least: layer groups with the rest selective or
   /// rebuilt, every segment rebuilt, every segment selective.
@@ -331,6 +378,10 @@ private:
   std::vector<double> forwardSeconds_;
   std::vector<PlanResult> pool_;
   bool poolBuilt_ = false;
+  bool localPlansAdded_ = false;
+  /// getPool()'s members: those of poolIndex below are not local plans.
+  size_t basePoolSize_ = 0;
+  bool localPlansAllowed_ = true;
   bool nestedPlansAllowed_ = true;
   bool perUsePlansAllowed_ = true;
   bool mixedPlansAllowed_ = true;

@@ -73,6 +73,12 @@ constexpr size_t kMaxForwardNodes = 25;
 constexpr double kTimeTolerance = 0.139;
 constexpr double kPerUseTimeTolerance = 0.559;
 constexpr double kPeakTolerance = 0.035;
+/// The default solver's worst gap at any budget on the front, with the
+/// mixed plans (which the brute force does not price) and the local plans
+/// (Note [Local plans]): 33.68%, rounded up; the fastest at 239 of the 253
+/// budgets it reaches (203 without the local plans).
+constexpr double kLocalTimeTolerance = 0.337;
+constexpr unsigned kLocalFastest = 239;
 
 struct PricedPlan {
   uint64_t peak = 0;
@@ -126,6 +132,12 @@ struct Measured {
   unsigned mixedSmaller = 0, mixedBelow = 0, mixedFaster = 0;
   /// Budgets where a nested plan is faster than every plan priced.
   unsigned nestedFaster = 0;
+  /// The default solver, with the mixed and the local plans: graphs whose
+  /// smallest peak is lower than with the mixed plans alone; budgets where
+  /// auto is faster than with them, where it is the fastest plan priced
+  /// (or faster); its worst time gap to the fastest plan priced.
+  unsigned localSmaller = 0, localFaster = 0, localFastest = 0;
+  double worstLocalTimeGap = 0;
 };
 
 /// Brute force on one graph; adds its gaps to \p measured and a line per
@@ -138,11 +150,19 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
   CostProfile profile;
   // Plans that rebuild some values per use and others once are not among
   // those priced: they are checked against the solver without them.
+  // Nor are the local plans (Note [Local plans]), made from the front of
+  // the pool they are added to: those of the default solver, autoSolver,
+  // are checked against the brute force apart, and against mixedSolver,
+  // whose pool is theirs without them.
   Solver solver(step, stash, *chain, profile);
   REQUIRE(!solver.initialize());
   solver.setMixedPlans(false);
+  solver.setLocalPlans(false);
   Solver mixedSolver(step, stash, *chain, profile);
   REQUIRE(!mixedSolver.initialize());
+  mixedSolver.setLocalPlans(false);
+  Solver autoSolver(step, stash, *chain, profile);
+  REQUIRE(!autoSolver.initialize());
   uint64_t persistent = 0;
   for (const ir::Value *input : step.getInputs())
     persistent += uint64_t(input->getType().getByteSize());
@@ -189,6 +209,7 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
   Solver onceSolver(step, stash, *chain, profile);
   REQUIRE(!onceSolver.initialize());
   onceSolver.setPerUsePlans(false);
+  onceSolver.setLocalPlans(false);
   auto mixedSmallest = mixedSolver.smallestPlan();
   REQUIRE(bool(mixedSmallest));
   auto onceSmallestPlan = onceSolver.smallestPlan();
@@ -212,6 +233,11 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
   measured.mixedSmaller +=
       mixedSmallest->plannedPeakBytes < smallest->plannedPeakBytes;
   measured.mixedBelow += mixedSmallest->plannedPeakBytes < smallestPeak;
+  auto autoSmallest = autoSolver.smallestPlan();
+  REQUIRE(bool(autoSmallest));
+  CHECK(autoSmallest->plannedPeakBytes <= mixedSmallest->plannedPeakBytes);
+  measured.localSmaller +=
+      autoSmallest->plannedPeakBytes < mixedSmallest->plannedPeakBytes;
 
   double base = solver.getBaseSeconds();
   for (const PricedPlan &point : front) {
@@ -238,6 +264,25 @@ void checkGraph(uint64_t seed, ir::Graph &step, Measured &measured,
     REQUIRE(bool(*mixed));
     CHECK((*mixed)->stats.recomputeSeconds <= autoSeconds);
     measured.mixedFaster += (*mixed)->stats.recomputeSeconds < autoSeconds;
+    // And with the local plans too (the default), never slower again; its
+    // gap to the fastest plan priced is measured on its own.
+    auto local = autoSolver.solve(Strategy::Auto, point.peak);
+    REQUIRE(bool(local));
+    REQUIRE(bool(*local));
+    double localSeconds = (*local)->stats.recomputeSeconds;
+    CHECK((*local)->plannedPeakBytes <= point.peak);
+    CHECK(localSeconds <= (*mixed)->stats.recomputeSeconds);
+    measured.localFaster +=
+        localSeconds < (*mixed)->stats.recomputeSeconds;
+    double localGap = (base + localSeconds) / (base + point.seconds) - 1;
+    measured.worstLocalTimeGap = std::max(measured.worstLocalTimeGap, localGap);
+    measured.localFastest += localGap <= 1e-12;
+    CHECK_MESSAGE(localGap <= kLocalTimeTolerance + 1e-12,
+                  "seed " << seed << " budget " << point.peak
+                          << " B: auto (default) predicts "
+                          << base + localSeconds
+                          << " s, the fastest plan that fits "
+                          << base + point.seconds << " s");
     // Nothing priced is faster at this budget than the front's point; a
     // nested plan is not among those priced.
     CHECK((autoSeconds >= point.seconds - 1e-15 ||
@@ -311,11 +356,17 @@ TEST_CASE("remat: auto is the fastest fitting plan and its smallest peak the "
       << "; with the mixed plans the smallest peak lower in "
       << measured.mixedSmaller << " graphs (below the brute force's in "
       << measured.mixedBelow << "), auto faster at " << measured.mixedFaster
-      << " budgets";
+      << " budgets; with the local plans too (the default) the smallest "
+      << "peak lower in " << measured.localSmaller << " graphs, auto faster "
+      << "at " << measured.localFaster << " budgets, the fastest at "
+      << measured.localFastest << ", worst time gap "
+      << llvm::format("%.3f%%", measured.worstLocalTimeGap * 100);
   MESSAGE(summary);
   CHECK(measured.graphs >= 20);
-  // The mixed plans are exercised.
+  // The mixed and the local plans are exercised.
   CHECK(measured.mixedSmaller > 0);
+  CHECK(measured.localFaster > 0);
+  CHECK(measured.localFastest >= kLocalFastest);
 }
 
 TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
