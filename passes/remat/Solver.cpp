@@ -641,42 +641,32 @@ void Solver::addLocalPlans() {
   llvm::StringSet<> seen;
   for (const PlanResult &plan : pool_)
     seen.insert(rewriteKey(plan));
-  size_t fresh = 0; // the members the last round added start here
+  unsigned fresh = 0; // the members the last round added from this index
   for (unsigned round = 0; round < kLocalRounds; ++round) {
-    for (size_t i = fresh; i < pool_.size(); ++i)
-      ensureEstimate(pool_[i]);
-    // The front: each member that no faster one (or one as fast, earlier
-    // in the order) matches in estimated peak.
-    std::vector<size_t> order(pool_.size());
-    for (size_t i = 0; i < order.size(); ++i)
-      order[i] = i;
-    llvm::stable_sort(order, [&](size_t a, size_t b) {
-      const PlanResult &x = pool_[a], &y = pool_[b];
-      if (x.stats.recomputeSeconds != y.stats.recomputeSeconds)
-        return x.stats.recomputeSeconds < y.stats.recomputeSeconds;
-      return x.estimatedPeakBytes < y.estimatedPeakBytes;
-    });
+    // In the pool's order, with every member estimated; walking it, the
+    // front is each member whose estimated peak is below all before it.
+    for (PlanResult &plan : pool_)
+      ensureEstimate(plan);
+    sortPool();
     std::vector<PlanResult> added;
     uint64_t least = UINT64_MAX;
-    for (size_t i : order) {
-      if (pool_[i].estimatedPeakBytes >= least)
+    for (const PlanResult &member : pool_) {
+      if (member.estimatedPeakBytes >= least)
         continue;
-      least = pool_[i].estimatedPeakBytes;
+      least = member.estimatedPeakBytes;
       // A member an earlier round expanded gives only plans seen already.
-      if (i < fresh && round > 0)
+      if (member.poolIndex < fresh)
         continue;
-      for (PlanResult &plan : localPlansAround(pool_[i]))
+      for (PlanResult &plan : localPlansAround(member))
         if (seen.insert(rewriteKey(plan)).second) {
-          plan.stats = predictRecomputeStats(
-              graph_, toRewrite(plan), profile_,
-              plan.perUse ? perUseCloneLimit() : UINT_MAX);
+          measure(plan, /*estimate=*/false);
           if (!plan.stats.overLimit)
             added.push_back(std::move(plan));
         }
     }
     if (added.empty())
       break;
-    fresh = pool_.size();
+    fresh = unsigned(pool_.size());
     for (PlanResult &plan : added) {
       plan.poolIndex = unsigned(pool_.size());
       pool_.push_back(std::move(plan));
@@ -701,7 +691,6 @@ std::vector<PlanResult> Solver::localPlansAround(const PlanResult &base) const {
     plan.choices = std::move(choices);
     plan.estimated = false;
     plan.estimatedPeakBytes = plan.plannedPeakBytes = 0;
-    plan.stats = {};
     plan.keptStashBytes = keptStashBytes(plan);
     return plan;
   };
