@@ -17,22 +17,22 @@
 // Note [Placement orders]
 // Finding the smallest arena for buffers with fixed live ranges is NP-hard
 // (dynamic storage allocation), and no one greedy order wins everywhere:
-// largest first packs big activations well, but leaves holes that a buffer
-// of long life then cannot use. So the buffers are placed largest first,
-// then, while the arena is still above the lower bound (the rounded bytes
-// live together at their peak, less one buffer's rounding), by area (bytes x
-// positions live) and by lifetime, and the smallest of the arenas is kept,
-// the earlier order's on a tie. Graphs whose arena meets the bound pay for
-// one order. Kept because remat's plans are judged by planned bytes: on the
-// 400 random training graphs of RematTest, without remat, one of the two
-// later orders was smaller than largest-first in 181 (their sum 0.07% below
-// largest-first's), and it closed 9 of the 21 budget rows where auto was
-// more than 5% slower than tools/bench/remat_oracle.py's optimum. An order
-// stops as soon as its arena reaches the smallest so far, as it cannot end
-// below it: on the 200 random graphs of RematTest the three orders cost
-// about 12% more time than largest first alone (54 s against 48 s), and the
-// remat pass on the largest graphs of tools/bench/remat_compile_time.py as
-// much as before.
+// largest first packs big activations well, but leaves holes that a buffer of
+// long life then cannot use. So the buffers are placed largest first, then,
+// while the arena is still above its lower bound (the bytes live together at
+// their peak; and the rounded bytes at theirs, less the rounding of one buffer
+// live there), by area (bytes x positions live) and by lifetime, and the
+// smallest of the arenas is kept, the earlier order's on a tie. Graphs whose
+// arena meets the bound pay for one order. Kept because remat's plans are
+// judged by planned bytes: on the 400 random training graphs of RematTest,
+// without remat, one of the two later orders was smaller than largest-first in
+// 181 (their sum 0.07% below largest-first's), and it closed 9 of the 21 budget
+// rows where auto was more than 5% slower than tools/bench/remat_oracle.py's
+// optimum. An order stops as soon as its arena reaches the smallest so far, as
+// it cannot end below it: on the 200 random graphs of RematTest the three
+// orders cost about 12% more time than largest first alone (54 s against 48 s),
+// and the remat pass on the largest graphs of tools/bench/remat_compile_time.py
+// as much as before.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Support.h"
@@ -44,6 +44,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
 namespace remat::passes {
 
@@ -106,125 +107,38 @@ private:
   std::vector<llvm::SmallVector<unsigned, 2>> ids_;
 };
 
-} // namespace
-
-PlanMemoryPass::PlanMemoryPass() {
-  declareOption("in-place", "let elementwise results reuse a dying operand",
-                &inPlace_);
-}
-
-/// Groups \p liveness's values into buffers, recording in-place reuse in
-/// \p plan.inPlaceOf.
-static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
-                                ir::MemoryPlan &plan,
-                                std::vector<Buffer> &buffers,
-                                llvm::DenseMap<const ir::Value *, unsigned> &bufferOf) {
-  llvm::ArrayRef<const ir::Value *> values = liveness.getValues();
-  llvm::ArrayRef<LiveRange> ranges = liveness.getRanges();
-  const uint64_t align = ir::MemoryPlan::kAlignment;
-  buffers.reserve(values.size());
-  bufferOf.reserve(values.size());
-  for (size_t v = 0; v < values.size(); ++v) {
-    const ir::Value *value = values[v];
-    uint64_t bytes = liveness.getValueBytes()[v];
-    if (bytes > kMaxArenaBytes)
-      return makeError("cannot plan memory: %" + value->getName() + " (" +
-                       value->getType().str() + ") needs " +
-                       llvm::Twine(bytes) +
-                       " bytes, more than the 2^62 bytes addressable");
-    LiveRange range = ranges[v];
-    const ir::Node *node = value->getDefiningNode();
-    // A shape-only op (Reshape, Squeeze, Unsqueeze, Identity) may take its
-    // data operand's buffer as it is: the same bytes, so the kernel, seeing
-    // one address, copies nothing. ScatterElements may take its data
-    // operand's (of its type): its kernels copy data to the result, nothing
-    // when they are one, then write the updates (never the updates
-    // operand's, which they read to the end).
-    bool shapeOnly = ir::hasTrait(node->getOp(), ir::kShapeOnly);
-    bool dataOnly = shapeOnly || node->getOp() == ir::OpKind::ScatterElements;
-    if (inPlace && bytes != 0 && node->getNumResults() == 1 &&
-        (ir::hasTrait(node->getOp(), ir::kInPlace) || dataOnly)) {
-      bool reused = false;
-      auto operands = node->getOperands();
-      if (dataOnly)
-        operands = operands.take_front(1);
-      for (const ir::Value *operand : operands) {
-        bool sameBytes = shapeOnly ? operand->getType().getDType() ==
-                                             value->getType().getDType() &&
-                                         Liveness::getBytes(operand) == bytes
-                                   : operand->getType() == value->getType();
-        if (operand->isGraphInput() || operand->isGraphOutput() || !sameBytes)
-          continue;
-        auto it = bufferOf.find(operand);
-        if (it == bufferOf.end())
-          continue;
-        Buffer &buffer = buffers[it->second];
-        if (buffer.tail != operand || buffer.end != range.def)
-          continue;
-        buffer.end = range.lastUse;
-        buffer.tail = value;
-        buffer.tailBytes = bytes;
-        bufferOf[value] = it->second;
-        plan.inPlaceOf[value] = operand;
-        reused = true;
-        break;
-      }
-      if (reused)
-        continue;
-    }
-    Buffer buffer;
-    buffer.bytes = (bytes + align - 1) / align * align;
-    buffer.start = range.def;
-    buffer.end = range.lastUse;
-    buffer.tail = value;
-    buffer.tailBytes = bytes;
-    bufferOf[value] = buffers.size();
-    buffers.push_back(buffer);
-  }
-  return llvm::Error::success();
-}
-
-/// Where the bytes of \p buffers live together peak.
+/// Where the bytes of \p buffers live together peak, each sum at most
+/// UINT64_MAX.
 struct LivePeak {
   uint64_t exact = 0;   // the values' own bytes
   uint64_t rounded = 0; // the buffers' bytes, rounded to the alignment
   size_t roundedAt = 0; // the first position of the rounded peak
 };
 
-static LivePeak findLivePeak(llvm::ArrayRef<Buffer> buffers, size_t positions) {
-  // The sums wrap around in between, as unsigned, but not at any position.
-  std::vector<uint64_t> rounded(positions + 1, 0), exact(positions + 1, 0);
+LivePeak findLivePeak(llvm::ArrayRef<Buffer> buffers, size_t positions) {
+  // Each buffer is under 2^62 bytes, so no sum of them reaches 2^128.
+  using Sum = unsigned __int128;
+  std::vector<Sum> rounded(positions + 1, 0), exact(positions + 1, 0);
   for (const Buffer &buffer : buffers) {
     rounded[buffer.start] += buffer.bytes;
     rounded[buffer.end + 1] -= buffer.bytes;
     exact[buffer.start] += buffer.tailBytes;
     exact[buffer.end + 1] -= buffer.tailBytes;
   }
+  Sum liveRounded = 0, liveExact = 0, peakRounded = 0, peakExact = 0;
   LivePeak peak;
-  uint64_t liveRounded = 0, liveExact = 0;
   for (size_t i = 0; i < positions; ++i) {
     liveRounded += rounded[i];
     liveExact += exact[i];
-    if (liveRounded > peak.rounded) {
-      peak.rounded = liveRounded;
+    if (liveRounded > peakRounded) {
+      peakRounded = liveRounded;
       peak.roundedAt = i;
     }
-    peak.exact = std::max(peak.exact, liveExact);
+    peakExact = std::max(peakExact, liveExact);
   }
+  peak.rounded = uint64_t(std::min<Sum>(peakRounded, UINT64_MAX));
+  peak.exact = uint64_t(std::min<Sum>(peakExact, UINT64_MAX));
   return peak;
-}
-
-llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph) {
-  Liveness liveness(graph, Liveness::RangesOnly());
-  std::vector<Buffer> buffers;
-  llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
-  ir::MemoryPlan plan;
-  if (auto err = groupBuffers(liveness, /*inPlace=*/true, plan, buffers,
-                              bufferOf))
-    return std::move(err);
-  // Liveness(graph, plan).getPeakBytes() without a second analysis: each
-  // buffer counts its bytes once over its members' combined range.
-  return findLivePeak(buffers, liveness.getSchedule().size()).exact;
 }
 
 /// First-fit placement of one set of buffers, in as many orders as asked,
@@ -244,8 +158,8 @@ public:
 
   /// Places the buffers in \p order, each at the lowest offset where it
   /// overlaps no placed buffer whose live range overlaps its own, and
-  /// \returns the arena they need, or, once that reaches \p limit, the arena
-  /// so far (at least \p limit) with the rest left unplaced.
+  /// \returns the arena they need; or, as soon as that reaches \p limit,
+  /// the arena so far (at least \p limit), the offsets then meaningless.
   llvm::Expected<uint64_t> place(llvm::ArrayRef<unsigned> order,
                                  uint64_t limit);
 
@@ -338,6 +252,101 @@ llvm::Expected<uint64_t> Placer::place(llvm::ArrayRef<unsigned> order,
   return arena;
 }
 
+} // namespace
+
+PlanMemoryPass::PlanMemoryPass() {
+  declareOption("in-place", "let elementwise results reuse a dying operand",
+                &inPlace_);
+}
+
+/// Groups \p liveness's values into buffers, recording in-place reuse in
+/// \p plan.inPlaceOf.
+static llvm::Error groupBuffers(const Liveness &liveness, bool inPlace,
+                                ir::MemoryPlan &plan,
+                                std::vector<Buffer> &buffers,
+                                llvm::DenseMap<const ir::Value *, unsigned> &bufferOf) {
+  llvm::ArrayRef<const ir::Value *> values = liveness.getValues();
+  llvm::ArrayRef<LiveRange> ranges = liveness.getRanges();
+  const uint64_t align = ir::MemoryPlan::kAlignment;
+  buffers.reserve(values.size());
+  bufferOf.reserve(values.size());
+  for (size_t v = 0; v < values.size(); ++v) {
+    const ir::Value *value = values[v];
+    uint64_t bytes = liveness.getValueBytes()[v];
+    if (bytes > kMaxArenaBytes)
+      return makeError("cannot plan memory: %" + value->getName() + " (" +
+                       value->getType().str() + ") needs " +
+                       llvm::Twine(bytes) +
+                       " bytes, more than the 2^62 bytes addressable");
+    LiveRange range = ranges[v];
+    const ir::Node *node = value->getDefiningNode();
+    // A shape-only op (Reshape, Squeeze, Unsqueeze, Identity) may take its
+    // data operand's buffer as it is: the same bytes, so the kernel, seeing
+    // one address, copies nothing. ScatterElements may take its data
+    // operand's (of its type): its kernels copy data to the result, nothing
+    // when they are one, then write the updates (never the updates
+    // operand's, which they read to the end).
+    bool shapeOnly = ir::hasTrait(node->getOp(), ir::kShapeOnly);
+    bool dataOnly = shapeOnly || node->getOp() == ir::OpKind::ScatterElements;
+    if (inPlace && bytes != 0 && node->getNumResults() == 1 &&
+        (ir::hasTrait(node->getOp(), ir::kInPlace) || dataOnly)) {
+      bool reused = false;
+      auto operands = node->getOperands();
+      if (dataOnly)
+        operands = operands.take_front(1);
+      for (const ir::Value *operand : operands) {
+        bool sameBytes = shapeOnly ? operand->getType().getDType() ==
+                                             value->getType().getDType() &&
+                                         Liveness::getBytes(operand) == bytes
+                                   : operand->getType() == value->getType();
+        if (operand->isGraphInput() || operand->isGraphOutput() || !sameBytes)
+          continue;
+        auto it = bufferOf.find(operand);
+        if (it == bufferOf.end())
+          continue;
+        Buffer &buffer = buffers[it->second];
+        if (buffer.tail != operand || buffer.end != range.def)
+          continue;
+        buffer.end = range.lastUse;
+        buffer.tail = value;
+        buffer.tailBytes = bytes;
+        bufferOf[value] = it->second;
+        plan.inPlaceOf[value] = operand;
+        reused = true;
+        break;
+      }
+      if (reused)
+        continue;
+    }
+    Buffer buffer;
+    buffer.bytes = (bytes + align - 1) / align * align;
+    buffer.start = range.def;
+    buffer.end = range.lastUse;
+    buffer.tail = value;
+    buffer.tailBytes = bytes;
+    bufferOf[value] = buffers.size();
+    buffers.push_back(buffer);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<uint64_t> lowerBoundArenaBytes(const ir::Graph &graph) {
+  Liveness liveness(graph, Liveness::RangesOnly());
+  std::vector<Buffer> buffers;
+  llvm::DenseMap<const ir::Value *, unsigned> bufferOf;
+  ir::MemoryPlan plan;
+  if (auto err = groupBuffers(liveness, /*inPlace=*/true, plan, buffers,
+                              bufferOf))
+    return std::move(err);
+  // Liveness(graph, plan).getPeakBytes() without a second analysis: each
+  // buffer counts its bytes once over its members' combined range.
+  uint64_t peak = findLivePeak(buffers, liveness.getSchedule().size()).exact;
+  if (peak > kMaxArenaBytes)
+    return makeError("cannot plan memory: the values live at once need more "
+                     "than the 2^62 bytes addressable");
+  return peak;
+}
+
 /// \returns bytes no placement of \p buffers fits below: their own bytes
 /// live together at the peak; and where their rounded bytes first peak,
 /// those stacked, less the rounding of the one on top.
@@ -372,10 +381,10 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
     return buffers[a].bytes > buffers[b].bytes;
   };
   auto byArea = [&](unsigned a, unsigned b) {
-    // Bytes below 2^62 and positions below 2^32 in any graph this plans:
-    // compared as long doubles, the products are exact enough to order.
-    long double areaA = (long double)buffers[a].bytes * lifetime(a);
-    long double areaB = (long double)buffers[b].bytes * lifetime(b);
+    // Under 2^62 bytes and 2^64 positions: exact in 128 bits.
+    using Area = unsigned __int128;
+    Area areaA = Area(buffers[a].bytes) * lifetime(a);
+    Area areaB = Area(buffers[b].bytes) * lifetime(b);
     return areaA != areaB ? areaA > areaB : bySize(a, b);
   };
   auto byLifetime = [&](unsigned a, unsigned b) {
@@ -389,14 +398,16 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
   std::vector<unsigned> order(buffers.size());
   std::vector<uint64_t> bestOffsets;
   uint64_t bestArena = UINT64_MAX;
+  bool first = true;
   for (const auto &before : orders) {
     for (unsigned i = 0; i < buffers.size(); ++i)
       order[i] = i;
     std::stable_sort(order.begin(), order.end(), before);
     auto arena = placer.place(order, bestArena);
+    bool wasFirst = std::exchange(first, false);
     if (!arena) {
       // Past 2^62 bytes: the first order's error is the one reported.
-      if (bestOffsets.empty())
+      if (wasFirst)
         return arena.takeError();
       llvm::consumeError(arena.takeError());
       continue;

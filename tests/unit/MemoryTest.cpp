@@ -520,6 +520,25 @@ TEST_CASE("plan-memory: an arena over 2^62 bytes is an error") {
   CHECK(llvm::StringRef(message).contains("2^62 bytes addressable"));
 }
 
+TEST_CASE("plan-memory: live bytes past 2^64 are an error, not a wrapped "
+          "bound") {
+  // Eight outputs of 2^61 bytes live at once: 2^64 bytes, which a 64-bit
+  // sum wraps to 0.
+  std::string text = "graph @huge(%x: f32[576460752303423488]) {\n";
+  for (int i = 0; i < 8; ++i)
+    text += "  %a" + std::to_string(i) + " = Neg(%x) : f32[576460752303423488]\n";
+  text += "  return %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7\n}\n";
+  auto graph = parse(text);
+  auto bound = lowerBoundArenaBytes(*graph);
+  REQUIRE(!bound);
+  std::string message = errorToString(bound.takeError());
+  CHECK(llvm::StringRef(message).contains("live at once need more than the 2^62"));
+  auto plan = planMemory(*graph);
+  REQUIRE(!plan);
+  CHECK(llvm::StringRef(errorToString(plan.takeError()))
+            .contains("2^62 bytes addressable"));
+}
+
 TEST_CASE("plan-memory: the plan is dropped when the graph changes") {
   auto graph = parse(kSmall);
   llvm::Error err = runPipeline(*graph, "plan-memory");
