@@ -11,8 +11,8 @@
 // range overlaps its own (first fit), in up to three orders (Note [Placement
 // orders]). The placed buffers that conflict with a new one are found through
 // a segment tree over schedule positions (those live at its first position)
-// and the buffers sorted by first position (the placed ones of those that
-// start inside its range); its offset, by walking them in offset order.
+// and the placed buffers sorted by first position (those that start inside
+// its range); its offset, by walking them in offset order.
 //
 // Note [Placement orders]
 // Finding the smallest arena for buffers with fixed live ranges is NP-hard
@@ -147,14 +147,7 @@ class Placer {
 public:
   Placer(std::vector<Buffer> &buffers, size_t positions)
       : buffers_(buffers), liveAt_(positions),
-        placedStamp_(buffers.size(), 0), conflictStamp_(buffers.size(), 0) {
-    for (unsigned id = 0; id < buffers.size(); ++id)
-      if (buffers[id].bytes != 0)
-        byStart_.push_back(id);
-    llvm::stable_sort(byStart_, [&](unsigned a, unsigned b) {
-      return buffers[a].start < buffers[b].start;
-    });
-  }
+        conflictStamp_(buffers.size(), 0) {}
 
   /// Places the buffers in \p order, each at the lowest offset where it
   /// overlaps no placed buffer whose live range overlaps its own, and
@@ -166,12 +159,12 @@ public:
 private:
   std::vector<Buffer> &buffers_;
   StabbingTree liveAt_;
-  std::vector<unsigned> byStart_; // every buffer with bytes, by first position
-  // The buffers placed in this order (stamp round_), and which are conflicts
-  // of the buffer being placed (stamp conflictRound_).
-  std::vector<unsigned> placedStamp_, conflictStamp_;
-  unsigned round_ = 0, conflictRound_ = 0;
-  std::vector<unsigned> byOffset_; // the placed buffers by offset
+  // The placed buffers by (first position, id) and by offset; which are
+  // conflicts of the buffer being placed (those stamped conflictRound_).
+  std::vector<std::pair<size_t, unsigned>> byStart_;
+  std::vector<unsigned> byOffset_;
+  std::vector<unsigned> conflictStamp_;
+  unsigned conflictRound_ = 0;
   llvm::SmallVector<unsigned, 32> conflicts_;
   std::vector<std::pair<uint64_t, uint64_t>> taken_;
 };
@@ -179,8 +172,8 @@ private:
 llvm::Expected<uint64_t> Placer::place(llvm::ArrayRef<unsigned> order,
                                        uint64_t limit) {
   std::vector<Buffer> &buffers = buffers_;
-  ++round_;
   liveAt_.clear();
+  byStart_.clear();
   byOffset_.clear();
   uint64_t arena = 0;
   for (unsigned id : order) {
@@ -192,13 +185,10 @@ llvm::Expected<uint64_t> Placer::place(llvm::ArrayRef<unsigned> order,
     // inside its range.
     conflicts_.clear();
     liveAt_.stab(buffer.start, conflicts_);
-    for (auto it = llvm::upper_bound(byStart_, buffer.start,
-                                     [&](size_t at, unsigned other) {
-                                       return at < buffers[other].start;
-                                     });
-         it != byStart_.end() && buffers[*it].start <= buffer.end; ++it)
-      if (placedStamp_[*it] == round_)
-        conflicts_.push_back(*it);
+    for (auto it = llvm::upper_bound(
+             byStart_, std::pair<size_t, unsigned>(buffer.start, ~0u));
+         it != byStart_.end() && it->first <= buffer.end; ++it)
+      conflicts_.push_back(it->second);
     uint64_t offset = 0;
     size_t k = conflicts_.size();
     if (byOffset_.size() <= 2 * k * llvm::Log2_64_Ceil(k + 1)) {
@@ -242,7 +232,8 @@ llvm::Expected<uint64_t> Placer::place(llvm::ArrayRef<unsigned> order,
     if (arena >= limit)
       return arena;
     liveAt_.insert(buffer.start, buffer.end, id);
-    placedStamp_[id] = round_;
+    std::pair<size_t, unsigned> start(buffer.start, id);
+    byStart_.insert(llvm::upper_bound(byStart_, start), start);
     byOffset_.insert(llvm::upper_bound(byOffset_, offset,
                                        [&](uint64_t at, unsigned other) {
                                          return at < buffers[other].offset;
