@@ -29,10 +29,9 @@
 // 181 (their sum 0.07% below largest-first's), and it closed 9 of the 21 budget
 // rows where auto was more than 5% slower than tools/bench/remat_oracle.py's
 // optimum. An order stops as soon as its arena reaches the smallest so far, as
-// it cannot end below it: on the 200 random graphs of RematTest the three
-// orders cost about 12% more time than largest first alone (54 s against 48 s),
-// and the remat pass on the largest graphs of tools/bench/remat_compile_time.py
-// as much as before.
+// it cannot end below it: the 200 random graphs of RematTest take about 12%
+// longer than with largest first alone (55 s against 49 s), and the remat pass
+// on the graphs of tools/bench/remat_compile_time.py up to 10% longer.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Support.h"
@@ -43,7 +42,6 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
-#include <functional>
 #include <utility>
 
 namespace remat::passes {
@@ -382,18 +380,27 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
     return lifetime(a) != lifetime(b) ? lifetime(a) > lifetime(b)
                                       : bySize(a, b);
   };
-  const std::function<bool(unsigned, unsigned)> orders[] = {bySize, byArea,
-                                                           byLifetime};
   uint64_t bound = arenaLowerBound(buffers, positions);
   Placer placer(buffers, positions);
   std::vector<unsigned> order(buffers.size());
   std::vector<uint64_t> bestOffsets;
   uint64_t bestArena = UINT64_MAX;
   bool first = true;
-  for (const auto &before : orders) {
+  enum class Order { Size, Area, Lifetime };
+  for (Order kind : {Order::Size, Order::Area, Order::Lifetime}) {
     for (unsigned i = 0; i < buffers.size(); ++i)
       order[i] = i;
-    std::stable_sort(order.begin(), order.end(), before);
+    switch (kind) {
+    case Order::Size:
+      std::stable_sort(order.begin(), order.end(), bySize);
+      break;
+    case Order::Area:
+      std::stable_sort(order.begin(), order.end(), byArea);
+      break;
+    case Order::Lifetime:
+      std::stable_sort(order.begin(), order.end(), byLifetime);
+      break;
+    }
     auto arena = placer.place(order, bestArena);
     bool wasFirst = std::exchange(first, false);
     if (!arena) {
