@@ -23,15 +23,10 @@
 // their peak; and the rounded bytes at theirs, less the rounding of one buffer
 // live there), by area (bytes x positions live) and by lifetime, and the
 // smallest of the arenas is kept, the earlier order's on a tie. Graphs whose
-// arena meets the bound pay for one order. Kept because remat's plans are
-// judged by planned bytes: on the 400 random training graphs of RematTest,
-// without remat, one of the two later orders was smaller than largest-first in
-// 181 (their sum 0.07% below largest-first's), and it closed 9 of the 21 budget
-// rows where auto was more than 5% slower than tools/bench/remat_oracle.py's
-// optimum. An order stops as soon as its arena reaches the smallest so far, as
-// it cannot end below it: the 200 random graphs of RematTest take about 12%
-// longer than with largest first alone (55 s against 49 s), and the remat pass
-// on the graphs of tools/bench/remat_compile_time.py up to 10% longer.
+// arena meets the bound pay for one order, and an order stops as soon as its
+// arena reaches the smallest so far, as it cannot end below it. What the
+// orders gain and cost is measured in docs/remat.md (the oracle's budget rows
+// and the compile times).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Support.h"
@@ -385,7 +380,6 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
   std::vector<unsigned> order(buffers.size());
   std::vector<uint64_t> bestOffsets;
   uint64_t bestArena = UINT64_MAX;
-  bool first = true;
   enum class Order { Size, Area, Lifetime };
   for (Order kind : {Order::Size, Order::Area, Order::Lifetime}) {
     for (unsigned i = 0; i < buffers.size(); ++i)
@@ -402,10 +396,9 @@ llvm::Expected<ir::MemoryPlan> planMemory(const ir::Graph &graph,
       break;
     }
     auto arena = placer.place(order, bestArena);
-    bool wasFirst = std::exchange(first, false);
     if (!arena) {
       // Past 2^62 bytes: the first order's error is the one reported.
-      if (wasFirst)
+      if (kind == Order::Size)
         return arena.takeError();
       llvm::consumeError(arena.takeError());
       continue;
