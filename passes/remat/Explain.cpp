@@ -39,6 +39,11 @@ struct SegmentRow {
 std::string Solver::explainValue(const ir::Value *value,
                                  const PlanResult &plan) const {
   std::string reason = explainValueOnce(value, plan);
+  // An inner boundary is rebuilt once whatever the plan says (Note [Nested
+  // recompute]).
+  if (llvm::is_contained(plan.nestedNames, value->getName()))
+    return reason + ", an inner boundary: rebuilt once, by a pass of its "
+                    "own whose other clones die in it";
   if (plan.perUse && llvm::StringRef(reason).startswith("recompute") &&
       !llvm::is_contained(plan.onceNames, value->getName()))
     reason += ", again for each backward node that reads it";
@@ -68,6 +73,10 @@ std::string Solver::explainValueOnce(const ir::Value *value,
     const Segment &first = chain_.segments[choice.groupStart];
     std::string reason = "recompute: its segment is rebuilt from boundary ";
     reason += first.input ? valueRef(first.input) : "the graph inputs";
+    // A local plan may drop the boundary too (Note [Local plans]).
+    if (first.input &&
+        !llvm::is_contained(plan.keepNames, first.input->getName()))
+      reason += ", itself rebuilt from what is held";
     return reason;
   }
   if (dropped)

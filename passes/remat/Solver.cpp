@@ -262,6 +262,22 @@ static std::string rewriteKey(const PlanResult &plan) {
          (plan.perUse ? "|per-use|" + llvm::join(plan.onceNames, ",") : "");
 }
 
+/// rewriteKey with each list in name order: one key for the plans that the
+/// local moves reach in different orders (addLocalPlans).
+static std::string localKey(const PlanResult &plan) {
+  PlanResult sorted;
+  sorted.dropNames = plan.dropNames;
+  sorted.keepNames = plan.keepNames;
+  sorted.nestedNames = plan.nestedNames;
+  sorted.onceNames = plan.onceNames;
+  sorted.perUse = plan.perUse;
+  for (std::vector<std::string> *names :
+       {&sorted.dropNames, &sorted.keepNames, &sorted.nestedNames,
+        &sorted.onceNames})
+    llvm::sort(*names);
+  return rewriteKey(sorted);
+}
+
 void Solver::ensureEstimate(PlanResult &plan) {
   if (plan.estimated)
     return;
@@ -640,7 +656,7 @@ void Solver::addLocalPlans() {
   // Note [Local plans].
   llvm::StringSet<> seen;
   for (const PlanResult &plan : pool_)
-    seen.insert(rewriteKey(plan));
+    seen.insert(localKey(plan));
   unsigned fresh = 0; // the members the last round added from this index
   for (unsigned round = 0; round < kLocalRounds; ++round) {
     // In the pool's order, with every member estimated; walking it, the
@@ -658,7 +674,7 @@ void Solver::addLocalPlans() {
       if (member.poolIndex < fresh)
         continue;
       for (PlanResult &plan : localPlansAround(member))
-        if (seen.insert(rewriteKey(plan)).second) {
+        if (seen.insert(localKey(plan)).second) {
           measure(plan, /*estimate=*/false);
           if (!plan.stats.overLimit)
             added.push_back(std::move(plan));
@@ -721,6 +737,52 @@ std::vector<PlanResult> Solver::localPlansAround(const PlanResult &base) const {
     if (choices[s].option == SegmentOption::Keep)
       choices[s] = {SegmentOption::Selective, s};
     plans.push_back(make(std::move(drop), base.onceNames, std::move(choices)));
+  }
+  // A held boundary dropped: what its groups rebuild then starts further
+  // back, from what is still held (slower, a smaller peak).
+  for (const std::string &name : base.keepNames) {
+    const ir::Value *value = graph_.lookup(name);
+    if (llvm::is_contained(chain_.sideInputs, value))
+      continue;
+    std::vector<std::string> drop = base.dropNames;
+    if (stash_.isStashed(value) && !llvm::is_contained(drop, name))
+      drop.push_back(name);
+    PlanResult plan = make(std::move(drop), base.onceNames, base.choices);
+    llvm::erase_value(plan.keepNames, name);
+    plan.keptStashBytes = keptStashBytes(plan);
+    plans.push_back(std::move(plan));
+  }
+  // One dropped value made an inner boundary, or one inner boundary no
+  // longer cut: the values on its way are rebuilt in a pass of their own
+  // and again when backward needs them, or held from one rebuild. Not
+  // where the caller cannot run nested plans (setNestedPlans).
+  for (const std::string &name : base.dropNames) {
+    if (!nestedPlansAllowed_ || isBoundary(name))
+      continue;
+    PlanResult plan = make(base.dropNames, base.onceNames, base.choices);
+    plan.nestedNames.push_back(name);
+    plans.push_back(std::move(plan));
+  }
+  for (const std::string &name : base.nestedNames) {
+    PlanResult plan = make(base.dropNames, base.onceNames, base.choices);
+    llvm::erase_value(plan.nestedNames, name);
+    plans.push_back(std::move(plan));
+  }
+  // In a plan rebuilt per use, one dropped value rebuilt once instead, or
+  // one such value rebuilt per use again.
+  if (base.perUse) {
+    for (const std::string &name : base.dropNames) {
+      if (isBoundary(name) || llvm::is_contained(base.onceNames, name))
+        continue;
+      std::vector<std::string> once = base.onceNames;
+      once.push_back(name);
+      plans.push_back(make(base.dropNames, std::move(once), base.choices));
+    }
+    for (const std::string &name : base.onceNames) {
+      std::vector<std::string> once = base.onceNames;
+      llvm::erase_value(once, name);
+      plans.push_back(make(base.dropNames, std::move(once), base.choices));
+    }
   }
   return plans;
 }

@@ -72,12 +72,24 @@
 // between them: the oracle's optimum is frequently a front member with one
 // value more held or dropped (tools/bench/oracle_floors.py). In a small
 // graph (searched wider, at most kDropFewStashed stashed values) auto's
-// pool also holds, for each member on the front, every plan that holds one
-// of its dropped values instead (faster, a larger peak) or drops one more
-// stashed value (slower, smaller; its segment becomes selective if it was
-// kept whole), with the member's boundaries, inner boundaries and
-// per-use choice unchanged. A second round does the same around the
-// members the first put on the front (kLocalRounds). The plans are named
+// pool also holds, for each member on the front, every plan one move away:
+//   - one of its dropped values held instead (faster, a larger peak);
+//   - one more stashed value dropped (slower, smaller; its segment becomes
+//     selective if it was kept whole);
+//   - one held boundary dropped, so that the groups that started from it
+//     are rebuilt from what is held further back (side inputs stay held);
+//   - one dropped value made an inner boundary (Note [Nested recompute]),
+//     or one inner boundary no longer cut, unless the caller cannot run
+//     nested plans (setNestedPlans): the values on its way are rebuilt by
+//     a pass of their own and again when backward needs them, instead of
+//     held from one rebuild;
+//   - in a plan rebuilt per use, one dropped value rebuilt once instead,
+//     or one rebuilt once rebuilt per use again.
+// Later rounds do the same around the members the round before put on the
+// front, up to kLocalRounds; a plan reached twice by different moves is
+// one member. The oracle's plans at the budgets where auto was furthest
+// from it cut a group again at one value or rebuild a boundary, which the
+// first two moves never reach (figures in docs/remat.md). The plans are named
 // for the member they come from ("per-use+local"), and only auto reads
 // them: the other strategies' pools stay as they were, and so does their
 // cost. They are built the first time auto asks (Solver::getAutoPool),
@@ -300,10 +312,10 @@ private:
   void sortPool();
   /// Adds the local plans of Note [Local plans] to the pool.
   void addLocalPlans();
-  /// The plans one value away from \p base: each dropped value held
-  /// instead, and each held stashed value dropped (not yet measured).
+  /// The plans one move away from \p base (Note [Local plans]), not yet
+  /// measured.
   std::vector<PlanResult> localPlansAround(const PlanResult &base) const;
-  static constexpr unsigned kLocalRounds = 2;
+  static constexpr unsigned kLocalRounds = 4;
   std::vector<SegmentChoice> fixedPlan(Strategy strategy) const;
   /// The plans that hold the least: layer groups with the rest selective or
   /// rebuilt, every segment rebuilt, every segment selective.

@@ -75,10 +75,11 @@ constexpr double kPerUseTimeTolerance = 0.559;
 constexpr double kPeakTolerance = 0.035;
 /// The default solver's worst gap at any budget on the front, with the
 /// mixed plans (which the brute force does not price) and the local plans
-/// (Note [Local plans]): 33.68%, rounded up; the fastest at 240 of the 253
-/// budgets it reaches.
+/// (Note [Local plans]): 33.68%, rounded up; the fastest at 245 of the 253
+/// budgets it reaches (240 with the local moves that hold or drop one
+/// value only).
 constexpr double kLocalTimeTolerance = 0.337;
-constexpr unsigned kLocalFastest = 240;
+constexpr unsigned kLocalFastest = 245;
 
 struct PricedPlan {
   uint64_t peak = 0;
