@@ -76,8 +76,7 @@ constexpr double kPeakTolerance = 0.035;
 /// The default solver's worst gap at any budget on the front, with the
 /// mixed plans (which the brute force does not price) and the local plans
 /// (Note [Local plans]): 33.68%, rounded up; the fastest at 245 of the 253
-/// budgets it reaches (240 with the local moves that hold or drop one
-/// value only).
+/// budgets it reaches.
 constexpr double kLocalTimeTolerance = 0.337;
 constexpr unsigned kLocalFastest = 245;
 
