@@ -70,3 +70,8 @@ for package in ["onnx", "onnxruntime", "highspy"]:
         lit_config.note("the %s Python package is missing: tests that need it are unsupported" % package)
 config.environment["PATH"] = os.pathsep.join(
     [config.remat_tools_dir, os.path.dirname(config.filecheck), config.environment.get("PATH", "")])
+# remat's CPU runtime runs OpenBLAS on one thread of its own (runtime/cpu/
+# Linalg.cpp); OpenBLAS's thread pool, started when the library loads, only
+# spins in sched_yield for the life of a short tool run. One thread here
+# starts none, so the tests do not compete with it for the cores.
+config.environment["OPENBLAS_NUM_THREADS"] = "1"
