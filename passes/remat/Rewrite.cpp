@@ -2,6 +2,7 @@
 #include "passes/remat/Rewrite.h"
 
 #include "ir/GradientName.h"
+#include "passes/remat/Stash.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -28,8 +29,14 @@ public:
       if (node.getStage() == ir::Stage::Backward)
         backward.push_back(&node);
     for (ir::Node *node : backward) {
-      // Note [Rebuilt per use]: this node's own rebuilt values.
+      // Note [Rebuilt per use]: this node's own rebuilt values. A copy of a
+      // Constant serves the rebuilds before one backward node only.
       perUse_.clear();
+      for (const auto &[constant, copy] : constantCopies_) {
+        clones_.erase(constant);
+        transient_.erase(constant);
+      }
+      constantCopies_.clear();
       for (unsigned i = 0; i < node->getNumOperands(); ++i) {
         ir::Value *operand = node->getOperand(i);
         if (!plan_.drop.count(operand) || plan_.keep.count(operand))
@@ -58,15 +65,9 @@ private:
       return true;
     if (plan_.keep.count(value))
       return true;
-    if (def->getOp() == ir::OpKind::Constant)
-      return true;
-    bool stashed = false;
-    for (const ir::Use &use : value->getUses())
-      if (use.user->getStage() == ir::Stage::Backward) {
-        stashed = true;
-        break;
-      }
-    return stashed && !plan_.drop.count(value);
+    // A Constant that backward reads is held (never in the stash, so never
+    // dropped). One that only forward nodes read is copied (copyConstant).
+    return isReadByBackward(value) && !plan_.drop.count(value);
   }
 
   /// \returns \p value itself if held, else its recompute clone for
@@ -81,6 +82,8 @@ private:
     if (plan_.innerBoundaries.count(value))
       return materializeBoundary(value, before);
     ir::Node *def = value->getDefiningNode();
+    if (def->getOp() == ir::OpKind::Constant)
+      return clones_[value] = copyConstant(*def, before);
     if (once || !plan_.rebuildPerUse || plan_.rebuildOnce.count(value)) {
       if (auto it = clones_.find(value); it != clones_.end())
         return it->second;
@@ -124,9 +127,27 @@ private:
       return;
     }
     ir::Node *def = value->getDefiningNode();
+    if (def->getOp() == ir::OpKind::Constant) {
+      transient_[value] = copyConstant(*def, before);
+      return;
+    }
     for (ir::Value *operand : def->getOperands())
       materializeTransient(operand, before);
     cloneInto(transient_, *def, before);
+  }
+
+  /// \returns the copy of the Constant \p def that the rebuilds before
+  /// \p before read, making it the first time. The original would live on
+  /// from forward to the last rebuild that reads it; one copy per backward
+  /// node lives only through that node's rebuilds, within the original's
+  /// range, so no position holds more bytes (the copy is free in the cost
+  /// model).
+  ir::Value *copyConstant(const ir::Node &def, ir::Node *before) {
+    ir::Value *value = def.getResult(0);
+    if (auto it = constantCopies_.find(value); it != constantCopies_.end())
+      return it->second;
+    cloneInto(constantCopies_, def, before);
+    return constantCopies_.lookup(value);
   }
 
   /// Clones \p def before \p before, its operands read through \p map.
@@ -149,7 +170,9 @@ private:
   }
 
   void countClone(const ir::Node &def) {
-    if (stats_.clonedNodes >= cloneLimit_)
+    // The copies of Constants do not count against the limit: they are
+    // scalars and shapes, and a plan rebuilt per use makes many.
+    if (def.getOp() != ir::OpKind::Constant && limitedClones_++ >= cloneLimit_)
       stats_.overLimit = true;
     ++stats_.clonedNodes;
     stats_.clonedNames.push_back(def.getResult(0)->getName().str());
@@ -169,7 +192,11 @@ private:
   llvm::DenseMap<const ir::Value *, ir::Value *> transient_;
   /// The same for the backward node being rewired, with rebuildPerUse.
   llvm::DenseMap<const ir::Value *, ir::Value *> perUse_;
+  /// Constant -> its copy, for the backward node being rewired.
+  llvm::DenseMap<const ir::Value *, ir::Value *> constantCopies_;
   unsigned cloneLimit_;
+  /// The clones counted against cloneLimit_.
+  unsigned limitedClones_ = 0;
   RecomputeStats stats_;
 };
 

@@ -117,7 +117,8 @@ RecomputeStats applyRecomputePlan(ir::Graph &graph, const RecomputePlan &plan,
 
 /// \returns what applyRecomputePlan(graph, plan, profile) would return (the
 /// same clones counted in the same order), without changing \p graph; or,
-/// past \p cloneLimit clones, what it counted up to there, overLimit set.
+/// past \p cloneLimit clones (copies of Constants not counted), what it
+/// counted up to there, overLimit set.
 RecomputeStats predictRecomputeStats(const ir::Graph &graph,
                                      const RecomputePlan &plan,
                                      const CostProfile &profile,

@@ -118,8 +118,10 @@ llvm::Error Solver::initialize() {
 
 double Solver::chainSeconds(const ir::Value *value) const {
   // Rebuild from what is held when only this value is dropped: inputs,
-  // constants, other stashed values and outputs; forward temporaries on the
-  // way are rebuilt too, each once.
+  // other stashed values and outputs; forward temporaries on the way are
+  // rebuilt too, each once, and so are the Constants they read that backward
+  // does not (applyRecomputePlan copies those; free unless a profile times
+  // them).
   llvm::DenseSet<const ir::Node *> visited;
   llvm::SmallVector<const ir::Node *, 8> work{value->getDefiningNode()};
   double seconds = 0;
@@ -133,7 +135,7 @@ double Solver::chainSeconds(const ir::Value *value) const {
           stash_.isStashed(operand))
         continue;
       const ir::Node *def = operand->getDefiningNode();
-      if (def->getOp() == ir::OpKind::Constant)
+      if (def->getOp() == ir::OpKind::Constant && isReadByBackward(operand))
         continue;
       work.push_back(def);
     }

@@ -12,6 +12,12 @@ uint64_t StashInfo::totalStashedBytes() const {
   return bytes;
 }
 
+bool isReadByBackward(const ir::Value *value) {
+  return llvm::any_of(value->getUses(), [](const ir::Use &use) {
+    return use.user->getStage() == ir::Stage::Backward;
+  });
+}
+
 StashInfo analyseStash(ir::Graph &graph) {
   StashInfo info;
   llvm::DenseMap<const ir::Value *, unsigned> sourcesOf;
@@ -28,13 +34,11 @@ StashInfo analyseStash(ir::Graph &graph) {
     for (ir::Value *result : node.getResults()) {
       sourcesOf[result] = sources;
       info.isActivation[result] = sources == 3;
-      // A Constant is held whatever remat decides: not a stash to trade.
+      // A Constant is not a stash to trade: held if backward reads it, copied
+      // again by the rebuild that reads it otherwise (applyRecomputePlan).
       if (node.getOp() == ir::OpKind::Constant)
         continue;
-      bool readByBackward = llvm::any_of(result->getUses(), [](const ir::Use &u) {
-        return u.user->getStage() == ir::Stage::Backward;
-      });
-      if (!readByBackward)
+      if (!isReadByBackward(result))
         continue;
       info.stashIndex[result] = info.stashed.size();
       info.stashed.push_back(result);

@@ -25,7 +25,9 @@ struct StashInfo {
   /// Position of each forward node in forwardNodes.
   llvm::DenseMap<const ir::Node *, unsigned> forwardPosition;
   /// Forward node results with at least one Stage::Backward user, in
-  /// schedule order (Constant results excluded: they are always held).
+  /// schedule order. Constant results are excluded: one that backward reads
+  /// is always held, and one that only forward reads is copied again by the
+  /// rebuild that reads it (applyRecomputePlan).
   std::vector<ir::Value *> stashed;
   /// Index of each stashed value in stashed.
   llvm::DenseMap<const ir::Value *, unsigned> stashIndex;
@@ -41,6 +43,9 @@ struct StashInfo {
   }
   uint64_t totalStashedBytes() const;
 };
+
+/// \returns true if a Stage::Backward node reads \p value.
+bool isReadByBackward(const ir::Value *value);
 
 /// \returns the stash analysis of \p graph's schedule.
 StashInfo analyseStash(ir::Graph &graph);

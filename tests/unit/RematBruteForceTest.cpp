@@ -61,24 +61,24 @@ constexpr size_t kMaxForwardNodes = 25;
 /// budgets where a plan of the pool's that rebuilds once fits (13.84%;
 /// 16.72% before the wider search of small graphs, Solver::searchesWide;
 /// before plans rebuilt per use, against the brute force's plans rebuilt
-/// once, 18.31%) and at the 56 where only its plans rebuilt per use do
+/// once, 18.31%) and at the 57 where only its plans rebuilt per use do
 /// (55.83%; 92.05% without the plans that hold one or two stashed values,
 /// kHoldFewValues; 98.33% before the wider search, 125.55% when only 8
 /// flat members had a variant rebuilt per use: Solver::perUseMemberCount);
 /// and the smallest feasible peak the solver reports over the brute force's
 /// (3.42%; equal in 53 of the 61 graphs; 4.65% without the plans that drop
 /// or hold one or two, 22.12% before the wider search, 23.69% before plans
-/// rebuilt per use), as fractions, rounded up. Auto is the fastest at 203
-/// of the 253 budgets it reaches.
+/// rebuilt per use), as fractions, rounded up. Auto is the fastest at 206
+/// of the 258 budgets it reaches.
 constexpr double kTimeTolerance = 0.139;
 constexpr double kPerUseTimeTolerance = 0.559;
 constexpr double kPeakTolerance = 0.035;
 /// The default solver's worst gap at any budget on the front, with the
 /// mixed plans (which the brute force does not price) and the local plans
-/// (Note [Local plans]): 33.68%, rounded up; the fastest at 245 of the 253
+/// (Note [Local plans]): 33.68%, rounded up; the fastest at 244 of the 258
 /// budgets it reaches.
 constexpr double kLocalTimeTolerance = 0.337;
-constexpr unsigned kLocalFastest = 245;
+constexpr unsigned kLocalFastest = 244;
 
 struct PricedPlan {
   uint64_t peak = 0;
@@ -376,10 +376,12 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
   // force's graphs, and the same with each segment input not held made an
   // inner boundary (Note [Nested recompute]), each also rebuilt per use
   // (Note [Rebuilt per use]), and per use with every other dropped value
-  // rebuilt once. No rewrite leaves a dropped value read after forward.
+  // rebuilt once. No rewrite leaves a dropped value read after forward,
+  // nor a Constant that backward does not read (the rebuilds read copies).
+  // The clone limit counts the clones that are not such copies.
   CostProfile profile;
   unsigned plans = 0, nestedDiffer = 0, perUseDiffer = 0, mixedDiffer = 0,
-           readsDropped = 0;
+           readsDropped = 0, readsConstant = 0, constantCopies = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     std::unique_ptr<ir::Graph> step =
         trainingStep(remat::testing::randomTrainingGraph(seed, kRows));
@@ -422,12 +424,32 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
             applyRecomputePlan(*step, *rewrite, profile, &undo);
         // Nothing after forward reads a dropped value: backward nodes read
         // its clones, and so do the clones that rebuild from it.
-        for (const ir::Node &node : step->getNodes())
-          if (node.getStage() != ir::Stage::Forward)
-            for (const ir::Value *operand : node.getOperands())
-              readsDropped += rewrite->drop.count(operand) &&
-                              !rewrite->keep.count(operand);
+        unsigned limited = 0;
+        for (const ir::Node &node : step->getNodes()) {
+          if (node.getStage() == ir::Stage::Forward)
+            continue;
+          for (const ir::Value *operand : node.getOperands()) {
+            readsDropped += rewrite->drop.count(operand) &&
+                            !rewrite->keep.count(operand);
+            const ir::Node *def = operand->getDefiningNode();
+            readsConstant += def && def->getStage() == ir::Stage::Forward &&
+                             def->getOp() == ir::OpKind::Constant &&
+                             !isReadByBackward(operand);
+          }
+          if (node.getStage() == ir::Stage::Recompute) {
+            bool copy = node.getOp() == ir::OpKind::Constant;
+            constantCopies += copy;
+            limited += !copy;
+          }
+        }
         undoRecomputePlan(*step, undo);
+        if (rewrite->rebuildPerUse) {
+          CHECK(!predictRecomputeStats(*step, *rewrite, profile, limited)
+                     .overLimit);
+          if (limited)
+            CHECK(predictRecomputeStats(*step, *rewrite, profile, limited - 1)
+                      .overLimit);
+        }
         CHECK(predicted.clonedNodes == stats.clonedNodes);
         CHECK(predicted.clonedNames == stats.clonedNames);
         CHECK(predicted.recomputeFlops == stats.recomputeFlops);
@@ -453,12 +475,15 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
   MESSAGE(plans << " rewrites predicted, " << nestedDiffer
                 << " nested ones and " << perUseDiffer
                 << " rebuilt per use differ from their flat plan, "
-                << mixedDiffer << " mixed ones from both");
+                << mixedDiffer << " mixed ones from both; "
+                << constantCopies << " copies of Constants");
   // The inner boundaries', the per-use and the mixed paths are exercised.
   CHECK(nestedDiffer > 0);
   CHECK(perUseDiffer > 0);
   CHECK(mixedDiffer > 0);
   CHECK(readsDropped == 0);
+  CHECK(readsConstant == 0);
+  CHECK(constantCopies > 0);
 }
 
 // Not a check: with REMAT_WRITE_RANDOM_GRAPHS=DIR, writes the 200 random
