@@ -24,10 +24,14 @@ public:
 
   RecomputeStats run() {
     // Collect the backward nodes first: cloning inserts nodes as we go.
+    // The positions are those of the schedule before the rewrite.
     std::vector<ir::Node *> backward;
-    for (ir::Node &node : graph_.getNodes())
+    unsigned position = 0;
+    for (ir::Node &node : graph_.getNodes()) {
+      position_[&node] = position++;
       if (node.getStage() == ir::Stage::Backward)
         backward.push_back(&node);
+    }
     for (ir::Node *node : backward) {
       // Note [Rebuilt per use]: this node's own rebuilt values. A copy of a
       // Constant serves the rebuilds before one backward node only.
@@ -65,9 +69,30 @@ private:
       return true;
     if (plan_.keep.count(value))
       return true;
-    // A Constant that backward reads is held (never in the stash, so never
-    // dropped). One that only forward nodes read is copied (copyConstant).
+    // A Constant is never dropped; where a rebuild copies it instead of
+    // reading it, materialize asks isCopied first.
+    if (def->getOp() == ir::OpKind::Constant)
+      return true;
     return isReadByBackward(value) && !plan_.drop.count(value);
+  }
+
+  /// \returns true if the rebuilds before \p before read a copy of the
+  /// Constant \p value (copyConstant): when the schedule before the rewrite
+  /// has no use of it at or after \p before, reading the original would
+  /// hold it from its last use until then.
+  bool isCopied(const ir::Value *value, const ir::Node *before) {
+    if (value->isGraphInput() || value->isGraphOutput())
+      return false;
+    const ir::Node *def = value->getDefiningNode();
+    if (def->getStage() != ir::Stage::Forward ||
+        def->getOp() != ir::OpKind::Constant)
+      return false;
+    auto [it, inserted] = lastUse_.try_emplace(value, 0);
+    if (inserted)
+      for (const ir::Use &use : value->getUses())
+        if (auto at = position_.find(use.user); at != position_.end())
+          it->second = std::max(it->second, at->second);
+    return it->second < position_.lookup(before);
   }
 
   /// \returns \p value itself if held, else its recompute clone for
@@ -77,13 +102,13 @@ private:
   /// on the way to a value rebuilt once.
   ir::Value *materialize(ir::Value *value, ir::Node *before,
                          bool once = false) {
+    if (isCopied(value, before))
+      return clones_[value] = copyConstant(*value->getDefiningNode(), before);
     if (isHeld(value))
       return value;
     if (plan_.innerBoundaries.count(value))
       return materializeBoundary(value, before);
     ir::Node *def = value->getDefiningNode();
-    if (def->getOp() == ir::OpKind::Constant)
-      return clones_[value] = copyConstant(*def, before);
     if (once || !plan_.rebuildPerUse || plan_.rebuildOnce.count(value)) {
       if (auto it = clones_.find(value); it != clones_.end())
         return it->second;
@@ -120,28 +145,30 @@ private:
   }
 
   void materializeTransient(ir::Value *value, ir::Node *before) {
-    if (isHeld(value) || transient_.count(value))
+    if (transient_.count(value))
+      return;
+    if (isCopied(value, before)) {
+      transient_[value] = copyConstant(*value->getDefiningNode(), before);
+      return;
+    }
+    if (isHeld(value))
       return;
     if (plan_.innerBoundaries.count(value)) {
       transient_[value] = materializeBoundary(value, before);
       return;
     }
     ir::Node *def = value->getDefiningNode();
-    if (def->getOp() == ir::OpKind::Constant) {
-      transient_[value] = copyConstant(*def, before);
-      return;
-    }
     for (ir::Value *operand : def->getOperands())
       materializeTransient(operand, before);
     cloneInto(transient_, *def, before);
   }
 
   /// \returns the copy of the Constant \p def that the rebuilds before
-  /// \p before read, making it the first time. The original would live on
-  /// from forward to the last rebuild that reads it; one copy per backward
-  /// node lives only through that node's rebuilds, within the original's
-  /// range, so no position holds more bytes (the copy is free in the cost
-  /// model).
+  /// \p before read, making it the first time. Read by them, the original
+  /// would live on from its last use to the last rebuild that reads it; one
+  /// copy per backward node lives only through that node's rebuilds, within
+  /// that range, so no position holds more bytes (the copy is free in the
+  /// cost model).
   ir::Value *copyConstant(const ir::Node &def, ir::Node *before) {
     ir::Value *value = def.getResult(0);
     if (auto it = constantCopies_.find(value); it != constantCopies_.end())
@@ -194,6 +221,10 @@ private:
   llvm::DenseMap<const ir::Value *, ir::Value *> perUse_;
   /// Constant -> its copy, for the backward node being rewired.
   llvm::DenseMap<const ir::Value *, ir::Value *> constantCopies_;
+  /// Each node's position in the schedule before the rewrite.
+  llvm::DenseMap<const ir::Node *, unsigned> position_;
+  /// Constant -> the position of its last use before the rewrite.
+  llvm::DenseMap<const ir::Value *, unsigned> lastUse_;
   unsigned cloneLimit_;
   /// The clones counted against cloneLimit_.
   unsigned limitedClones_ = 0;

@@ -118,10 +118,8 @@ llvm::Error Solver::initialize() {
 
 double Solver::chainSeconds(const ir::Value *value) const {
   // Rebuild from what is held when only this value is dropped: inputs,
-  // other stashed values and outputs; forward temporaries on the way are
-  // rebuilt too, each once, and so are the Constants they read that backward
-  // does not (applyRecomputePlan copies those; free unless a profile times
-  // them).
+  // constants (read as they are or copied: free), other stashed values and
+  // outputs; forward temporaries on the way are rebuilt too, each once.
   llvm::DenseSet<const ir::Node *> visited;
   llvm::SmallVector<const ir::Node *, 8> work{value->getDefiningNode()};
   double seconds = 0;
@@ -135,7 +133,7 @@ double Solver::chainSeconds(const ir::Value *value) const {
           stash_.isStashed(operand))
         continue;
       const ir::Node *def = operand->getDefiningNode();
-      if (def->getOp() == ir::OpKind::Constant && isReadByBackward(operand))
+      if (def->getOp() == ir::OpKind::Constant)
         continue;
       work.push_back(def);
     }

@@ -34,8 +34,8 @@ StashInfo analyseStash(ir::Graph &graph) {
     for (ir::Value *result : node.getResults()) {
       sourcesOf[result] = sources;
       info.isActivation[result] = sources == 3;
-      // A Constant is not a stash to trade: held if backward reads it, copied
-      // again by the rebuild that reads it otherwise (applyRecomputePlan).
+      // A Constant is not a stash to trade: the rebuilds read it, or copy it
+      // where its last use has passed (applyRecomputePlan).
       if (node.getOp() == ir::OpKind::Constant)
         continue;
       if (!isReadByBackward(result))

@@ -25,9 +25,9 @@ struct StashInfo {
   /// Position of each forward node in forwardNodes.
   llvm::DenseMap<const ir::Node *, unsigned> forwardPosition;
   /// Forward node results with at least one Stage::Backward user, in
-  /// schedule order. Constant results are excluded: one that backward reads
-  /// is always held, and one that only forward reads is copied again by the
-  /// rebuild that reads it (applyRecomputePlan).
+  /// schedule order. Constant results are excluded: never dropped, they are
+  /// read by the rebuilds as they are, or copied where the original's last
+  /// use has passed (applyRecomputePlan).
   std::vector<ir::Value *> stashed;
   /// Index of each stashed value in stashed.
   llvm::DenseMap<const ir::Value *, unsigned> stashIndex;

@@ -35,6 +35,7 @@
 #include "runtime/cpu/Evaluator.h"
 #include "tests/unit/RandomGraphs.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -377,7 +378,8 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
   // inner boundary (Note [Nested recompute]), each also rebuilt per use
   // (Note [Rebuilt per use]), and per use with every other dropped value
   // rebuilt once. No rewrite leaves a dropped value read after forward,
-  // nor a Constant that backward does not read (the rebuilds read copies).
+  // nor a Constant read by a rebuild after its last other use (the
+  // rebuilds read copies there).
   // The clone limit counts the clones that are not such copies.
   CostProfile profile;
   unsigned plans = 0, nestedDiffer = 0, perUseDiffer = 0, mixedDiffer = 0,
@@ -423,19 +425,31 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
         RecomputeStats stats =
             applyRecomputePlan(*step, *rewrite, profile, &undo);
         // Nothing after forward reads a dropped value: backward nodes read
-        // its clones, and so do the clones that rebuild from it.
+        // its clones, and so do the clones that rebuild from it. A rebuild
+        // reads a forward Constant only where a node that is not a rebuild
+        // reads it later (else it reads a copy).
         unsigned limited = 0;
-        for (const ir::Node &node : step->getNodes()) {
-          if (node.getStage() == ir::Stage::Forward)
-            continue;
+        llvm::DenseSet<const ir::Value *> stillRead;
+        for (auto it = step->getNodes().rbegin(); it != step->getNodes().rend();
+             ++it) {
+          const ir::Node &node = *it;
           for (const ir::Value *operand : node.getOperands()) {
-            readsDropped += rewrite->drop.count(operand) &&
-                            !rewrite->keep.count(operand);
+            if (node.getStage() != ir::Stage::Recompute) {
+              stillRead.insert(operand);
+              continue;
+            }
             const ir::Node *def = operand->getDefiningNode();
             readsConstant += def && def->getStage() == ir::Stage::Forward &&
                              def->getOp() == ir::OpKind::Constant &&
-                             !isReadByBackward(operand);
+                             !stillRead.count(operand);
           }
+        }
+        for (const ir::Node &node : step->getNodes()) {
+          if (node.getStage() == ir::Stage::Forward)
+            continue;
+          for (const ir::Value *operand : node.getOperands())
+            readsDropped += rewrite->drop.count(operand) &&
+                            !rewrite->keep.count(operand);
           if (node.getStage() == ir::Stage::Recompute) {
             bool copy = node.getOp() == ir::OpKind::Constant;
             constantCopies += copy;

@@ -41,9 +41,9 @@ How the accounting differs from remat's planned peak (plan-memory's arena):
     position j (Checkmate frees inside a stage; this program does not, so
     it is conservative there);
   - a Constant a recompute reads keeps its range from the step without
-    remat, as in remat's rewrite where backward does not read it (the
-    rewrite copies it for each rebuild instead); the copy, live at the
-    rebuild, is not counted (Constants are scalars here);
+    remat, as in remat's rewrite, which copies it for a rebuild after its
+    last use; the copy, live at the rebuild, is not counted (Constants are
+    scalars here);
   - a value may be recomputed more than once (Checkmate's space), while
     remat rebuilds each dropped value once, before its first backward use.
 So the oracle's optimum is exact for this program; compared with remat's
