@@ -24,14 +24,10 @@ public:
 
   RecomputeStats run() {
     // Collect the backward nodes first: cloning inserts nodes as we go.
-    // The positions are those of the schedule before the rewrite.
     std::vector<ir::Node *> backward;
-    unsigned position = 0;
-    for (ir::Node &node : graph_.getNodes()) {
-      position_[&node] = position++;
+    for (ir::Node &node : graph_.getNodes())
       if (node.getStage() == ir::Stage::Backward)
         backward.push_back(&node);
-    }
     for (ir::Node *node : backward) {
       // Note [Rebuilt per use]: this node's own rebuilt values. A copy of a
       // Constant serves the rebuilds before one backward node only.
@@ -87,6 +83,14 @@ private:
     if (def->getStage() != ir::Stage::Forward ||
         def->getOp() != ir::OpKind::Constant)
       return false;
+    // Positions of the nodes that are not rebuilds (this rewrite's clones),
+    // numbered the first time a Constant is asked about.
+    if (position_.empty()) {
+      unsigned position = 0;
+      for (const ir::Node &node : graph_.getNodes())
+        if (node.getStage() != ir::Stage::Recompute)
+          position_[&node] = position++;
+    }
     auto [it, inserted] = lastUse_.try_emplace(value, 0);
     if (inserted)
       for (const ir::Use &use : value->getUses())
@@ -221,7 +225,7 @@ private:
   llvm::DenseMap<const ir::Value *, ir::Value *> perUse_;
   /// Constant -> its copy, for the backward node being rewired.
   llvm::DenseMap<const ir::Value *, ir::Value *> constantCopies_;
-  /// Each node's position in the schedule before the rewrite.
+  /// The position of each node that is not a rebuild, in schedule order.
   llvm::DenseMap<const ir::Node *, unsigned> position_;
   /// Constant -> the position of its last use before the rewrite.
   llvm::DenseMap<const ir::Value *, unsigned> lastUse_;
