@@ -315,7 +315,7 @@ private:
   /// The plans one move away from \p base (Note [Local plans]), not yet
   /// measured.
   std::vector<PlanResult> localPlansAround(const PlanResult &base) const;
-  static constexpr unsigned kLocalRounds = 4;
+  static constexpr unsigned kLocalRounds = 6;
   std::vector<SegmentChoice> fixedPlan(Strategy strategy) const;
   /// The plans that hold the least: layer groups with the rest selective or
   /// rebuilt, every segment rebuilt, every segment selective.
