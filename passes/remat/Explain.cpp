@@ -44,6 +44,10 @@ std::string Solver::explainValue(const ir::Value *value,
   if (llvm::is_contained(plan.nestedNames, value->getName()))
     return reason + ", an inner boundary: rebuilt once, by a pass of its "
                     "own whose other clones die in it";
+  for (const auto &[name, through] : plan.heldThroughNames)
+    if (name == value->getName())
+      reason += ", held from forward through %" + through +
+                " and rebuilt only for the backward nodes after it";
   if (plan.perUse && llvm::StringRef(reason).startswith("recompute") &&
       !llvm::is_contained(plan.onceNames, value->getName()))
     reason += ", again for each backward node that reads it";

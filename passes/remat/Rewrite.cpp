@@ -29,6 +29,7 @@ public:
       if (node.getStage() == ir::Stage::Backward)
         backward.push_back(&node);
     for (ir::Node *node : backward) {
+      current_ = node;
       // Note [Rebuilt per use]: this node's own rebuilt values. A copy of a
       // Constant serves the rebuilds before one backward node only.
       perUse_.clear();
@@ -57,7 +58,7 @@ public:
 
 private:
   /// \returns true if \p value is still held when backward runs.
-  bool isHeld(const ir::Value *value) const {
+  bool isHeld(const ir::Value *value) {
     if (value->isGraphInput() || value->isGraphOutput())
       return true;
     const ir::Node *def = value->getDefiningNode();
@@ -65,6 +66,8 @@ private:
       return true;
     if (plan_.keep.count(value))
       return true;
+    if (auto it = plan_.heldThrough.find(value); it != plan_.heldThrough.end())
+      return positionOf(current_) <= positionOf(it->second);
     // A Constant is never dropped; where a rebuild copies it instead of
     // reading it, materialize asks isCopied first.
     if (def->getOp() == ir::OpKind::Constant)
@@ -83,20 +86,28 @@ private:
     if (def->getStage() != ir::Stage::Forward ||
         def->getOp() != ir::OpKind::Constant)
       return false;
-    // Positions of the nodes that are not rebuilds (this rewrite's clones),
-    // numbered the first time a Constant is asked about.
-    if (position_.empty()) {
-      unsigned position = 0;
-      for (const ir::Node &node : graph_.getNodes())
-        if (node.getStage() != ir::Stage::Recompute)
-          position_[&node] = position++;
-    }
     auto [it, inserted] = lastUse_.try_emplace(value, 0);
-    if (inserted)
+    if (inserted) {
+      positionOf(before);
       for (const ir::Use &use : value->getUses())
         if (auto at = position_.find(use.user); at != position_.end())
           it->second = std::max(it->second, at->second);
-    return it->second < position_.lookup(before);
+    }
+    return it->second < positionOf(before);
+  }
+
+  /// \returns the position of \p node, which is not a rebuild, among the
+  /// nodes that are not (this rewrite's clones), numbered the first time
+  /// one is asked for.
+  unsigned positionOf(const ir::Node *node) {
+    if (position_.empty()) {
+      unsigned position = 0;
+      for (const ir::Node &other : graph_.getNodes())
+        if (other.getStage() != ir::Stage::Recompute)
+          position_[&other] = position++;
+    }
+    assert(position_.count(node) && "a rebuild has no position");
+    return position_.lookup(node);
   }
 
   /// \returns \p value itself if held, else its recompute clone for
@@ -227,6 +238,8 @@ private:
   llvm::DenseMap<const ir::Value *, ir::Value *> constantCopies_;
   /// The position of each node that is not a rebuild, in schedule order.
   llvm::DenseMap<const ir::Node *, unsigned> position_;
+  /// The backward node being rewired.
+  const ir::Node *current_ = nullptr;
   /// Constant -> the position of its last use before the rewrite.
   llvm::DenseMap<const ir::Value *, unsigned> lastUse_;
   unsigned cloneLimit_;

@@ -49,12 +49,28 @@
 // reads a clone rebuilt once, or an inner boundary's, where there is one
 // (Solver::addMixedPlans).
 //
+// Note [Held part of backward]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A stashed value is otherwise held for all of backward or dropped for all
+// of it. heldThrough holds a dropped value from forward through one
+// backward node: the backward nodes up to it, and the rebuilds before them,
+// read the original, which then dies; the backward nodes after it read a
+// rebuild, made once or per use as the plan says. Checkmate's optimum does
+// this where a value's first backward readers come early and its last come
+// late (random256_30's v4: read at positions 55 and 60, held through 55,
+// rebuilt for 60; tools/bench/remat_oracle.py), and a value held that long
+// can also feed the rebuilds of the values computed from it that backward
+// reads before then. The solver reaches such plans by local moves (Note
+// [Local plans]). Which node is "after" is the schedule's order before the
+// rewrite, the order the rewrite visits backward in.
+//
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_PASSES_REMAT_REWRITE_H
 #define REMAT_PASSES_REMAT_REWRITE_H
 
 #include "passes/remat/CostModel.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <climits>
@@ -85,6 +101,10 @@ struct RecomputePlan {
   /// every later use, with the dropped values on their way (Note [Rebuilt
   /// per use]).
   llvm::DenseSet<const ir::Value *> rebuildOnce;
+  /// Dropped values held from forward through a backward node, and rebuilt
+  /// only for the backward nodes after it (Note [Held part of backward]):
+  /// the nodes up to it, and the rebuilds before them, read the original.
+  llvm::DenseMap<const ir::Value *, const ir::Node *> heldThrough;
 };
 
 /// What a rewrite added.

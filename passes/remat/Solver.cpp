@@ -256,10 +256,14 @@ void Solver::measure(PlanResult &plan, bool estimate) {
 
 /// \returns what identifies \p plan's rewrite: one pool member each.
 static std::string rewriteKey(const PlanResult &plan) {
-  return llvm::join(plan.dropNames, ",") + "|" +
-         llvm::join(plan.keepNames, ",") + "|" +
-         llvm::join(plan.nestedNames, ",") +
-         (plan.perUse ? "|per-use|" + llvm::join(plan.onceNames, ",") : "");
+  std::string key = llvm::join(plan.dropNames, ",") + "|" +
+                    llvm::join(plan.keepNames, ",") + "|" +
+                    llvm::join(plan.nestedNames, ",") +
+                    (plan.perUse ? "|per-use|" + llvm::join(plan.onceNames, ",")
+                                 : "");
+  for (const auto &[value, through] : plan.heldThroughNames)
+    key += "|held " + value + " through " + through;
+  return key;
 }
 
 /// rewriteKey with each list in name order: one key for the plans that the
@@ -271,6 +275,8 @@ static std::string localKey(const PlanResult &plan) {
   sorted.nestedNames = plan.nestedNames;
   sorted.onceNames = plan.onceNames;
   sorted.perUse = plan.perUse;
+  sorted.heldThroughNames = plan.heldThroughNames;
+  llvm::sort(sorted.heldThroughNames);
   for (std::vector<std::string> *names :
        {&sorted.dropNames, &sorted.keepNames, &sorted.nestedNames,
         &sorted.onceNames})
@@ -317,6 +323,9 @@ RecomputePlan toRecomputePlan(const ir::Graph &graph, const PlanResult &plan) {
   rewrite.rebuildPerUse = plan.perUse;
   for (const std::string &name : plan.onceNames)
     rewrite.rebuildOnce.insert(graph.lookup(name));
+  for (const auto &[value, through] : plan.heldThroughNames)
+    rewrite.heldThrough[graph.lookup(value)] =
+        graph.lookup(through)->getDefiningNode();
   return rewrite;
 }
 
@@ -690,6 +699,40 @@ void Solver::addLocalPlans() {
   }
 }
 
+bool Solver::isRebuiltFrom(const ir::Value *value, llvm::StringRef source,
+                           const PlanResult &plan, bool direct) const {
+  // Backward from value's node through the forward values a rebuild
+  // recomputes, stopping at what the plan holds (direct: at every stashed
+  // value, and false at a dropped one).
+  llvm::SmallVector<const ir::Value *, 8> work(
+      value->getDefiningNode()->getOperands().begin(),
+      value->getDefiningNode()->getOperands().end());
+  llvm::DenseSet<const ir::Value *> seen;
+  while (!work.empty()) {
+    const ir::Value *operand = work.pop_back_val();
+    if (!seen.insert(operand).second)
+      continue;
+    if (operand->getName() == source)
+      return true;
+    if (operand->isGraphInput())
+      continue;
+    const ir::Node *def = operand->getDefiningNode();
+    if (def->getStage() != ir::Stage::Forward ||
+        def->getOp() == ir::OpKind::Constant ||
+        llvm::is_contained(plan.keepNames, operand->getName()))
+      continue;
+    if (stash_.isStashed(operand)) {
+      bool dropped = llvm::is_contained(plan.dropNames, operand->getName());
+      if (direct && dropped)
+        return false;
+      if (direct || !dropped)
+        continue;
+    }
+    work.append(def->getOperands().begin(), def->getOperands().end());
+  }
+  return false;
+}
+
 std::vector<PlanResult> Solver::localPlansAround(const PlanResult &base) const {
   // Boundaries the plan holds or cuts again at stay as they are.
   auto isBoundary = [&](const std::string &name) {
@@ -784,6 +827,89 @@ std::vector<PlanResult> Solver::localPlansAround(const PlanResult &base) const {
       plans.push_back(make(base.dropNames, std::move(once), base.choices));
     }
   }
+  // One dropped value held from forward through one of its backward
+  // readers but the last, and rebuilt only for the later ones (Note [Held
+  // part of backward]), or such a value dropped for all of backward again.
+  // Not where the caller cannot run nested plans: the saved set would
+  // differ between backward nodes.
+  if (nestedPlansAllowed_) {
+    llvm::DenseMap<const ir::Node *, unsigned> position;
+    for (const ir::Node &node : graph_.getNodes())
+      position[&node] = unsigned(position.size());
+    for (const std::string &name : base.dropNames) {
+      if (isBoundary(name) ||
+          llvm::any_of(base.heldThroughNames,
+                       [&](const auto &held) { return held.first == name; }))
+        continue;
+      std::vector<const ir::Node *> readers;
+      for (const ir::Use &use : graph_.lookup(name)->getUses())
+        if (use.user->getStage() == ir::Stage::Backward &&
+            !llvm::is_contained(readers, use.user))
+          readers.push_back(use.user);
+      llvm::sort(readers, [&](const ir::Node *a, const ir::Node *b) {
+        return position.lookup(a) < position.lookup(b);
+      });
+      for (size_t i = 0; i + 1 < readers.size(); ++i) {
+        PlanResult plan = make(base.dropNames, base.onceNames, base.choices);
+        plan.heldThroughNames.emplace_back(
+            name, readers[i]->getResult(0)->getName().str());
+        // The same with one held stashed value that is computed from it
+        // alone and read only up to that reader dropped and rebuilt once,
+        // from the held value, with the dropped values rebuilt from it
+        // there rebuilt once too.
+        unsigned last = position.lookup(readers[i]);
+        auto readOnlyUpTo = [&](const ir::Value *value) {
+          bool read = false;
+          for (const ir::Use &use : value->getUses())
+            if (use.user->getStage() == ir::Stage::Backward) {
+              if (position.lookup(use.user) > last)
+                return false;
+              read = true;
+            }
+          return read;
+        };
+        for (const ir::Value *value : stash_.stashed) {
+          std::string other = value->getName().str();
+          if (other == name || isBoundary(other) ||
+              llvm::is_contained(plan.dropNames, other) ||
+              !readOnlyUpTo(value) ||
+              !isRebuiltFrom(value, name, plan, /*direct=*/true))
+            continue;
+          PlanResult window = plan;
+          window.dropNames.push_back(other);
+          unsigned s = chain_.segmentOf.lookup(value->getDefiningNode());
+          if (window.choices[s].option == SegmentOption::Keep)
+            window.choices[s] = {SegmentOption::Selective, s};
+          if (window.perUse) {
+            window.onceNames.push_back(other);
+            for (const std::string &dropped : plan.dropNames) {
+              const ir::Value *later = graph_.lookup(dropped);
+              if (!llvm::is_contained(plan.onceNames, dropped) &&
+                  !isBoundary(dropped) && readOnlyUpTo(later) &&
+                  isRebuiltFrom(later, other, window, /*direct=*/false))
+                window.onceNames.push_back(dropped);
+            }
+          }
+          window.keptStashBytes = keptStashBytes(window);
+          plans.push_back(std::move(window));
+        }
+        plans.push_back(std::move(plan));
+      }
+    }
+    for (size_t i = 0; i < base.heldThroughNames.size(); ++i) {
+      PlanResult plan = make(base.dropNames, base.onceNames, base.choices);
+      plan.heldThroughNames.erase(plan.heldThroughNames.begin() + i);
+      plans.push_back(std::move(plan));
+    }
+  }
+  // A value the move held again, or made a boundary, is no longer held
+  // through part of backward.
+  for (PlanResult &plan : plans)
+    llvm::erase_if(plan.heldThroughNames, [&](const auto &held) {
+      return !llvm::is_contained(plan.dropNames, held.first) ||
+             llvm::is_contained(plan.keepNames, held.first) ||
+             llvm::is_contained(plan.nestedNames, held.first);
+    });
   return plans;
 }
 

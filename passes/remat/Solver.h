@@ -84,7 +84,15 @@
 //     a pass of their own and again when backward needs them, instead of
 //     held from one rebuild;
 //   - in a plan rebuilt per use, one dropped value rebuilt once instead,
-//     or one rebuilt once rebuilt per use again.
+//     or one rebuilt once rebuilt per use again;
+//   - one dropped value held from forward through one of its backward
+//     readers but the last (Note [Held part of backward] in Rewrite.h),
+//     alone, or with one held stashed value that is computed directly from
+//     it and read only up to that reader dropped and rebuilt once (with
+//     the dropped values rebuilt from that one there): while the value is
+//     held, what is computed from it is cheap to rebuild; or such a value
+//     dropped for all of backward again. Not where the caller cannot run
+//     nested plans.
 // Later rounds do the same around the members the round before put on the
 // front, up to kLocalRounds; a plan reached twice by different moves is
 // one member. The oracle's plans at the budgets where auto was furthest
@@ -161,6 +169,10 @@ struct PlanResult {
   /// perUse only: dropped values rebuilt once all the same
   /// (RecomputePlan::rebuildOnce).
   std::vector<std::string> onceNames;
+  /// Dropped values held through part of backward: (value, the first result
+  /// of the last backward node that reads the original;
+  /// RecomputePlan::heldThrough).
+  std::vector<std::pair<std::string, std::string>> heldThroughNames;
   /// persistent + arena of plan-memory on the rewritten graph (0 until
   /// planned).
   uint64_t plannedPeakBytes = 0;
@@ -314,6 +326,12 @@ private:
   void addLocalPlans();
   /// The plans one move away from \p base (Note [Local plans]), not yet
   /// measured.
+  /// \returns true if a rebuild of \p value under \p plan reads the value
+  /// named \p source: it is on the way from what the plan holds. With
+  /// \p direct, only if no other stashed value is on the way and none the
+  /// plan drops is read.
+  bool isRebuiltFrom(const ir::Value *value, llvm::StringRef source,
+                     const PlanResult &plan, bool direct) const;
   std::vector<PlanResult> localPlansAround(const PlanResult &base) const;
   static constexpr unsigned kLocalRounds = 6;
   std::vector<SegmentChoice> fixedPlan(Strategy strategy) const;

@@ -377,13 +377,16 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
   // force's graphs, and the same with each segment input not held made an
   // inner boundary (Note [Nested recompute]), each also rebuilt per use
   // (Note [Rebuilt per use]), and per use with every other dropped value
-  // rebuilt once. No rewrite leaves a dropped value read after forward,
+  // rebuilt once, and the plain and per-use ones with a value held through
+  // part of backward. No rewrite leaves a dropped value read after forward
+  // (one held through part of backward: after its node),
   // nor a Constant read by a rebuild after its last other use (the
   // rebuilds read copies there).
   // The clone limit counts the clones that are not such copies.
   CostProfile profile;
   unsigned plans = 0, nestedDiffer = 0, perUseDiffer = 0, mixedDiffer = 0,
-           readsDropped = 0, readsConstant = 0, constantCopies = 0;
+           readsDropped = 0, readsConstant = 0, constantCopies = 0,
+           heldDiffer = 0, heldReads = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     std::unique_ptr<ir::Graph> step =
         trainingStep(remat::testing::randomTrainingGraph(seed, kRows));
@@ -413,12 +416,36 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
           mixed.rebuildOnce.insert(value);
           nestedMixed.rebuildOnce.insert(value);
         }
-      for (const RecomputePlan *rewrite :
-           {&plan, &nested, &perUse, &nestedPerUse, &mixed, &nestedMixed}) {
+      // The first dropped value (in stash order) that two or more backward
+      // nodes read held through the first of them (Note [Held part of
+      // backward]), rebuilt once and per use.
+      RecomputePlan heldPart = plan, heldPerUse = perUse;
+      for (ir::Value *value : stash.stashed) {
+        if (!plan.drop.count(value) || plan.keep.count(value))
+          continue;
+        const ir::Node *first = nullptr;
+        unsigned readers = 0;
+        for (const ir::Node &node : step->getNodes())
+          if (node.getStage() == ir::Stage::Backward &&
+              llvm::is_contained(node.getOperands(), value) && readers++ == 0)
+            first = &node;
+        if (readers >= 2) {
+          heldPart.heldThrough[value] = heldPerUse.heldThrough[value] = first;
+          break;
+        }
+      }
+      std::vector<const RecomputePlan *> rewrites = {
+          &plan, &nested, &perUse, &nestedPerUse, &mixed, &nestedMixed};
+      if (!heldPart.heldThrough.empty()) {
+        rewrites.push_back(&heldPart);
+        rewrites.push_back(&heldPerUse);
+      }
+      for (const RecomputePlan *rewrite : rewrites) {
         INFO("seed " << seed << " held set " << held
                      << (rewrite->innerBoundaries.empty() ? "" : " nested")
                      << (rewrite->rebuildPerUse ? " per use" : "")
-                     << (rewrite->rebuildOnce.empty() ? "" : " mixed"));
+                     << (rewrite->rebuildOnce.empty() ? "" : " mixed")
+                     << (rewrite->heldThrough.empty() ? "" : " held"));
         RecomputeStats predicted =
             predictRecomputeStats(*step, *rewrite, profile);
         RecomputeUndo undo;
@@ -444,12 +471,21 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
                              !stillRead.count(operand);
           }
         }
+        // A value held through part of backward is read up to its node.
+        llvm::DenseSet<const ir::Value *> released;
         for (const ir::Node &node : step->getNodes()) {
           if (node.getStage() == ir::Stage::Forward)
             continue;
-          for (const ir::Value *operand : node.getOperands())
+          for (const ir::Value *operand : node.getOperands()) {
+            bool stillHeld = rewrite->heldThrough.count(operand) &&
+                             !released.count(operand);
+            heldReads += stillHeld;
             readsDropped += rewrite->drop.count(operand) &&
-                            !rewrite->keep.count(operand);
+                            !rewrite->keep.count(operand) && !stillHeld;
+          }
+          for (const auto &[value, through] : rewrite->heldThrough)
+            if (&node == through)
+              released.insert(value);
           if (node.getStage() == ir::Stage::Recompute) {
             bool copy = node.getOp() == ir::OpKind::Constant;
             constantCopies += copy;
@@ -479,6 +515,11 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
                 predictRecomputeStats(*step, plan, profile).clonedNodes &&
             stats.clonedNodes !=
                 predictRecomputeStats(*step, perUse, profile).clonedNodes;
+        heldDiffer += (rewrite == &heldPart || rewrite == &heldPerUse) &&
+                      stats.clonedNames !=
+                          predictRecomputeStats(
+                              *step, rewrite == &heldPart ? plan : perUse, profile)
+                              .clonedNames;
         if (rewrite == &nested)
           nestedDiffer +=
               stats.clonedNames !=
@@ -490,11 +531,16 @@ TEST_CASE("remat: the pool's dry run of the rewrite counts the clones the "
                 << " nested ones and " << perUseDiffer
                 << " rebuilt per use differ from their flat plan, "
                 << mixedDiffer << " mixed ones from both; "
-                << constantCopies << " copies of Constants");
+                << constantCopies << " copies of Constants; " << heldDiffer
+                << " with a value held through part of backward differ from "
+                   "their plan, "
+                << heldReads << " reads of such values after forward");
   // The inner boundaries', the per-use and the mixed paths are exercised.
   CHECK(nestedDiffer > 0);
   CHECK(perUseDiffer > 0);
   CHECK(mixedDiffer > 0);
+  CHECK(heldDiffer > 0);
+  CHECK(heldReads > 0);
   CHECK(readsDropped == 0);
   CHECK(readsConstant == 0);
   CHECK(constantCopies > 0);

@@ -44,8 +44,11 @@ How the accounting differs from remat's planned peak (plan-memory's arena):
     remat, as in remat's rewrite, which copies it for a rebuild after its
     last use; the copy, live at the rebuild, is not counted (Constants are
     scalars here);
-  - a value may be recomputed more than once (Checkmate's space), while
-    remat rebuilds each dropped value once, before its first backward use.
+  - a value may be recomputed at any backward position and held over any
+    positions (Checkmate's space); remat's plans rebuild a dropped value
+    once or for each backward node that reads it, and hold a stashed value
+    from forward for all of backward or through one of its backward
+    readers (passes/remat/Rewrite.h).
 So the oracle's optimum is exact for this program; compared with remat's
 planned figures it is a reference, not a bound, and the table says so by
 printing both peaks at no remat.
