@@ -44,14 +44,34 @@ std::string Solver::explainValue(const ir::Value *value,
   if (llvm::is_contained(plan.nestedNames, value->getName()))
     return reason + ", an inner boundary: rebuilt once, by a pass of its "
                     "own whose other clones die in it";
-  for (const auto &[name, through] : plan.heldThroughNames)
-    if (name == value->getName())
+  for (const auto &[name, through] : plan.heldThroughNames) {
+    if (name == value->getName()) {
       reason += ", held from forward through %" + through +
                 " and rebuilt only for the backward nodes after it";
+      continue;
+    }
+    // Rebuilt for backward nodes up to that one only: from the original.
+    if (llvm::StringRef(reason).startswith("recompute") &&
+        isRebuiltFrom(value, name, plan, /*direct=*/false) &&
+        isReadOnlyUpTo(value, graph_.lookup(through)->getDefiningNode()))
+      reason += ", rebuilt instead from %" + name + ", which is still held then";
+  }
   if (plan.perUse && llvm::StringRef(reason).startswith("recompute") &&
       !llvm::is_contained(plan.onceNames, value->getName()))
     reason += ", again for each backward node that reads it";
   return reason;
+}
+
+bool Solver::isReadOnlyUpTo(const ir::Value *value,
+                            const ir::Node *last) const {
+  bool passed = false;
+  for (const ir::Node &node : graph_.getNodes()) {
+    if (passed && node.getStage() == ir::Stage::Backward &&
+        llvm::is_contained(node.getOperands(), value))
+      return false;
+    passed |= &node == last;
+  }
+  return true;
 }
 
 std::string Solver::explainValueOnce(const ir::Value *value,

@@ -332,6 +332,9 @@ private:
   /// plan drops is read.
   bool isRebuiltFrom(const ir::Value *value, llvm::StringRef source,
                      const PlanResult &plan, bool direct) const;
+  /// \returns true if no backward node after \p last (in schedule order)
+  /// reads \p value.
+  bool isReadOnlyUpTo(const ir::Value *value, const ir::Node *last) const;
   std::vector<PlanResult> localPlansAround(const PlanResult &base) const;
   static constexpr unsigned kLocalRounds = 6;
   std::vector<SegmentChoice> fixedPlan(Strategy strategy) const;
