@@ -64,9 +64,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_ma
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export REMAT_REQUIRE_REFERENCE=${REMAT_REQUIRE_REFERENCE:-1}
 # RematTest's two sweeps over the random graphs run every second seed here
-# (100 of 200, 20 of 40): run whole, they were about 1480 of the 2600 CPU
-# seconds of this phase's ctest on 2 cores.
-# The normal build runs every seed.
+# (100 of 200, 20 of 40): run whole, they take over half of this phase's
+# ctest CPU time on 2 cores. The normal build runs every seed.
 export REMAT_TEST_SEED_STRIDE=${REMAT_TEST_SEED_STRIDE:-2}
 status=0
 phase_start=$SECONDS

@@ -62,18 +62,6 @@ std::string Solver::explainValue(const ir::Value *value,
   return reason;
 }
 
-bool Solver::isReadOnlyUpTo(const ir::Value *value,
-                            const ir::Node *last) const {
-  bool passed = false;
-  for (const ir::Node &node : graph_.getNodes()) {
-    if (passed && node.getStage() == ir::Stage::Backward &&
-        llvm::is_contained(node.getOperands(), value))
-      return false;
-    passed |= &node == last;
-  }
-  return true;
-}
-
 std::string Solver::explainValueOnce(const ir::Value *value,
                                      const PlanResult &plan) const {
   double bytes = double(value->getType().getByteSize());

@@ -113,6 +113,8 @@ llvm::Error Solver::initialize() {
   if (!plan)
     return plan.takeError();
   basePeakBytes_ = persistentBytes_ + plan->arenaBytes;
+  for (const ir::Node &node : graph_.getNodes())
+    position_[&node] = unsigned(position_.size());
   return llvm::Error::success();
 }
 
@@ -733,6 +735,18 @@ bool Solver::isRebuiltFrom(const ir::Value *value, llvm::StringRef source,
   return false;
 }
 
+bool Solver::isReadOnlyUpTo(const ir::Value *value,
+                            const ir::Node *last) const {
+  bool read = false;
+  for (const ir::Use &use : value->getUses())
+    if (use.user->getStage() == ir::Stage::Backward) {
+      if (position_.lookup(use.user) > position_.lookup(last))
+        return false;
+      read = true;
+    }
+  return read;
+}
+
 std::vector<PlanResult> Solver::localPlansAround(const PlanResult &base) const {
   // Boundaries the plan holds or cuts again at stay as they are.
   auto isBoundary = [&](const std::string &name) {
@@ -833,9 +847,6 @@ std::vector<PlanResult> Solver::localPlansAround(const PlanResult &base) const {
   // Not where the caller cannot run nested plans: the saved set would
   // differ between backward nodes.
   if (nestedPlansAllowed_) {
-    llvm::DenseMap<const ir::Node *, unsigned> position;
-    for (const ir::Node &node : graph_.getNodes())
-      position[&node] = unsigned(position.size());
     for (const std::string &name : base.dropNames) {
       if (isBoundary(name) ||
           llvm::any_of(base.heldThroughNames,
@@ -847,7 +858,7 @@ std::vector<PlanResult> Solver::localPlansAround(const PlanResult &base) const {
             !llvm::is_contained(readers, use.user))
           readers.push_back(use.user);
       llvm::sort(readers, [&](const ir::Node *a, const ir::Node *b) {
-        return position.lookup(a) < position.lookup(b);
+        return position_.lookup(a) < position_.lookup(b);
       });
       for (size_t i = 0; i + 1 < readers.size(); ++i) {
         PlanResult plan = make(base.dropNames, base.onceNames, base.choices);
@@ -857,22 +868,11 @@ std::vector<PlanResult> Solver::localPlansAround(const PlanResult &base) const {
         // alone and read only up to that reader dropped and rebuilt once,
         // from the held value, with the dropped values rebuilt from it
         // there rebuilt once too.
-        unsigned last = position.lookup(readers[i]);
-        auto readOnlyUpTo = [&](const ir::Value *value) {
-          bool read = false;
-          for (const ir::Use &use : value->getUses())
-            if (use.user->getStage() == ir::Stage::Backward) {
-              if (position.lookup(use.user) > last)
-                return false;
-              read = true;
-            }
-          return read;
-        };
         for (const ir::Value *value : stash_.stashed) {
           std::string other = value->getName().str();
           if (other == name || isBoundary(other) ||
               llvm::is_contained(plan.dropNames, other) ||
-              !readOnlyUpTo(value) ||
+              !isReadOnlyUpTo(value, readers[i]) ||
               !isRebuiltFrom(value, name, plan, /*direct=*/true))
             continue;
           PlanResult window = plan;
@@ -885,7 +885,7 @@ std::vector<PlanResult> Solver::localPlansAround(const PlanResult &base) const {
             for (const std::string &dropped : plan.dropNames) {
               const ir::Value *later = graph_.lookup(dropped);
               if (!llvm::is_contained(plan.onceNames, dropped) &&
-                  !isBoundary(dropped) && readOnlyUpTo(later) &&
+                  !isBoundary(dropped) && isReadOnlyUpTo(later, readers[i]) &&
                   isRebuiltFrom(later, other, window, /*direct=*/false))
                 window.onceNames.push_back(dropped);
             }

@@ -324,17 +324,17 @@ private:
   void sortPool();
   /// Adds the local plans of Note [Local plans] to the pool.
   void addLocalPlans();
-  /// The plans one move away from \p base (Note [Local plans]), not yet
-  /// measured.
   /// \returns true if a rebuild of \p value under \p plan reads the value
   /// named \p source: it is on the way from what the plan holds. With
   /// \p direct, only if no other stashed value is on the way and none the
   /// plan drops is read.
   bool isRebuiltFrom(const ir::Value *value, llvm::StringRef source,
                      const PlanResult &plan, bool direct) const;
-  /// \returns true if no backward node after \p last (in schedule order)
-  /// reads \p value.
+  /// \returns true if backward nodes read \p value and none after \p last
+  /// in the schedule.
   bool isReadOnlyUpTo(const ir::Value *value, const ir::Node *last) const;
+  /// The plans one move away from \p base (Note [Local plans]), not yet
+  /// measured.
   std::vector<PlanResult> localPlansAround(const PlanResult &base) const;
   static constexpr unsigned kLocalRounds = 6;
   std::vector<SegmentChoice> fixedPlan(Strategy strategy) const;
@@ -399,6 +399,8 @@ private:
   const CostProfile &profile_;
   uint64_t persistentBytes_ = 0;
   uint64_t basePeakBytes_ = 0;
+  /// Each node's position in the schedule the solver plans (initialize).
+  llvm::DenseMap<const ir::Node *, unsigned> position_;
   double baseSeconds_ = 0;
   /// Per stashed value (stash index): rebuild seconds if dropped alone.
   std::vector<double> chainSeconds_;
